@@ -1,0 +1,113 @@
+package main
+
+import (
+	"bytes"
+	"flag"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+	"testing"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files under testdata")
+
+// run calls Main in-process and returns its status and output.
+func run(t *testing.T, stdin string, args ...string) (status int, stdout, stderr string) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	defer func() {
+		if p := recover(); p != nil {
+			t.Fatalf("vibe %s panicked: %v", strings.Join(args, " "), p)
+		}
+	}()
+	status = Main(args, strings.NewReader(stdin), &out, &errOut)
+	return status, out.String(), errOut.String()
+}
+
+// golden compares got with the file name, or rewrites it under -update.
+func golden(t *testing.T, name, got string) {
+	t.Helper()
+	if *update {
+		if err := os.WriteFile(name, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(name)
+	if err != nil {
+		t.Fatalf("%v (run go test -update to create it)", err)
+	}
+	if got != string(want) {
+		t.Errorf("output differs from %s (go test -update rewrites it)\ngot:\n%s\nwant:\n%s", name, got, want)
+	}
+}
+
+// located is the shape of every error line: "FILE: /json/path: message" or,
+// for a pipeline expression, "FILE:LINE:COLUMN: message".
+var located = regexp.MustCompile(`^(\S[^:]*: /\S*: \S.*|<pipeline>:\d+:\d+: \S.*)$`)
+
+// TestBadInputs runs every input of the bad-input catalogue
+// (testdata/bad/<command>/<case>.{json,pipe,args}) through the command line
+// and checks that it exits 1, prints nothing on stdout, prints every error
+// on its own line naming the file and the JSON path (or line and column),
+// and prints exactly the expected errors in <case>.err.
+func TestBadInputs(t *testing.T) {
+	inputs, err := filepath.Glob("testdata/bad/*/*")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := map[string]string{} // case path without extension → input file
+	for _, in := range inputs {
+		ext := filepath.Ext(in)
+		stem := strings.TrimSuffix(in, ext)
+		switch ext {
+		case ".args":
+			cases[stem] = in // an .args file decides the command line
+		case ".json", ".pipe":
+			if _, ok := cases[stem]; !ok {
+				cases[stem] = in
+			}
+		}
+	}
+	names := make([]string, 0, len(cases))
+	for stem := range cases {
+		names = append(names, stem)
+	}
+	sort.Strings(names)
+	if len(names) < 30 {
+		t.Errorf("the catalogue has %d cases, want at least 30", len(names))
+	}
+	for _, stem := range names {
+		in := cases[stem]
+		command := filepath.Base(filepath.Dir(in))
+		t.Run(command+"/"+filepath.Base(stem), func(t *testing.T) {
+			var args []string
+			switch filepath.Ext(in) {
+			case ".args":
+				b, _ := os.ReadFile(in)
+				args = strings.Fields(string(b))
+			case ".pipe":
+				b, _ := os.ReadFile(in)
+				args = []string{command, "--registry", "testdata/registry", "--pipeline", strings.TrimSuffix(string(b), "\n")}
+			default:
+				args = []string{command, "--registry", "testdata/registry", in}
+			}
+			status, stdout, stderr := run(t, "", args...)
+			if status != 1 {
+				t.Errorf("exit status %d, want 1; stderr:\n%s", status, stderr)
+			}
+			if stdout != "" {
+				t.Errorf("printed on stdout:\n%s", stdout)
+			}
+			lines := strings.Split(strings.TrimSuffix(stderr, "\n"), "\n")
+			for _, l := range lines {
+				if !located.MatchString(l) {
+					t.Errorf("error line does not name a file and a JSON path (or line:column): %q", l)
+				}
+			}
+			golden(t, stem+".err", stderr)
+		})
+	}
+}

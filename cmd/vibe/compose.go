@@ -1,0 +1,84 @@
+package main
+
+import (
+	"github.com/spf13/cobra"
+
+	"github.com/augceo/vibe/compose"
+	"github.com/augceo/vibe/jsonv"
+	"github.com/augceo/vibe/schema"
+)
+
+func newComposeCmd(io stdio) *cobra.Command {
+	var regDir, pipeline string
+	cmd := &cobra.Command{
+		Use:   "compose FILE|- | compose --pipeline EXPR",
+		Short: "Print a schema with its macros, mixins and references resolved",
+		Long: `Compose prints the plain schema an Instruction composes to: every $ref resolved
+(local pointers, aug: registry URIs, #name fragments) and every allOf of mixins
+folded, property order kept. FILE "-" reads standard input.
+
+With --pipeline it composes a pipeline expression instead:
+  vibe compose --registry DIR --pipeline '"Schedule a meeting" | IdentifyParticipants | FetchAvailability'
+  vibe compose --registry DIR --pipeline 'FetchAvailability(IdentifyParticipants(prompt))'
+
+On bad input it prints every error, one per line, as FILE: /json/path: message
+(or FILE:LINE:COLUMN: message for a pipeline expression), and exits with status 1.`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if cmd.Flags().Changed("pipeline") {
+				return exactArgs(0)(cmd, args)
+			}
+			return exactArgs(1)(cmd, args)
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			reg, err := openRegistry(regDir)
+			if err != nil {
+				return err
+			}
+			opts := compose.Options{Registry: reg}
+			var out jsonv.Value
+			if cmd.Flags().Changed("pipeline") {
+				out, err = compose.Pipeline(pipeline, opts)
+			} else {
+				out, err = composeFile(io, args[0], opts)
+			}
+			if err != nil {
+				return err
+			}
+			return writeJSON(io, out)
+		},
+	}
+	registryFlag(cmd, &regDir)
+	cmd.Flags().StringVar(&pipeline, "pipeline", "", "compose this pipeline expression instead of a file")
+	return cmd
+}
+
+func composeFile(io stdio, name string, opts compose.Options) (jsonv.Value, error) {
+	doc, err := readInput(io, name)
+	if err != nil {
+		return jsonv.Value{}, err
+	}
+	return compose.Flatten(inputName(name), doc, opts)
+}
+
+// readInput reads a JSON file, or standard input for "-".
+func readInput(io stdio, name string) (jsonv.Value, error) {
+	if name == "-" {
+		return schema.Read(inputName(name), io.in)
+	}
+	return schema.ReadFile(name)
+}
+
+// inputName is how errors name an input: "<stdin>" for "-".
+func inputName(name string) string {
+	if name == "-" {
+		return "<stdin>"
+	}
+	return name
+}
+
+// writeJSON prints v with a 2-space indent and a final newline.
+func writeJSON(io stdio, v jsonv.Value) error {
+	b := jsonv.MarshalIndent(v, "  ")
+	_, err := io.out.Write(append(b, '\n'))
+	return err
+}

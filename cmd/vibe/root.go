@@ -1,0 +1,113 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+
+	"github.com/spf13/cobra"
+
+	"github.com/augceo/vibe/registry"
+	"github.com/augceo/vibe/schema"
+)
+
+// Exit statuses.
+const (
+	exitOK    = 0
+	exitError = 1 // bad input, a failed run: the errors are printed
+	exitUsage = 2 // bad flags or arguments
+)
+
+// stdio is where a command reads and writes; tests give buffers.
+type stdio struct {
+	in       io.Reader
+	out, err io.Writer
+}
+
+// usageError marks an error in how the command was called.
+type usageError struct{ error }
+
+// Main runs the vibe command line with args and returns the exit status.
+func Main(args []string, in io.Reader, out, errOut io.Writer) int {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	io := stdio{in: in, out: out, err: errOut}
+	root := newRoot(io)
+	root.SetArgs(args)
+	root.SetIn(in)
+	root.SetOut(out)
+	root.SetErr(errOut)
+	err := root.ExecuteContext(ctx)
+	if err == nil {
+		return exitOK
+	}
+	var ue usageError
+	if errors.As(err, &ue) || isCobraUsage(err) {
+		fmt.Fprintf(errOut, "vibe: %v\nRun 'vibe help' for usage.\n", err)
+		return exitUsage
+	}
+	for _, e := range schema.Errors(err, "vibe") {
+		fmt.Fprintln(errOut, e.Error())
+	}
+	return exitError
+}
+
+// isCobraUsage reports whether err is cobra's own complaint about flags or
+// arguments.
+func isCobraUsage(err error) bool {
+	var fe *flagError
+	return errors.As(err, &fe) || strings.HasPrefix(err.Error(), "unknown command ")
+}
+
+type flagError struct{ err error }
+
+func (e *flagError) Error() string { return e.err.Error() }
+
+func newRoot(io stdio) *cobra.Command {
+	root := &cobra.Command{
+		Use:   "vibe",
+		Short: "Compiled, durable LLM workflows",
+		Long: `Vibe composes Instructions (JSON Schemas a model fills in), compiles pipelines of
+them into Processes, and runs them durably.
+
+Every error names the file and the JSON path it is about, one per line:
+  FILE: /json/path: message`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &flagError{err} })
+	root.AddCommand(newComposeCmd(io))
+	return root
+}
+
+// registryFlag adds --registry to cmd; its default comes from $VIBE_REGISTRY.
+func registryFlag(cmd *cobra.Command, dir *string) {
+	cmd.Flags().StringVar(dir, "registry", os.Getenv("VIBE_REGISTRY"), "registry directory that aug: URIs and instruction names resolve in (default $VIBE_REGISTRY)")
+}
+
+// openRegistry opens dir, or returns nil when dir is empty.
+func openRegistry(dir string) (*registry.Registry, error) {
+	if dir == "" {
+		return nil, nil
+	}
+	r, err := registry.Open(dir)
+	if err != nil {
+		return nil, usageError{fmt.Errorf("--registry: %w", err)}
+	}
+	return r, nil
+}
+
+// exactArgs is cobra.ExactArgs reported as a usage error.
+func exactArgs(n int) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		if err := cobra.ExactArgs(n)(cmd, args); err != nil {
+			return &flagError{err}
+		}
+		return nil
+	}
+}

@@ -1,0 +1,285 @@
+package compose
+
+import (
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/augceo/vibe/jsonv"
+	"github.com/augceo/vibe/registry"
+	"github.com/augceo/vibe/schema"
+)
+
+// seedRegistry holds the instructions of seed 001's pipeline, filled from Go.
+func seedRegistry(t testing.TB) *registry.Registry {
+	t.Helper()
+	r := &registry.Registry{}
+	obj := func(title string, props ...string) string {
+		var b strings.Builder
+		b.WriteString(`{"title":"` + title + `","type":"object","properties":{`)
+		for i, p := range props {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			b.WriteString(`"` + p + `":{"type":"string"}`)
+		}
+		b.WriteString(`}}`)
+		return b.String()
+	}
+	docs := map[string]string{
+		"IdentifyParticipants":       obj("Identify participants", "organizer", "attendee"),
+		"FetchAvailability":          obj("Availability parameters", "organizerId", "attendeeId"),
+		"FetchAvailability_Activity": `{"title":"Availability","type":"object","properties":{"output":{"type":["object","null"],"properties":{"slots":{"type":"array"}}}}}`,
+		"FindCommonSlot":             obj("Find a common slot", "selectedSlot", "reasoning"),
+		"DraftInvitation":            obj("Draft the invitation", "subject", "body"),
+		"ConfirmInvitation_User":     `{"title":"Confirm","type":"object","properties":{"decision":{"enum":["Approve","Reject"]}}}`,
+		"SendInvitation_Activity":    `{"title":"Send","type":"object","references":["step4_draft_invitation","step5_confirm_invitation_User"],"properties":{"output":{"type":["object","null"]}}}`,
+	}
+	for name, doc := range docs {
+		if err := r.Add("aug:instructions/"+name, parse(t, doc)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return r
+}
+
+func stepNames(t *testing.T, v jsonv.Value) []string {
+	t.Helper()
+	return schema.Properties(v).Names()
+}
+
+func TestPipelineForms(t *testing.T) {
+	reg := seedRegistry(t)
+	chain, err := Pipeline(`"Schedule a meeting" | IdentifyParticipants | FetchAvailability | FindCommonSlot | DraftInvitation`, Options{Registry: reg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	nested, err := Pipeline(`DraftInvitation(FindCommonSlot(FetchAvailability(IdentifyParticipants("Schedule a meeting"))))`, Options{Registry: reg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a, b := string(jsonv.Marshal(chain)), string(jsonv.Marshal(nested)); a != b {
+		t.Errorf("the two forms differ:\n%s\n%s", a, b)
+	}
+	want := []string{"step1_identify_participants", "step2_fetch_availability", "step3_find_common_slot", "step4_draft_invitation"}
+	if got := stepNames(t, chain); !slices.Equal(got, want) {
+		t.Errorf("steps %q, want %q", got, want)
+	}
+	if got := schema.Required(chain); !slices.Equal(got, want) {
+		t.Errorf("required %q", got)
+	}
+	if got := chain.Lookup("prompt").Str(); got != "Schedule a meeting" {
+		t.Errorf("prompt %q", got)
+	}
+	props := chain.Lookup("properties")
+	if _, ok := props.Lookup(want[0]).Get("references"); ok {
+		t.Error("the first step references the prompt only: it has no references")
+	}
+	for i := 1; i < len(want); i++ {
+		refs := schema.Strings(props.Lookup(want[i]).Lookup("references"))
+		if !slices.Equal(refs, []string{want[i-1]}) {
+			t.Errorf("%s references %q, want the step before", want[i], refs)
+		}
+	}
+	golden(t, "pipeline-schedule-meeting.json", append(jsonv.MarshalIndent(chain, "  "), '\n'))
+}
+
+// TestPipelineSeedNested is seed 001's nested expression: named arguments,
+// a call written twice (one step), and the class suffixes kept.
+func TestPipelineSeedNested(t *testing.T) {
+	const expr = `
+// Send the approved invitation
+SendInvitation_Activity(
+  // Get user approval for the drafted invitation
+  ConfirmInvitation_User(
+    // Create invitation with participants and selected time slot
+    DraftInvitation(
+      // Extract participant info from user's request
+      participants: IdentifyParticipants(prompt),
+      // Find a time that works for both participants
+      slot: FindCommonSlot(
+        // Get calendar data for identified participants
+        FetchAvailability_Activity(IdentifyParticipants(prompt)))
+    )
+  )
+)`
+	out, err := Pipeline(expr, Options{Registry: seedRegistry(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{
+		"step1_identify_participants",
+		"step2_fetch_availability_Activity",
+		"step3_find_common_slot",
+		"step4_draft_invitation",
+		"step5_confirm_invitation_User",
+		"step6_send_invitation_Activity",
+	}
+	if got := stepNames(t, out); !slices.Equal(got, want) {
+		t.Fatalf("steps %q, want %q", got, want)
+	}
+	refs := func(step string) []string {
+		return schema.Strings(out.Lookup("properties").Lookup(step).Lookup("references"))
+	}
+	if got := refs("step4_draft_invitation"); !slices.Equal(got, []string{"step1_identify_participants", "step3_find_common_slot"}) {
+		t.Errorf("draft references %q: both arguments' steps", got)
+	}
+	if got := refs("step6_send_invitation_Activity"); !slices.Equal(got, []string{"step4_draft_invitation", "step5_confirm_invitation_User"}) {
+		t.Errorf("declared references must be kept, got %q", got)
+	}
+	if _, ok := out.Get("prompt"); ok {
+		t.Error("a bare prompt is given at run time: no prompt keyword")
+	}
+	// references sit after the title, as in seed 001's process.
+	if names := out.Lookup("properties").Lookup("step3_find_common_slot").Object().Names(); names[0] != "title" || names[1] != "references" {
+		t.Errorf("step keywords %q", names)
+	}
+}
+
+func TestPipelineChainWithArguments(t *testing.T) {
+	// X | F(a) is F(X, a).
+	out, err := Pipeline(`"p" | IdentifyParticipants | DraftInvitation(FindCommonSlot(prompt))`, Options{Registry: seedRegistry(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	refs := schema.Strings(out.Lookup("properties").Lookup("step3_draft_invitation").Lookup("references"))
+	if !slices.Equal(refs, []string{"step1_identify_participants", "step2_find_common_slot"}) {
+		t.Errorf("references %q", refs)
+	}
+}
+
+func TestPipelineNameResolution(t *testing.T) {
+	reg := seedRegistry(t)
+	// A name that differs only in case resolves.
+	if _, err := Pipeline(`"p" | identifyParticipants`, Options{Registry: reg}); err != nil {
+		t.Errorf("case-insensitive name: %v", err)
+	}
+	_, err := Pipeline(`"p" | IdentifyParticipant | FindComonSlot`, Options{Registry: reg})
+	var list schema.ErrorList
+	if !errors.As(err, &list) || len(list) != 2 {
+		t.Fatalf("want two errors, got %v", err)
+	}
+	if !strings.Contains(list[0].Message, "did you mean IdentifyParticipants?") || list[0].Column != 7 {
+		t.Errorf("first error: %v", list[0])
+	}
+	if !strings.Contains(list[1].Message, "did you mean FindCommonSlot?") {
+		t.Errorf("second error: %v", list[1])
+	}
+	if _, err := Pipeline(`"p" | X`, Options{}); err == nil || !strings.Contains(err.Error(), "no registry given") {
+		t.Errorf("without a registry: %v", err)
+	}
+}
+
+func TestSnakeName(t *testing.T) {
+	tests := map[string]string{
+		"IdentifyParticipants":       "identify_participants",
+		"identifyParticipants":       "identify_participants",
+		"FetchAvailability_Activity": "fetch_availability_Activity",
+		"ConfirmInvitation_User":     "confirm_invitation_User",
+		"NotifyUser":                 "notify_user",
+		"HTTPRequest":                "http_request",
+		"getV2Data":                  "get_v2_data",
+		"Fetch_Data":                 "fetch_data",
+		"billing/MakeReport":         "make_report",
+		"НайтиУчастников":            "найти_участников",
+		"_Activity":                  "activity",
+	}
+	for in, want := range tests {
+		if got := SnakeName(in); got != want {
+			t.Errorf("SnakeName(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+func TestParsePipeline(t *testing.T) {
+	tests := []struct{ in, want string }{
+		{`"p" | A | B`, `B(A("p"))`},
+		{`B(A("p"))`, `B(A("p"))`},
+		{`'it\'s' | A`, `A("it's")`},
+		{`"Привет" | Найти`, `Найти(A)`[:0] + `Найти("Привет")`},
+		{`A(prompt) | B(x: C(prompt), y: "q")`, `B(A(prompt), x: C(prompt), y: "q")`},
+		{`F(a: "x" | G)`, `F(a: G("x"))`},
+		{`A // comment
+		| B`, `B(A)`},
+		{`A()`, `A`},
+		{`prompt | A`, `A(prompt)`},
+		{`"tab\tand \u00e9"|A`, `A("tab\tand é")`},
+	}
+	for _, tt := range tests {
+		e, err := ParsePipeline(tt.in)
+		if err != nil {
+			t.Errorf("ParsePipeline(%q): %v", tt.in, err)
+			continue
+		}
+		if got := e.String(); got != tt.want {
+			t.Errorf("ParsePipeline(%q) = %s, want %s", tt.in, got, tt.want)
+		}
+	}
+}
+
+func TestParsePipelineErrors(t *testing.T) {
+	tests := []struct {
+		in        string
+		line, col int
+		msg       string
+	}{
+		{``, 1, 1, "empty pipeline"},
+		{`A |`, 1, 4, `expected an instruction name after "|"`},
+		{`A | | B`, 1, 5, `expected a quoted prompt or an instruction name, found "|"`},
+		{"A(\n  B", 1, 2, `unclosed "(" of A`},
+		{`A) `, 1, 2, `unexpected ")" after the end`},
+		{"A |\n  \"x\"", 2, 3, "a quoted prompt can only start a pipeline"},
+		{`A | prompt`, 1, 5, "the prompt can only start a pipeline"},
+		{`"x`, 1, 1, "unterminated string"},
+		{"\"x\n\" | A", 1, 1, "must end on its line"},
+		{`A(x: B, x: C)`, 1, 12, `argument "x" of A is given twice`},
+		{`A(B C)`, 1, 5, `expected "," or ")"`},
+		{`"" | A`, 1, 1, "empty prompt"},
+		{`A $ B`, 1, 3, `unexpected "$"`},
+		{`A(,)`, 1, 3, `expected a quoted prompt or an instruction name, found ","`},
+	}
+	for _, tt := range tests {
+		_, err := ParsePipeline(tt.in)
+		var e *schema.Error
+		if !errors.As(err, &e) {
+			t.Errorf("ParsePipeline(%q) = %v, want a *schema.Error", tt.in, err)
+			continue
+		}
+		if e.Line != tt.line || e.Column != tt.col || !strings.Contains(e.Message, tt.msg) || e.File != PipelineFile {
+			t.Errorf("ParsePipeline(%q): %v, want %d:%d %q", tt.in, e, tt.line, tt.col, tt.msg)
+		}
+	}
+}
+
+// FuzzParsePipeline checks that the parser never panics, and that what it
+// accepts prints back to an expression that parses to the same thing.
+// Run: go test -fuzz=FuzzParsePipeline ./compose
+func FuzzParsePipeline(f *testing.F) {
+	for _, s := range []string{
+		`"Schedule a meeting" | IdentifyParticipants | FetchAvailability`,
+		`C(B(A(prompt)))`, `D(p: A(prompt), s: F(G_Activity(A(prompt))))`, `'x' | A(b: "c" | D)`,
+		"// c\nA", `"\u00e9" | Б`, `A(`, `"x`, `A | | B`, `A(x: B, x: C)`,
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		e, err := ParsePipeline(s)
+		if err != nil {
+			var se *schema.Error
+			if !errors.As(err, &se) || se.Line < 1 || se.Column < 1 {
+				t.Fatalf("error without a position: %v", err)
+			}
+			return
+		}
+		printed := e.String()
+		again, err := ParsePipeline(printed)
+		if err != nil {
+			t.Fatalf("%q printed as %q, which does not parse: %v", s, printed, err)
+		}
+		if again.String() != printed {
+			t.Fatalf("%q printed as %q, then as %q", s, printed, again.String())
+		}
+		_ = SnakeName(printed)
+	})
+}

@@ -1,0 +1,105 @@
+package jsonv
+
+import (
+	"errors"
+	"slices"
+	"testing"
+)
+
+func TestPointer(t *testing.T) {
+	p := PointerTo("a/b", "c~d", "0")
+	if p != "/a~1b/c~0d/0" {
+		t.Fatalf("PointerTo = %s", p)
+	}
+	if got := slices.Collect(p.Tokens()); !slices.Equal(got, []string{"a/b", "c~d", "0"}) {
+		t.Errorf("Tokens = %q", got)
+	}
+	if p.Parent() != "/a~1b/c~0d" || p.Last() != "0" || Pointer("").Parent() != "" || Pointer("").String() != "/" {
+		t.Error("Parent/Last/String")
+	}
+	for _, bad := range []string{"a", "/~2", "/x~"} {
+		if _, err := ParsePointer(bad); err == nil {
+			t.Errorf("ParsePointer(%q) accepted", bad)
+		}
+	}
+	if _, err := ParsePointer("/a/~0/~1"); err != nil {
+		t.Error(err)
+	}
+}
+
+func TestAtAndSet(t *testing.T) {
+	v := mustParse(t, `{"a":{"b":[10,{"c":"x"}]},"k/l":1}`)
+	tests := []struct {
+		p       Pointer
+		want    string
+		missing bool
+	}{
+		{"", `{"a":{"b":[10,{"c":"x"}]},"k/l":1}`, false},
+		{"/a/b/0", `10`, false},
+		{"/a/b/1/c", `"x"`, false},
+		{"/k~1l", `1`, false},
+		{"/a/x", "", true},
+		{"/a/b/2", "", true},
+		{"/a/b/01", "", true},
+		{"/a/b/0/z", "", true},
+	}
+	for _, tt := range tests {
+		got, err := v.At(tt.p)
+		if tt.missing {
+			if !errors.Is(err, ErrNotFound) {
+				t.Errorf("At(%s) err = %v, want ErrNotFound", tt.p, err)
+			}
+			continue
+		}
+		if err != nil || got.String() != tt.want && string(Marshal(got)) != tt.want {
+			t.Errorf("At(%s) = %s, %v; want %s", tt.p, Marshal(got), err, tt.want)
+		}
+	}
+
+	v, err := Set(v, "/a/b/-", StringValue("new"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, _ = Set(v, "/a/b/0", IntValue(11))
+	v, _ = Set(v, "/a/d", BoolValue(true))
+	if got := string(Marshal(v)); got != `{"a":{"b":[11,{"c":"x"},"new"],"d":true},"k/l":1}` {
+		t.Errorf("after Set: %s", got)
+	}
+	if _, err := Set(v, "/nope/x", NullValue()); !errors.Is(err, ErrNotFound) {
+		t.Errorf("Set through a missing member: %v", err)
+	}
+	if _, err := Set(v, "/k~1l/x", NullValue()); !errors.Is(err, ErrNotFound) {
+		t.Errorf("Set inside a number: %v", err)
+	}
+	if root, _ := Set(v, "", IntValue(1)); root.Literal() != "1" {
+		t.Error("Set of the root")
+	}
+}
+
+func TestWalk(t *testing.T) {
+	v := mustParse(t, `{"a":[1,{"b":2}],"skip":{"x":1},"c":3}`)
+	var seen []string
+	err := Walk(v, func(p Pointer, v Value) error {
+		seen = append(seen, string(p))
+		if p == "/skip" {
+			return SkipChildren
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"", "/a", "/a/0", "/a/1", "/a/1/b", "/skip", "/c"}
+	if !slices.Equal(seen, want) {
+		t.Errorf("visited %q, want %q", seen, want)
+	}
+	stop := errors.New("stop")
+	if err := Walk(v, func(p Pointer, v Value) error {
+		if p == "/a/0" {
+			return stop
+		}
+		return nil
+	}); err != stop {
+		t.Errorf("Walk returned %v, want the callback's error", err)
+	}
+}

@@ -1,0 +1,130 @@
+package llm
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+)
+
+// Provider sends one structured-output request to a model and returns the
+// model's raw answer. It is the seam between the call path (prompt, parse,
+// validate, repair, account) and a vendor's wire protocol; providers live in
+// sub-packages (llm/openai, llm/anthropic, llm/replay).
+//
+// A Provider does not parse or validate the answer: the call path does that,
+// so that every provider gets the same tolerant parsing and repair turns.
+type Provider interface {
+	Complete(ctx context.Context, req *Request) (*Response, error)
+}
+
+// Role is who speaks a message in a request.
+type Role string
+
+const (
+	// RoleUser is text sent to the model: context, the request to fill the
+	// schema, a repair turn listing validation errors.
+	RoleUser Role = "user"
+	// RoleAssistant is an earlier answer of the model, sent back in a repair
+	// turn so that the model sees what it produced.
+	RoleAssistant Role = "assistant"
+)
+
+// Message is one turn of a request's conversation.
+type Message struct {
+	Role    Role   `json:"role"`
+	Content string `json:"content"`
+}
+
+// Request is what a provider sends: a system text, the conversation, and the
+// schema the answer must fill.
+type Request struct {
+	// Name names the schema on the wire (the response format's or the tool's
+	// name). Providers restrict it to [A-Za-z0-9_-], at most 64 bytes; see
+	// WireName.
+	Name string `json:"name"`
+	// System is the system prompt; empty sends none.
+	System string `json:"system,omitempty"`
+	// Messages are the conversation turns, in order.
+	Messages []Message `json:"messages"`
+	// Schema is the projected JSON Schema as raw bytes. It goes on the wire
+	// byte for byte: property order is the order the model thinks in, and a
+	// Go map would sort it.
+	Schema json.RawMessage `json:"schema"`
+	// Strict asks for strict structured output where the endpoint supports it
+	// (OpenAI strict mode). The schema must then be a strict projection.
+	Strict bool `json:"strict,omitempty"`
+}
+
+// Usage counts the tokens of one request.
+type Usage struct {
+	PromptTokens     int64 `json:"promptTokens"`
+	CompletionTokens int64 `json:"completionTokens"`
+}
+
+// Add returns the sum of two usages.
+func (u Usage) Add(v Usage) Usage {
+	return Usage{
+		PromptTokens:     u.PromptTokens + v.PromptTokens,
+		CompletionTokens: u.CompletionTokens + v.CompletionTokens,
+	}
+}
+
+// Total is the prompt and completion tokens together.
+func (u Usage) Total() int64 { return u.PromptTokens + u.CompletionTokens }
+
+// Response is a provider's raw answer.
+type Response struct {
+	// Content is the model's answer as text: the JSON arguments of the forced
+	// tool call, or the message content in structured-output mode. It may
+	// still hold code fences or prose; the call path parses it.
+	Content string `json:"content"`
+	// Model is the model that answered, as the endpoint reports it.
+	Model string `json:"model"`
+	// Usage is the token usage the endpoint reported.
+	Usage Usage `json:"usage"`
+	// Latency is the wall time of the request, retries included.
+	Latency time.Duration `json:"latency"`
+	// Replayed is true when the answer came from a recording, not a model.
+	// Everything that shows a replayed answer says so.
+	Replayed bool `json:"replayed,omitempty"`
+}
+
+// APIError is an error answer of a model endpoint, after the provider's own
+// retries gave up.
+type APIError struct {
+	Provider   string // "openai", "anthropic"
+	StatusCode int    // HTTP status; 0 when the request never got an answer
+	Message    string // the endpoint's error message, or the transport error
+	Retryable  bool   // a later attempt may succeed (429, 5xx, transport)
+	Err        error  // the SDK's error, for errors.As
+}
+
+func (e *APIError) Error() string {
+	if e.StatusCode == 0 {
+		return fmt.Sprintf("%s: %s", e.Provider, e.Message)
+	}
+	return fmt.Sprintf("%s: HTTP %d: %s", e.Provider, e.StatusCode, e.Message)
+}
+
+func (e *APIError) Unwrap() error { return e.Err }
+
+// WireName turns a step or chunk name into a name every provider accepts for
+// a response format or a tool: bytes outside [A-Za-z0-9_-] become '_', an
+// empty name becomes "output", and the result is cut to 64 bytes.
+func WireName(name string) string {
+	b := make([]byte, 0, len(name))
+	for i := 0; i < len(name) && len(b) < 64; i++ {
+		c := name[i]
+		switch {
+		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9', c == '_', c == '-':
+			b = append(b, c)
+		default:
+			b = append(b, '_')
+		}
+	}
+	if len(b) == 0 {
+		return "output"
+	}
+	return string(b)
+}

@@ -1,0 +1,170 @@
+package schema
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/augceo/vibe/jsonv"
+)
+
+func mustParse(t testing.TB, s string) jsonv.Value {
+	t.Helper()
+	v, err := jsonv.Parse([]byte(s))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+func TestErrorFormat(t *testing.T) {
+	tests := []struct {
+		e    *Error
+		want string
+	}{
+		{&Error{File: "a.json", Path: "/properties/x", Message: "bad"}, "a.json: /properties/x: bad"},
+		{&Error{File: "a.json", Message: "bad"}, "a.json: /: bad"},
+		{&Error{File: "<pipeline>", Line: 2, Column: 7, Message: "bad"}, "<pipeline>:2:7: bad"},
+		{&Error{Message: "bad"}, "<input>: /: bad"},
+	}
+	for _, tt := range tests {
+		if got := tt.e.Error(); got != tt.want {
+			t.Errorf("got %q, want %q", got, tt.want)
+		}
+	}
+	cause := errors.New("cause")
+	e := Errorf("f", "/a", "wrapped: %w", cause)
+	if !errors.Is(e, cause) || e.Message != "wrapped: cause" {
+		t.Errorf("Errorf: %v", e)
+	}
+}
+
+func TestErrorList(t *testing.T) {
+	var l ErrorList
+	if l.Err() != nil {
+		t.Error("empty list is not nil")
+	}
+	l.Add("b.json", "/x", "two")
+	l.Add("a.json", "/y", "one")
+	l.Add("a.json", "/y", "one")
+	l.Append("c.json", errors.New("plain"))
+	l.Append("c.json", nil)
+	l.Sort()
+	if got := l.Error(); got != "a.json: /y: one\nb.json: /x: two\nc.json: /: plain" {
+		t.Errorf("got\n%s", got)
+	}
+	wrapped := fmt.Errorf("compose: %w", l)
+	if got := Errors(wrapped, "x"); len(got) != 3 {
+		t.Errorf("Errors of a wrapped list: %v", got)
+	}
+	var target *Error
+	if !errors.As(l.Err(), &target) || target.File != "a.json" {
+		t.Errorf("errors.As through the list: %v", target)
+	}
+}
+
+func TestParseAndReadFile(t *testing.T) {
+	_, err := Parse("f.json", []byte("{\n \"a\": [1, 2,, 3]\n}"))
+	var e *Error
+	if !errors.As(err, &e) || e.File != "f.json" || e.Path != "/a/2" || !strings.Contains(e.Message, "line 2, column 13") {
+		t.Errorf("Parse error %v", err)
+	}
+	dir := t.TempDir()
+	name := filepath.Join(dir, "s.json")
+	os.WriteFile(name, []byte(`{"type":"string"}`), 0o644)
+	if v, err := ReadFile(name); err != nil || v.Lookup("type").Str() != "string" {
+		t.Errorf("ReadFile: %v %v", v, err)
+	}
+	if _, err := ReadFile(filepath.Join(dir, "none.json")); err == nil || !strings.Contains(err.Error(), "none.json: /: cannot read: no such file or directory") {
+		t.Errorf("missing file: %v", err)
+	}
+}
+
+func TestWalk(t *testing.T) {
+	s := mustParse(t, `{"type":"object","properties":{"a":{"items":{"type":"string"}},"b":{"anyOf":[{"const":{"properties":{"not":"a schema"}}},{"$ref":"#/$defs/x"}]}},"$defs":{"x":{"not":{}}},"enum":[{"properties":{}}]}`)
+	var seen []string
+	Walk(s, func(p jsonv.Pointer, _ jsonv.Value) error {
+		seen = append(seen, string(p))
+		return nil
+	})
+	want := []string{"", "/properties/a", "/properties/a/items", "/properties/b", "/properties/b/anyOf/0", "/properties/b/anyOf/1", "/$defs/x", "/$defs/x/not"}
+	if !slices.Equal(seen, want) {
+		t.Errorf("visited %q\nwant %q", seen, want)
+	}
+	if KeywordShape("properties") != SchemaMap || KeywordShape("allOf") != SchemaArray || KeywordShape("items") != SchemaValue || KeywordShape("const") != NotSchema {
+		t.Error("KeywordShape")
+	}
+}
+
+func TestConventions(t *testing.T) {
+	for name, want := range map[string][2]bool{
+		"_considerations": {true, false},
+		"$qualityScore":   {false, true},
+		"_tool":           {false, false},
+		"_instance":       {false, false},
+		"organizer":       {false, false},
+		"$":               {false, false},
+	} {
+		if IsThinking(name) != want[0] || IsMetric(name) != want[1] {
+			t.Errorf("%s: thinking %v metric %v", name, IsThinking(name), IsMetric(name))
+		}
+	}
+	if !IsEngineKeyword("references") || IsEngineKeyword("properties") {
+		t.Error("IsEngineKeyword")
+	}
+}
+
+func TestValidator(t *testing.T) {
+	s := mustParse(t, `{"type":"object","properties":{
+		"when":{"type":"string","format":"date-time"},
+		"who":{"type":"object","properties":{"email":{"type":"string","format":"email"}},"required":["email"]},
+		"decision":{"enum":["Approve","Reject"]}},
+		"required":["when","decision"],"additionalProperties":false}`)
+	v, err := NewValidator("s.json", s, ValidatorOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := v.Validate(mustParse(t, `{"when":"2024-03-20T09:00:00Z","who":{"email":"a@b.c"},"decision":"Approve"}`)); err != nil {
+		t.Errorf("valid instance: %v", err)
+	}
+	err = v.Validate(mustParse(t, `{"when":"tomorrow","who":{},"decision":"Maybe","extra":1}`))
+	var ve *ValidationError
+	if !errors.As(err, &ve) {
+		t.Fatalf("err = %v", err)
+	}
+	var paths []string
+	for _, p := range ve.Problems {
+		paths = append(paths, string(p.Path))
+	}
+	if !slices.Equal(paths, []string{"", "/decision", "/when", "/who"}) {
+		t.Errorf("problem paths %q: %v", paths, ve)
+	}
+	lax, _ := NewValidator("s.json", s, ValidatorOptions{IgnoreFormat: true})
+	if err := lax.Validate(mustParse(t, `{"when":"tomorrow","decision":"Reject"}`)); err != nil {
+		t.Errorf("IgnoreFormat: %v", err)
+	}
+
+	_, err = NewValidator("bad.json", mustParse(t, `{"type":"object","properties":{"a":{"minLength":"x"}}}`), ValidatorOptions{})
+	var list ErrorList
+	if !errors.As(err, &list) || list[0].File != "bad.json" || list[0].Path != "/properties/a/minLength" {
+		t.Errorf("invalid schema: %v", err)
+	}
+
+	loader := func(uri string) (jsonv.Value, error) {
+		if uri == "aug:instructions/slot" {
+			return mustParse(t, `{"type":"string","minLength":2}`), nil
+		}
+		return jsonv.Value{}, errors.New("unknown")
+	}
+	withRef, err := NewValidator("r.json", mustParse(t, `{"properties":{"s":{"$ref":"aug:instructions/slot"}}}`), ValidatorOptions{Loader: loader})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := withRef.Validate(mustParse(t, `{"s":"x"}`)); err == nil {
+		t.Error("aug: reference not applied")
+	}
+}
