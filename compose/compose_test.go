@@ -1,20 +1,17 @@
 package compose
 
 import (
-	"flag"
 	"fmt"
 	"math/rand/v2"
-	"os"
 	"slices"
 	"strings"
 	"testing"
 
+	"github.com/augceo/vibe/internal/golden"
 	"github.com/augceo/vibe/jsonv"
 	"github.com/augceo/vibe/registry"
 	"github.com/augceo/vibe/schema"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files under testdata")
 
 const exampleDir = "../examples/schedule-meeting"
 
@@ -27,22 +24,9 @@ func parse(t testing.TB, s string) jsonv.Value {
 	return v
 }
 
-func golden(t *testing.T, name string, got []byte) {
+func checkGolden(t *testing.T, name string, got []byte) {
 	t.Helper()
-	path := "testdata/" + name
-	if *update {
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (go test -update creates it)", err)
-	}
-	if string(got) != string(want) {
-		t.Errorf("%s differs (go test -update rewrites it):\n%s", path, got)
-	}
+	golden.Check(t, "testdata/"+name, got)
 }
 
 func exampleRegistry(t testing.TB) *registry.Registry {
@@ -66,7 +50,7 @@ func TestScheduleMeetingTool(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	golden(t, "schedule-meeting-tool.json", append(jsonv.MarshalIndent(out, "  "), '\n'))
+	checkGolden(t, "schedule-meeting-tool.json", append(jsonv.MarshalIndent(out, "  "), '\n'))
 
 	names := func(v jsonv.Value) []string { return schema.Properties(v).Names() }
 	if got := names(out); !slices.Equal(got, []string{"name", "llmContext1"}) {

@@ -57,16 +57,30 @@ type base struct {
 type flattener struct {
 	reg   *registry.Registry
 	errs  schema.ErrorList
-	bases map[string]*base       // registry documents by URI
-	stack []string               // the "$ref" targets being flattened, outermost first
-	memo  map[string]jsonv.Value // flattened "$ref" targets by "uri#pointer"
+	bases map[string]*base    // registry documents by URI
+	stack []string            // the "$ref" targets being flattened, outermost first
+	memo  map[string]memoized // flattened "$ref" targets by "uri#pointer"
+	size  int                 // values inlined so far, to stop a schema that expands exponentially
+	big   bool                // the size error was reported
 }
+
+type memoized struct {
+	v    jsonv.Value
+	size int // the number of values in v
+}
+
+// MaxInlined bounds the values "$ref"s may inline into one composed schema.
+// Each reference is resolved once, but a schema whose every level refers
+// twice to the one below (the "billion laughs" shape) still doubles per
+// level; past this bound composing stops with an error instead of eating
+// the machine's memory.
+const MaxInlined = 1 << 20
 
 func newFlattener(opts Options) *flattener {
 	return &flattener{
 		reg:   opts.Registry,
 		bases: make(map[string]*base),
-		memo:  make(map[string]jsonv.Value),
+		memo:  make(map[string]memoized),
 	}
 }
 
@@ -261,19 +275,37 @@ func (f *flattener) ref(b *base, at jsonv.Pointer, v jsonv.Value) jsonv.Value {
 		f.errs.Add(b.file, at, "$ref cycle: %s", strings.Join(chain, " → "))
 		return empty
 	}
-	if done, ok := f.memo[key]; ok {
-		return done.Clone()
-	}
-	f.stack = append(f.stack, key)
-	out := f.flatten(tb, ptr, target)
-	f.stack = f.stack[:len(f.stack)-1]
-	if o := out.Object(); o != nil {
-		for _, kw := range resourceKeywords {
-			o.Delete(kw)
+	done, ok := f.memo[key]
+	if !ok {
+		f.stack = append(f.stack, key)
+		out := f.flatten(tb, ptr, target)
+		f.stack = f.stack[:len(f.stack)-1]
+		if o := out.Object(); o != nil {
+			for _, kw := range resourceKeywords {
+				o.Delete(kw)
+			}
 		}
+		done = memoized{v: out, size: count(out)}
+		f.memo[key] = done
 	}
-	f.memo[key] = out
-	return out.Clone()
+	if f.size += done.size; f.size > MaxInlined {
+		if !f.big {
+			f.big = true
+			f.errs.Add(b.file, at, "$ref %s makes the composed schema too large: over %d values inlined (a schema that refers to the same part many times at every level?)", show(v), MaxInlined)
+		}
+		return empty
+	}
+	return done.v.Clone()
+}
+
+// count returns the number of values in v.
+func count(v jsonv.Value) int {
+	n := 0
+	jsonv.Walk(v, func(jsonv.Pointer, jsonv.Value) error {
+		n++
+		return nil
+	})
+	return n
 }
 
 // resolve finds what a "$ref" value names: the document it is in, where in

@@ -177,6 +177,9 @@ func Suggest(name string, known []string, n int) []string {
 	var cs []cand
 	lname := strings.ToLower(name)
 	limit := max(2, len([]rune(name))/3)
+	if len([]rune(name)) <= 3 {
+		limit = 1 // a short name is near everything
+	}
 	for _, k := range known {
 		d := distance(lname, strings.ToLower(k))
 		if d <= limit || strings.Contains(strings.ToLower(k), lname) {

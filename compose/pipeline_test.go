@@ -82,7 +82,7 @@ func TestPipelineForms(t *testing.T) {
 			t.Errorf("%s references %q, want the step before", want[i], refs)
 		}
 	}
-	golden(t, "pipeline-schedule-meeting.json", append(jsonv.MarshalIndent(chain, "  "), '\n'))
+	checkGolden(t, "pipeline-schedule-meeting.json", append(jsonv.MarshalIndent(chain, "  "), '\n'))
 }
 
 // TestPipelineSeedNested is seed 001's nested expression: named arguments,

@@ -36,9 +36,15 @@ func IsCallField(name string) bool { return callFields[name] }
 // EngineKeywords are the schema keywords that only the engine reads. They are
 // removed from every schema sent to a model.
 var EngineKeywords = []string{
-	"references", // the earlier results a step needs (SPEC §2)
-	"prompt",     // a pipeline's quoted head: the default prompt
-	"_delegate",  // delegation (SPEC §8)
+	"references",    // the earlier results a step needs (SPEC §2)
+	"prompt",        // a pipeline's quoted head: the default prompt
+	"entryPoint",    // a compiled process: {"$ref": "#/$defs/LLM_<first chunk>"}
+	"directCall",    // a compiled direct server call
+	"kind",          // a compiled chunk: "LLM", "SERVER" or "USER"
+	"contextName",   // a compiled chunk: the context its steps sit in
+	"action",        // a compiled step: the server action it runs
+	"fireAndForget", // a compiled step: the action runs after its LLM chunk, not awaited
+	"_delegate",     // delegation (SPEC §8)
 	"_scopes",
 	"_resolve",
 }

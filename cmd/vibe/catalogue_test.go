@@ -2,16 +2,15 @@ package main
 
 import (
 	"bytes"
-	"flag"
 	"os"
 	"path/filepath"
 	"regexp"
 	"sort"
 	"strings"
 	"testing"
-)
 
-var update = flag.Bool("update", false, "rewrite the golden files under testdata")
+	goldenfile "github.com/augceo/vibe/internal/golden"
+)
 
 // run calls Main in-process and returns its status and output.
 func run(t *testing.T, stdin string, args ...string) (status int, stdout, stderr string) {
@@ -29,19 +28,7 @@ func run(t *testing.T, stdin string, args ...string) (status int, stdout, stderr
 // golden compares got with the file name, or rewrites it under -update.
 func golden(t *testing.T, name, got string) {
 	t.Helper()
-	if *update {
-		if err := os.WriteFile(name, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(name)
-	if err != nil {
-		t.Fatalf("%v (run go test -update to create it)", err)
-	}
-	if got != string(want) {
-		t.Errorf("output differs from %s (go test -update rewrites it)\ngot:\n%s\nwant:\n%s", name, got, want)
-	}
+	goldenfile.Check(t, name, []byte(got))
 }
 
 // located is the shape of every error line: "FILE: /json/path: message" or,

@@ -23,12 +23,7 @@ With --pipeline it composes a pipeline expression instead:
 
 On bad input it prints every error, one per line, as FILE: /json/path: message
 (or FILE:LINE:COLUMN: message for a pipeline expression), and exits with status 1.`,
-		Args: func(cmd *cobra.Command, args []string) error {
-			if cmd.Flags().Changed("pipeline") {
-				return exactArgs(0)(cmd, args)
-			}
-			return exactArgs(1)(cmd, args)
-		},
+		Args: fileOrPipeline,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			reg, err := openRegistry(regDir)
 			if err != nil {
@@ -81,4 +76,12 @@ func writeJSON(io stdio, v jsonv.Value) error {
 	b := jsonv.MarshalIndent(v, "  ")
 	_, err := io.out.Write(append(b, '\n'))
 	return err
+}
+
+// fileOrPipeline accepts one FILE argument, or none with --pipeline.
+func fileOrPipeline(cmd *cobra.Command, args []string) error {
+	if cmd.Flags().Changed("pipeline") {
+		return exactArgs(0)(cmd, args)
+	}
+	return exactArgs(1)(cmd, args)
 }

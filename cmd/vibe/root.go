@@ -81,7 +81,7 @@ Every error names the file and the JSON path it is about, one per line:
 		SilenceErrors: true,
 	}
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &flagError{err} })
-	root.AddCommand(newComposeCmd(io))
+	root.AddCommand(newComposeCmd(io), newCompileCmd(io))
 	return root
 }
 

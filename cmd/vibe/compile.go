@@ -1,0 +1,121 @@
+package main
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/augceo/vibe/compile"
+	"github.com/augceo/vibe/jsonv"
+)
+
+func newCompileCmd(io stdio) *cobra.Command {
+	var (
+		regDir, pipeline, actions string
+		batch                     int
+		explain, inline, strict   bool
+	)
+	cmd := &cobra.Command{
+		Use:   "compile FILE|- | compile --pipeline EXPR",
+		Short: "Compile a process or a pipeline into chunks",
+		Long: `Compile splits a process schema (or, with --pipeline, a pipeline expression) into
+chunks by where each step runs — LLM, SERVER, USER — resolves every step's
+references, and prints the compiled process: the input plus "$defs" with one
+definition per chunk in execution order, and the entry point.
+
+  --actions a,b    the registered server actions: a step named for one of them
+                   (without "output") is fire-and-forget, and every blocking
+                   step must match one
+  --explain        print a table of the chunks instead
+  --batch N        print the multiplexed LLM chunk(s) for N items: one object
+                   per call, within the provider limits (32 items per call)
+
+On bad input it prints every error, one per line, as FILE: /json/path: message,
+and exits with status 1.`,
+		Args: fileOrPipeline,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			reg, err := openRegistry(regDir)
+			if err != nil {
+				return err
+			}
+			opts := compile.Options{Registry: reg}
+			if cmd.Flags().Changed("actions") {
+				opts.Actions = splitList(actions)
+			}
+			var p *compile.Process
+			if cmd.Flags().Changed("pipeline") {
+				p, err = compile.CompilePipeline(pipeline, opts)
+			} else {
+				var doc jsonv.Value
+				if doc, err = readInput(io, args[0]); err == nil {
+					p, err = compile.Compile(inputName(args[0]), doc, opts)
+				}
+			}
+			if err != nil {
+				return err
+			}
+			switch {
+			case explain:
+				return p.Explain(io.out)
+			case cmd.Flags().Changed("batch"):
+				calls, err := batches(p, batch, compile.ProjectOptions{Strict: strict}, compile.MultiplexOptions{Inline: inline})
+				if err != nil {
+					return usageError{err}
+				}
+				return writeJSON(io, calls)
+			}
+			return writeJSON(io, p.Document)
+		},
+	}
+	registryFlag(cmd, &regDir)
+	cmd.Flags().StringVar(&pipeline, "pipeline", "", "compile this pipeline expression instead of a file")
+	cmd.Flags().StringVar(&actions, "actions", "", "comma-separated names of the registered server actions")
+	cmd.Flags().BoolVar(&explain, "explain", false, "print a readable table of the chunks")
+	cmd.Flags().IntVar(&batch, "batch", 0, "print the multiplexed LLM chunks for `N` items")
+	cmd.Flags().BoolVar(&inline, "inline", false, "with --batch: copy step schemas into every item instead of $defs + $ref")
+	cmd.Flags().BoolVar(&strict, "strict", false, "with --batch: the strict-mode projection (every property required, additionalProperties false)")
+	return cmd
+}
+
+func splitList(s string) []string {
+	out := []string{}
+	for _, f := range strings.Split(s, ",") {
+		if f = strings.TrimSpace(f); f != "" {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// batches lists the calls that run every LLM chunk over n items: each
+// call's chunk, its items (1-based, inclusive) and the schema it sends.
+func batches(p *compile.Process, n int, popts compile.ProjectOptions, mopts compile.MultiplexOptions) (jsonv.Value, error) {
+	if n < 1 {
+		return jsonv.Value{}, fmt.Errorf("--batch: %d items; give at least 1", n)
+	}
+	var calls []jsonv.Value
+	for _, ch := range p.Chunks {
+		if ch.Kind != compile.LLM {
+			continue
+		}
+		def := p.Document.Lookup("$defs").Lookup(ch.Name)
+		loose := compile.Project(def, compile.ProjectOptions{}).Schema
+		bs, err := compile.Batches(loose, n, compile.Limits{}, mopts)
+		if err != nil {
+			return jsonv.Value{}, fmt.Errorf("%s: %w", ch.Name, err)
+		}
+		for _, b := range bs {
+			m, err := compile.Multiplex(loose, b.Count, mopts)
+			if err != nil {
+				return jsonv.Value{}, fmt.Errorf("%s: %w", ch.Name, err)
+			}
+			calls = append(calls, jsonv.ObjectValue(
+				jsonv.Member{Name: "chunk", Value: jsonv.StringValue(ch.Name)},
+				jsonv.Member{Name: "items", Value: jsonv.ArrayValue(jsonv.IntValue(int64(b.First+1)), jsonv.IntValue(int64(b.First+b.Count)))},
+				jsonv.Member{Name: "schema", Value: compile.Project(m, popts).Schema},
+			))
+		}
+	}
+	return jsonv.ArrayValue(calls...), nil
+}

@@ -1,0 +1,68 @@
+package main
+
+import (
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/augceo/vibe/jsonv"
+)
+
+func TestCompileExample(t *testing.T) {
+	want, err := os.ReadFile("../../compile/testdata/schedule-meeting.compiled.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	args := []string{"compile", "--registry", example + "/registry", "--actions", "FetchAvailability_Activity,sendInvitation", example + "/registry/processes/schedule-meeting@2.json"}
+	status, stdout, stderr := run(t, "", args...)
+	if status != 0 {
+		t.Fatalf("status %d: %s", status, stderr)
+	}
+	// The compile package's golden file names the file by its registry path.
+	if stdout != string(want) {
+		t.Errorf("vibe compile differs from compile/testdata/schedule-meeting.compiled.json:\n%s", stdout)
+	}
+	status, explain, stderr := run(t, "", append(args, "--explain")...)
+	if status != 0 {
+		t.Fatalf("--explain: status %d: %s", status, stderr)
+	}
+	golden(t, "testdata/schedule-meeting.explain.txt", explain)
+}
+
+func TestCompileSeedProcess(t *testing.T) {
+	status, stdout, stderr := run(t, "", "compile", example+"/registry/processes/schedule-meeting@1.json")
+	if status != 1 || stdout != "" {
+		t.Fatalf("status %d, stdout %q", status, stdout)
+	}
+	if n := strings.Count(stderr, "\n"); n != 5 {
+		t.Errorf("%d error lines, want 5:\n%s", n, stderr)
+	}
+}
+
+func TestCompileBatch(t *testing.T) {
+	status, stdout, stderr := run(t, "", "compile", "--registry", "../../compile/testdata/registry", "--batch", "40",
+		"--pipeline", `"Moderate the comments" | Classify | Explain | Score | Decide`)
+	if status != 0 {
+		t.Fatalf("status %d: %s", status, stderr)
+	}
+	calls, err := jsonv.Parse([]byte(stdout))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// 40 items at the default of 32 per call: two calls of 20.
+	if calls.Len() != 2 {
+		t.Fatalf("%d calls, want 2", calls.Len())
+	}
+	for i, c := range calls.Array() {
+		items := c.Lookup("items").Array()
+		if first, _ := items[0].Int(); first != int64(1+20*i) {
+			t.Errorf("call %d starts at item %d", i, first)
+		}
+		if n := c.Lookup("schema").Lookup("properties").Len(); n != 80 {
+			t.Errorf("call %d has %d properties, want 20 items × 4 steps", i, n)
+		}
+	}
+	if status, _, stderr := run(t, "", "compile", "--batch", "0", "--registry", "../../compile/testdata/registry", "--pipeline", `"x" | Classify`); status != 2 || !strings.Contains(stderr, "--batch") {
+		t.Errorf("--batch 0: status %d, %s", status, stderr)
+	}
+}

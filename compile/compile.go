@@ -1,0 +1,476 @@
+package compile
+
+import (
+	"fmt"
+	"regexp"
+	"slices"
+	"strings"
+
+	"github.com/augceo/vibe/compose"
+	"github.com/augceo/vibe/jsonv"
+	"github.com/augceo/vibe/registry"
+	"github.com/augceo/vibe/schema"
+)
+
+// Kind is where a step or a chunk runs.
+type Kind string
+
+// The kinds of steps and chunks (SPEC §1 "Context").
+const (
+	LLM    Kind = "LLM"    // one structured model call
+	Server Kind = "SERVER" // registered server actions, blocking
+	User   Kind = "USER"   // a person's answer
+)
+
+// Options configures Compile. The zero value compiles without a registry and
+// without knowing the registered actions.
+type Options struct {
+	// Registry resolves "$ref"s and pipeline instruction names.
+	Registry *registry.Registry
+	// Actions are the names of the registered server actions. With nil, no
+	// step is fire-and-forget and blocking steps are not checked for an
+	// action; with a list (even empty), a blocking SERVER step that matches
+	// no action is an error.
+	Actions []string
+}
+
+// Step is one step of a process.
+type Step struct {
+	Name    string // the property name
+	Context string // the context it sits in; "" for a plain step
+	Kind    Kind
+	// Action is the registered action a SERVER or fire-and-forget step
+	// runs, when Options.Actions named it; see MatchAction.
+	Action string
+	// FireAndForget marks an LLM step whose value is also handed to Action
+	// after its chunk, without waiting.
+	FireAndForget bool
+	// References are the earlier results the step needs.
+	References []Ref
+	// Schema is the step's schema as the document has it (flattened).
+	Schema jsonv.Value
+	// Path is where the step is in the document.
+	Path jsonv.Pointer
+
+	index int // position in execution order
+}
+
+// StatePath is where the step's result lives in process state.
+func (s *Step) StatePath() []string {
+	if s.Context == "" {
+		return []string{s.Name}
+	}
+	return []string{s.Context, s.Name}
+}
+
+// QualifiedName is the step's name with its context: "llmContext1.identifyParticipants".
+func (s *Step) QualifiedName() string { return strings.Join(s.StatePath(), ".") }
+
+// Ref is a resolved reference: a step and a path of fields inside its
+// result.
+type Ref struct {
+	Step  *Step
+	Field []string
+}
+
+// Path is the reference's path in process state.
+func (r Ref) Path() []string { return append(r.Step.StatePath(), r.Field...) }
+
+// String is the canonical form: "context.step.field…".
+func (r Ref) String() string { return strings.Join(r.Path(), ".") }
+
+// Chunk is a maximal run of steps of one kind: one model call, one run of
+// server actions, or one wait for a person.
+type Chunk struct {
+	// Name is the definition's name in "$defs": LLM_<chunk>, SERVER_<chunk>
+	// or USER_<chunk>.
+	Name    string
+	Kind    Kind
+	Context string // the context its steps sit in; "" for plain steps
+	Steps   []*Step
+	// References are the results from outside the chunk its steps need, in
+	// order of first use.
+	References []Ref
+}
+
+// Process is a compiled process.
+type Process struct {
+	// Document is the compiled document: the input plus "$defs" with one
+	// definition per chunk, and "entryPoint" or "directCall".
+	Document jsonv.Value
+	// Chunks in execution order.
+	Chunks []*Chunk
+	// Direct is set when the process reduced to a direct server call.
+	Direct *DirectCall
+	// Prompt is a pipeline's quoted prompt, or "".
+	Prompt string
+}
+
+// Steps returns every step in execution order.
+func (p *Process) Steps() []*Step {
+	var steps []*Step
+	for _, c := range p.Chunks {
+		steps = append(steps, c.Steps...)
+	}
+	return steps
+}
+
+// Step returns the step of a qualified name ("llmContext1.fetchAvailability"
+// or a plain step's name), or nil.
+func (p *Process) Step(qualified string) *Step {
+	for _, c := range p.Chunks {
+		for _, s := range c.Steps {
+			if s.QualifiedName() == qualified {
+				return s
+			}
+		}
+	}
+	return nil
+}
+
+// Chunk returns the chunk of that name, or nil.
+func (p *Process) Chunk(name string) *Chunk {
+	for _, c := range p.Chunks {
+		if c.Name == name {
+			return c
+		}
+	}
+	return nil
+}
+
+// DirectCall is a pipeline that reduced to one LLM chunk whose last step is
+// a fire-and-forget action: no process, one model call, then the action.
+type DirectCall struct {
+	Action string
+	Step   *Step  // the last step: its value is the action's input
+	Chunk  *Chunk // the instruction the model fills
+}
+
+// contextName matches the names of contexts: llmContext1, serverContext2,
+// userContext, LLM_Context, …
+var contextName = regexp.MustCompile(`(?i)^(llm|server|user)_?context`)
+
+// ContextKind returns the kind of a top-level property name that names a
+// context, and ok == false for a plain step.
+func ContextKind(name string) (k Kind, ok bool) {
+	m := contextName.FindStringSubmatch(name)
+	if m == nil {
+		return "", false
+	}
+	switch strings.ToLower(m[1]) {
+	case "llm":
+		return LLM, true
+	case "server":
+		return Server, true
+	}
+	return User, true
+}
+
+// MatchAction returns the action of actions that step name runs: the one
+// of the same name, or for a pipeline step "step<N>_<snake>" the one whose
+// compose.SnakeName is <snake>.
+func MatchAction(step string, actions []string) (string, bool) {
+	if slices.Contains(actions, step) {
+		return step, true
+	}
+	rest, ok := cutStepPrefix(step)
+	if !ok {
+		return "", false
+	}
+	for _, a := range actions {
+		if compose.SnakeName(a) == rest {
+			return a, true
+		}
+	}
+	return "", false
+}
+
+// cutStepPrefix removes "step<N>_" from a pipeline step name.
+func cutStepPrefix(name string) (string, bool) {
+	rest, ok := strings.CutPrefix(name, "step")
+	if !ok {
+		return "", false
+	}
+	i := 0
+	for i < len(rest) && rest[i] >= '0' && rest[i] <= '9' {
+		i++
+	}
+	if i == 0 || i >= len(rest) || rest[i] != '_' {
+		return "", false
+	}
+	return rest[i+1:], true
+}
+
+// CompilePipeline composes a pipeline expression (compose.Pipeline) and
+// compiles it.
+func CompilePipeline(expr string, opts Options) (*Process, error) {
+	doc, err := compose.Pipeline(expr, compose.Options{Registry: opts.Registry})
+	if err != nil {
+		return nil, err
+	}
+	return Compile(compose.PipelineFile, doc, opts)
+}
+
+// Compile compiles a process schema; file names it in errors. The document
+// is flattened first (compose.Flatten). Every problem is reported, as a
+// schema.ErrorList naming the file and JSON path of each.
+func Compile(file string, doc jsonv.Value, opts Options) (*Process, error) {
+	flat, err := compose.Flatten(file, doc, compose.Options{Registry: opts.Registry})
+	if err != nil {
+		return nil, err
+	}
+	c := &compiler{file: file, doc: flat, opts: opts}
+	c.checkRequired()
+	c.collectSteps()
+	c.resolveReferences()
+	c.partition()
+	if err := c.errs.Err(); err != nil {
+		return nil, err
+	}
+	p := &Process{Chunks: c.chunks, Prompt: flat.Lookup("prompt").Str()}
+	p.Direct = directCall(p)
+	p.Document = emit(flat, p)
+	return p, nil
+}
+
+type compiler struct {
+	file   string
+	doc    jsonv.Value
+	opts   Options
+	errs   schema.ErrorList
+	steps  []*Step
+	groups []group // top-level properties in order: a context or a plain step
+	chunks []*Chunk
+}
+
+// group is one top-level property: a context with its steps, or a plain
+// step.
+type group struct {
+	context string // "" for a plain step
+	kind    Kind   // the context's kind
+	steps   []*Step
+}
+
+func (c *compiler) errorf(p jsonv.Pointer, format string, args ...any) {
+	c.errs.Add(c.file, p, format, args...)
+}
+
+// checkRequired reports every "required" entry that names no property, in
+// every schema of the document.
+func (c *compiler) checkRequired() {
+	schema.Walk(c.doc, func(p jsonv.Pointer, s jsonv.Value) error {
+		req, ok := s.Get("required")
+		props := schema.Properties(s)
+		if !ok || props == nil {
+			return nil
+		}
+		if req.Kind() != jsonv.KindArray {
+			c.errorf(p.Append("required"), "required must be an array of property names, not %s", show(req))
+			return nil
+		}
+		for i, r := range req.Array() {
+			at := p.Append("required").AppendIndex(i)
+			if r.Kind() != jsonv.KindString {
+				c.errorf(at, "required must list property names, not %s", show(r))
+				continue
+			}
+			if !props.Has(r.Str()) {
+				msg := fmt.Sprintf("required names %q, which is not a property here (properties: %s)", r.Str(), strings.Join(props.Names(), ", "))
+				if s := compose.Suggest(r.Str(), props.Names(), 1); len(s) > 0 {
+					msg = fmt.Sprintf("required names %q, which is not a property here; did you mean %q?", r.Str(), s[0])
+				}
+				c.errorf(at, "%s", msg)
+			}
+		}
+		return nil
+	})
+}
+
+// collectSteps reads the contexts and steps, and classifies each step.
+func (c *compiler) collectSteps() {
+	props := schema.Properties(c.doc)
+	if props.Len() == 0 {
+		c.errorf("", "a process needs properties: its contexts (llmContext1, serverContext1, userContext, …) or its steps")
+		return
+	}
+	for _, m := range props.Members() {
+		at := jsonv.PointerTo("properties", m.Name)
+		if kind, ok := ContextKind(m.Name); ok {
+			steps := schema.Properties(m.Value)
+			if m.Value.Object() == nil || steps.Len() == 0 {
+				c.errorf(at, "context %q has no steps: a context is an object schema whose properties are its steps", m.Name)
+				continue
+			}
+			g := group{context: m.Name, kind: kind}
+			for _, s := range steps.Members() {
+				if st := c.step(s.Name, m.Name, kind, s.Value, at.Append("properties").Append(s.Name)); st != nil {
+					g.steps = append(g.steps, st)
+				}
+			}
+			c.groups = append(c.groups, g)
+			continue
+		}
+		if st := c.step(m.Name, "", "", m.Value, at); st != nil {
+			c.groups = append(c.groups, group{steps: []*Step{st}})
+		}
+	}
+}
+
+// step classifies one step (SPEC §5, in order).
+func (c *compiler) step(name, ctx string, ctxKind Kind, s jsonv.Value, at jsonv.Pointer) *Step {
+	if s.Object() == nil {
+		c.errorf(at, "step %q must be an object schema, not %s", name, show(s))
+		return nil
+	}
+	st := &Step{Name: name, Context: ctx, Schema: s, Path: at, index: len(c.steps)}
+	output, hasOutput := schema.Properties(s).Get("output")
+	switch {
+	case hasOutput || strings.HasSuffix(name, "_Activity"):
+		st.Kind = Server
+		if hasOutput && !nullable(output) {
+			c.errorf(at.Append("properties").Append("output"), "blocking step %q: its output must be nullable, since a model filling the pipeline sets it to null (write \"type\": [\"object\", \"null\"])", name)
+		}
+	case strings.HasSuffix(name, "_User") || ctxKind == User:
+		st.Kind = User
+	case ctxKind == Server:
+		st.Kind = Server
+	default:
+		st.Kind = LLM
+		if a, ok := MatchAction(name, c.opts.Actions); ok {
+			st.FireAndForget, st.Action = true, a
+		}
+	}
+	if st.Kind == Server && c.opts.Actions != nil {
+		if a, ok := MatchAction(name, c.opts.Actions); ok {
+			st.Action = a
+		} else {
+			c.errorf(at, "blocking step %q runs on the server, but no registered action matches it (registered: %s)", name, listOrNone(c.opts.Actions))
+		}
+	}
+	c.steps = append(c.steps, st)
+	return st
+}
+
+func listOrNone(names []string) string {
+	if len(names) == 0 {
+		return "none"
+	}
+	return strings.Join(names, ", ")
+}
+
+// nullable reports whether a schema admits null.
+func nullable(s jsonv.Value) bool {
+	switch s.Kind() {
+	case jsonv.KindBool:
+		return s.Bool()
+	case jsonv.KindObject:
+	default:
+		return false
+	}
+	if t, ok := s.Get("type"); ok {
+		switch t.Kind() {
+		case jsonv.KindString:
+			return t.Str() == "null"
+		case jsonv.KindArray:
+			return slices.Contains(schema.Strings(t), "null")
+		}
+		return false
+	}
+	if e, ok := s.Get("enum"); ok {
+		return slices.ContainsFunc(e.Array(), jsonv.Value.IsNull)
+	}
+	if k, ok := s.Get("const"); ok {
+		return k.IsNull()
+	}
+	for _, kw := range []string{"anyOf", "oneOf"} {
+		if alts, ok := s.Get(kw); ok {
+			return slices.ContainsFunc(alts.Array(), nullable)
+		}
+	}
+	return true // unconstrained
+}
+
+// partition forms chunks: maximal runs of one kind inside a context, or
+// among consecutive plain steps.
+func (c *compiler) partition() {
+	used := map[string]int{}
+	add := func(kind Kind, ctx string, steps []*Step, base string) {
+		name := string(kind) + "_" + base
+		if used[name]++; used[name] > 1 {
+			name = fmt.Sprintf("%s_%d", name, used[name])
+		}
+		ch := &Chunk{Name: name, Kind: kind, Context: ctx, Steps: steps}
+		seen := map[string]bool{}
+		for _, s := range steps {
+			for _, r := range s.References {
+				if !slices.Contains(steps, r.Step) && !seen[r.String()] {
+					seen[r.String()] = true
+					ch.References = append(ch.References, r)
+				}
+			}
+		}
+		c.chunks = append(c.chunks, ch)
+	}
+	// runs splits steps into maximal runs of one kind.
+	runs := func(steps []*Step) [][]*Step {
+		var out [][]*Step
+		for i, s := range steps {
+			if i == 0 || s.Kind != steps[i-1].Kind {
+				out = append(out, nil)
+			}
+			out[len(out)-1] = append(out[len(out)-1], s)
+		}
+		return out
+	}
+	var plain []*Step
+	flush := func() {
+		for _, r := range runs(plain) {
+			add(r[0].Kind, "", r, r[0].Name)
+		}
+		plain = nil
+	}
+	for _, g := range c.groups {
+		if g.context == "" {
+			plain = append(plain, g.steps...)
+			continue
+		}
+		flush()
+		rs := runs(g.steps)
+		for i, r := range rs {
+			base := g.context
+			if len(rs) > 1 {
+				base = fmt.Sprintf("%s_%d", g.context, i+1)
+			}
+			add(r[0].Kind, g.context, r, base)
+		}
+	}
+	flush()
+}
+
+// directCall recognises a process that reduced to one LLM chunk ending in
+// its only fire-and-forget step.
+func directCall(p *Process) *DirectCall {
+	if len(p.Chunks) != 1 || p.Chunks[0].Kind != LLM {
+		return nil
+	}
+	ch := p.Chunks[0]
+	last := ch.Steps[len(ch.Steps)-1]
+	if !last.FireAndForget {
+		return nil
+	}
+	for _, s := range ch.Steps[:len(ch.Steps)-1] {
+		if s.FireAndForget {
+			return nil
+		}
+	}
+	return &DirectCall{Action: last.Action, Step: last, Chunk: ch}
+}
+
+// show prints a value in an error message, cut short when long.
+func show(v jsonv.Value) string {
+	s := string(jsonv.Marshal(v))
+	if r := []rune(s); len(r) > 60 {
+		s = string(r[:57]) + "…"
+	}
+	return s
+}

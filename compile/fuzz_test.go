@@ -1,0 +1,45 @@
+package compile
+
+import (
+	"testing"
+
+	"github.com/augceo/vibe/jsonv"
+)
+
+// FuzzCompile feeds the compiler arbitrary documents: it must never panic,
+// must return either a process or located errors, and what it compiles must
+// decode again. Run: go test -fuzz=FuzzCompile ./compile
+func FuzzCompile(f *testing.F) {
+	// Small seeds: the fuzzer minimizes every input that finds new coverage,
+	// and minimizing a seed-001-sized document takes longer than a run.
+	for _, s := range []string{
+		`{"properties":{"llmContext1":{"properties":{"p":{"type":"object","properties":{"o":{"type":"string"}},"required":["o"]},"f":{"references":["p"]}},"required":["p","f"]},"serverContext1":{"properties":{"F_Activity":{"references":["llmContext1.f"]}}},"userContext":{"properties":{"c":{"references":["llmContext1.p.o"],"enum":["A","R"]}}}}}`,
+		`{"properties":{"a":{"references":["b"]},"b":{"properties":{"output":{"type":"object"}}}}}`,
+		`{"properties":{"llmContext1":{"properties":{"x":{"references":["llmContext1.x.y"]}}},"userContext":{"properties":{"ok":{}}}}}`,
+		`{"properties":{"s_Activity":{"properties":{"output":{}}},"t":{"references":["s_Activity.output"]}},"required":["s_Activity","u"]}`,
+		`{"properties":{"a":{"$ref":"#/properties/b"},"b":{"allOf":[{"properties":{"default":{}}}]}}}`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		doc, err := jsonv.Parse(data)
+		if err != nil {
+			return
+		}
+		p, err := Compile("fuzz.json", doc, Options{Actions: []string{"x", "s_Activity", "t"}})
+		if err != nil {
+			return
+		}
+		if _, err := Decode(p.Document); err != nil {
+			t.Fatalf("compiled document does not decode: %v\n%s", err, jsonv.Marshal(p.Document))
+		}
+		for _, c := range p.Chunks {
+			Project(p.Document.Lookup("$defs").Lookup(c.Name), ProjectOptions{Strict: true})
+		}
+		_ = p.Explain(discard{})
+	})
+}
+
+type discard struct{}
+
+func (discard) Write(b []byte) (int, error) { return len(b), nil }

@@ -1,0 +1,187 @@
+package compile
+
+import (
+	"fmt"
+	"strconv"
+
+	"github.com/augceo/vibe/jsonv"
+	"github.com/augceo/vibe/schema"
+)
+
+// MultiplexOptions configures Multiplex.
+type MultiplexOptions struct {
+	// Inline copies each step's schema into every item's property instead
+	// of sharing it through "$defs" and "$ref", for providers that cannot
+	// take references. Sharing is the default: prompt tokens are money.
+	Inline bool
+}
+
+// ItemName is the property of step for item i (1-based): "<step>_item<i>".
+func ItemName(step string, i int) string { return step + "_item" + strconv.Itoa(i) }
+
+// Multiplex compiles an LLM chunk schema of M steps (its properties) run over
+// n items into one flat object of n×M properties in step-major order —
+// step1_item1, step1_item2, …, step2_item1, … — with no nested arrays. The
+// step schemas go once into "$defs" (named after the steps) and every
+// property refers to its step's, unless opts.Inline. Give it a projected
+// chunk (Project) to get what a model is sent.
+func Multiplex(chunk jsonv.Value, n int, opts MultiplexOptions) (jsonv.Value, error) {
+	steps := schema.Properties(chunk)
+	if steps.Len() == 0 {
+		return jsonv.Value{}, fmt.Errorf("multiplex: the chunk has no steps")
+	}
+	if n < 1 {
+		return jsonv.Value{}, fmt.Errorf("multiplex: %d items; need at least 1", n)
+	}
+	out := jsonv.NewObject(6)
+	for _, kw := range []string{"title", "description"} {
+		if v, ok := chunk.Get(kw); ok {
+			out.Set(kw, v)
+		}
+	}
+	out.Set("type", jsonv.StringValue("object"))
+	props := jsonv.NewObject(n * steps.Len())
+	names := make([]string, 0, n*steps.Len())
+	for _, s := range steps.Members() {
+		for i := 1; i <= n; i++ {
+			v := s.Value
+			if !opts.Inline {
+				v = jsonv.ObjectValue(jsonv.Member{Name: "$ref", Value: jsonv.StringValue("#/$defs/" + escapeToken(s.Name))})
+			}
+			props.Set(ItemName(s.Name, i), v)
+			names = append(names, ItemName(s.Name, i))
+		}
+	}
+	out.Set("properties", props.Value())
+	out.Set("required", schema.StringArray(names))
+	out.Set("additionalProperties", jsonv.BoolValue(false))
+	if !opts.Inline {
+		defs := jsonv.NewObject(steps.Len())
+		for _, s := range steps.Members() {
+			defs.Set(s.Name, s.Value)
+		}
+		out.Set("$defs", defs.Value())
+	}
+	return out.Value(), nil
+}
+
+func escapeToken(name string) string { return string(jsonv.PointerTo(name))[1:] }
+
+// Demultiplex splits a multiplexed answer back into one value per item:
+// item i's value is {step: answer[step_item<i>], …} for each step, in step
+// order. A missing property is an error naming it.
+func Demultiplex(answer jsonv.Value, steps []string, n int) ([]jsonv.Value, error) {
+	items := make([]jsonv.Value, n)
+	for i := 1; i <= n; i++ {
+		item := jsonv.NewObject(len(steps))
+		for _, s := range steps {
+			v, ok := answer.Get(ItemName(s, i))
+			if !ok {
+				return nil, fmt.Errorf("demultiplex: the answer has no %q", ItemName(s, i))
+			}
+			item.Set(s, v)
+		}
+		items[i-1] = item.Value()
+	}
+	return items, nil
+}
+
+// Limits bound what one call may ask of a provider. The zero value means
+// the defaults.
+type Limits struct {
+	// MaxItems is the most items per call; 0 means DefaultMaxItems.
+	MaxItems int
+	// MaxProperties is the most object properties one schema may hold, all
+	// levels counted; 0 means 5000 (OpenAI's structured-output limit).
+	MaxProperties int
+	// MaxDepth is the deepest nesting of objects; 0 means 10 (OpenAI's).
+	MaxDepth int
+}
+
+// DefaultMaxItems is the default number of items per call. Published
+// results show answer quality falling past a few dozen items in one call.
+const DefaultMaxItems = 32
+
+func (l Limits) withDefaults() Limits {
+	if l.MaxItems <= 0 {
+		l.MaxItems = DefaultMaxItems
+	}
+	if l.MaxProperties <= 0 {
+		l.MaxProperties = 5000
+	}
+	if l.MaxDepth <= 0 {
+		l.MaxDepth = 10
+	}
+	return l
+}
+
+// Batch is a run of items sent in one call: items First to First+Count-1
+// (0-based).
+type Batch struct {
+	First, Count int
+}
+
+// Batches splits n items into calls that each stay within limits, as even
+// in size as possible. A single item that breaks a limit is an error naming
+// the limit.
+func Batches(chunk jsonv.Value, n int, limits Limits, opts MultiplexOptions) ([]Batch, error) {
+	limits = limits.withDefaults()
+	if n < 1 {
+		return nil, fmt.Errorf("batches: %d items; need at least 1", n)
+	}
+	steps := schema.Properties(chunk)
+	inner := 0 // properties inside the step schemas
+	depth := 0
+	for _, s := range steps.Members() {
+		inner += countProperties(s.Value)
+		depth = max(depth, objectDepth(s.Value))
+	}
+	depth++ // the multiplexed object around the steps
+	if depth > limits.MaxDepth {
+		return nil, fmt.Errorf("batches: the chunk nests objects %d deep, over the provider's limit of %d", depth, limits.MaxDepth)
+	}
+	perItem, fixed := steps.Len(), inner
+	if opts.Inline {
+		perItem, fixed = steps.Len()+inner, 0
+	}
+	fit := (limits.MaxProperties - fixed) / perItem
+	if fit < 1 {
+		return nil, fmt.Errorf("batches: one item needs %d properties, over the provider's limit of %d", fixed+perItem, limits.MaxProperties)
+	}
+	per := min(fit, limits.MaxItems)
+	calls := (n + per - 1) / per
+	out := make([]Batch, calls)
+	first := 0
+	for i := range calls {
+		count := n / calls
+		if i < n%calls {
+			count++
+		}
+		out[i] = Batch{First: first, Count: count}
+		first += count
+	}
+	return out, nil
+}
+
+// countProperties counts the object properties of s at all levels.
+func countProperties(s jsonv.Value) int {
+	total := 0
+	schema.Walk(s, func(_ jsonv.Pointer, n jsonv.Value) error {
+		total += schema.Properties(n).Len()
+		return nil
+	})
+	return total
+}
+
+// objectDepth is how deep objects nest in s (1 for an object of scalars).
+func objectDepth(s jsonv.Value) int {
+	d := 0
+	schema.Subschemas(s, func(p jsonv.Pointer, sub jsonv.Value) bool {
+		d = max(d, objectDepth(sub))
+		return true
+	})
+	if schema.Properties(s) != nil {
+		d++
+	}
+	return d
+}

@@ -1,0 +1,186 @@
+package compile
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/augceo/vibe/jsonv"
+	"github.com/augceo/vibe/schema"
+)
+
+func TestProject(t *testing.T) {
+	s := parse(t, `{"kind": "LLM", "contextName": "llmContext1", "type": "object", "references": ["x"],
+		"properties": {
+			"_plan": {"type": "string"},
+			"step": {"type": "object", "references": ["a.b"], "action": "A", "fireAndForget": true,
+				"properties": {"references": {"type": "array", "items": {"type": "string"}}, "$score": {"type": "integer"}, "note": {"type": "string"}},
+				"required": ["references"]}},
+		"required": ["_plan", "step"]}`)
+	before := string(jsonv.Marshal(s))
+	p := Project(s, ProjectOptions{})
+	want := `{"type":"object","properties":{"_plan":{"type":"string"},"step":{"type":"object","properties":{"references":{"type":"array","items":{"type":"string"}},"$score":{"type":"integer"},"note":{"type":"string"}},"required":["references"]}},"required":["_plan","step"]}`
+	if got := string(jsonv.Marshal(p.Schema)); got != want {
+		t.Errorf("projection\n got %s\nwant %s", got, want)
+	}
+	if string(jsonv.Marshal(s)) != before {
+		t.Error("Project changed its input")
+	}
+	if v := parse(t, `{"a": null}`); !jsonv.Equal(p.Restore(v), v) {
+		t.Error("Restore of a loose projection must return the value as is")
+	}
+}
+
+func TestProjectStrict(t *testing.T) {
+	s := parse(t, `{"type": "object", "properties": {
+		"name": {"type": "string"},
+		"nick": {"type": "string"},
+		"mood": {"enum": ["ok", "bad"], "type": "string"},
+		"tag": {"const": "x"},
+		"maybe": {"type": ["string", "null"]},
+		"items": {"type": "array", "items": {"type": "object", "properties": {"id": {"type": "string"}, "opt": {"type": "integer"}}, "required": ["id"]}}},
+		"required": ["name", "items"]}`)
+	p := Project(s, ProjectOptions{Strict: true})
+	want := `{"type":"object","properties":{` +
+		`"name":{"type":"string"},` +
+		`"nick":{"type":["string","null"]},` +
+		`"mood":{"enum":["ok","bad",null],"type":["string","null"]},` +
+		`"tag":{"anyOf":[{"const":"x"},{"type":"null"}]},` +
+		`"maybe":{"type":["string","null"]},` +
+		`"items":{"type":"array","items":{"type":"object","properties":{"id":{"type":"string"},"opt":{"type":["integer","null"]}},"required":["id","opt"],"additionalProperties":false}}},` +
+		`"required":["name","nick","mood","tag","maybe","items"],"additionalProperties":false}`
+	if got := string(jsonv.Marshal(p.Schema)); got != want {
+		t.Errorf("strict projection\n got %s\nwant %s", got, want)
+	}
+	// What a strict model answers, and what Restore makes of it.
+	answer := parse(t, `{"name": "A", "nick": null, "mood": null, "tag": null, "maybe": null, "items": [{"id": "1", "opt": null}, {"id": "2", "opt": 3}]}`)
+	got := string(jsonv.Marshal(p.Restore(answer)))
+	if want := `{"name":"A","maybe":null,"items":[{"id":"1"},{"id":"2","opt":3}]}`; got != want {
+		t.Errorf("Restore\n got %s\nwant %s", got, want)
+	}
+	// The strict answer validates against the strict schema, the restored one against the original.
+	strictV, err := schema.NewValidator("strict", p.Schema, schema.ValidatorOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := strictV.Validate(answer); err != nil {
+		t.Errorf("strict answer invalid: %v", err)
+	}
+	orig, _ := schema.NewValidator("orig", s, schema.ValidatorOptions{})
+	if err := orig.Validate(p.Restore(answer)); err != nil {
+		t.Errorf("restored answer invalid against the original: %v", err)
+	}
+}
+
+// TestMultiplex3x4 runs a 4-step LLM chunk over 3 items: 12 properties in
+// step-major order, the step schemas shared once, demultiplexed back.
+func TestMultiplex3x4(t *testing.T) {
+	p, err := CompilePipeline(`"Moderate the comments" | Classify | Explain | Score | Decide`, Options{Registry: testRegistry(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.Chunks) != 1 || len(p.Chunks[0].Steps) != 4 {
+		t.Fatalf("chunks %q", kinds(p))
+	}
+	chunk := Project(p.Document.Lookup("$defs").Lookup(p.Chunks[0].Name), ProjectOptions{}).Schema
+	m, err := Multiplex(chunk, 3, MultiplexOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkGolden(t, "batch-3x4.json", indent(m))
+	steps := []string{"step1_classify", "step2_explain", "step3_score", "step4_decide"}
+	var want []string
+	for _, s := range steps {
+		for i := 1; i <= 3; i++ {
+			want = append(want, fmt.Sprintf("%s_item%d", s, i))
+		}
+	}
+	if got := schema.Properties(m).Names(); !slices.Equal(got, want) {
+		t.Errorf("properties\n got %q\nwant %q", got, want)
+	}
+	if got := schema.Required(m); !slices.Equal(got, want) {
+		t.Errorf("required %q", got)
+	}
+	if got := m.Lookup("$defs").Object().Names(); !slices.Equal(got, steps) {
+		t.Errorf("$defs %q: each step schema once", got)
+	}
+	jsonv.Walk(m.Lookup("properties"), func(_ jsonv.Pointer, v jsonv.Value) error {
+		if v.Kind() == jsonv.KindArray && v.Len() > 0 && v.Array()[0].Kind() == jsonv.KindObject {
+			t.Error("a nested array of items")
+		}
+		return nil
+	})
+	// A model's answer validates against the multiplexed schema and splits per item.
+	var b strings.Builder
+	b.WriteString("{")
+	for i, name := range want {
+		if i > 0 {
+			b.WriteString(",")
+		}
+		item := name[len(name)-1:]
+		switch {
+		case strings.HasPrefix(name, "step1"):
+			fmt.Fprintf(&b, `%q:{"_reading":"comment %s","category":"ok"}`, name, item)
+		case strings.HasPrefix(name, "step2"):
+			fmt.Fprintf(&b, `%q:{"reason":"reason %s"}`, name, item)
+		case strings.HasPrefix(name, "step3"):
+			fmt.Fprintf(&b, `%q:{"$severity":%s}`, name, item)
+		default:
+			fmt.Fprintf(&b, `%q:{"action":"keep"}`, name)
+		}
+	}
+	b.WriteString("}")
+	answer := parse(t, b.String())
+	v, err := schema.NewValidator("batch", m, schema.ValidatorOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := v.Validate(answer); err != nil {
+		t.Fatalf("answer invalid: %v", err)
+	}
+	items, err := Demultiplex(answer, steps, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := string(jsonv.Marshal(items[1])); got != `{"step1_classify":{"_reading":"comment 2","category":"ok"},"step2_explain":{"reason":"reason 2"},"step3_score":{"$severity":2},"step4_decide":{"action":"keep"}}` {
+		t.Errorf("item 2 = %s", got)
+	}
+	if _, err := Demultiplex(answer, steps, 4); err == nil || !strings.Contains(err.Error(), "step1_classify_item4") {
+		t.Errorf("a missing item: %v", err)
+	}
+	inline, _ := Multiplex(chunk, 3, MultiplexOptions{Inline: true})
+	if _, ok := inline.Get("$defs"); ok || !jsonv.Equal(inline.Lookup("properties").Lookup("step2_explain_item3"), chunk.Lookup("properties").Lookup("step2_explain")) {
+		t.Error("inline multiplexing must copy the step schema into each item")
+	}
+}
+
+func TestBatches(t *testing.T) {
+	chunk := parse(t, `{"properties": {"a": {"type": "object", "properties": {"x": {}, "y": {}}}, "b": {"type": "object", "properties": {"z": {}}}}}`)
+	tests := []struct {
+		n      int
+		limits Limits
+		inline bool
+		want   string
+	}{
+		{10, Limits{}, false, "[{0 10}]"},
+		{100, Limits{}, false, "[{0 25} {25 25} {50 25} {75 25}]"},
+		{33, Limits{}, false, "[{0 17} {17 16}]"},
+		{10, Limits{MaxItems: 4}, false, "[{0 4} {4 3} {7 3}]"},
+		{10, Limits{MaxProperties: 3 + 2*4}, false, "[{0 4} {4 3} {7 3}]"}, // 3 shared + 2 per item
+		{10, Limits{MaxProperties: 5 * 4}, true, "[{0 4} {4 3} {7 3}]"},    // 5 per item inline
+		{1, Limits{MaxProperties: 4}, false, "one item needs 5 properties, over the provider's limit of 4"},
+		{1, Limits{MaxDepth: 1}, false, "nests objects 2 deep, over the provider's limit of 1"},
+		{0, Limits{}, false, "0 items"},
+	}
+	for _, tt := range tests {
+		bs, err := Batches(chunk, tt.n, tt.limits, MultiplexOptions{Inline: tt.inline})
+		got := fmt.Sprint(bs)
+		if err != nil {
+			got = err.Error()
+		}
+		if !strings.Contains(got, tt.want) {
+			t.Errorf("Batches(%d, %+v, inline %v) = %s, want %s", tt.n, tt.limits, tt.inline, got, tt.want)
+		}
+	}
+}
