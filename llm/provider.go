@@ -49,11 +49,9 @@ type Request struct {
 	Messages []Message `json:"messages"`
 	// Schema is the projected JSON Schema as raw bytes. It goes on the wire
 	// byte for byte: property order is the order the model thinks in, and a
-	// Go map would sort it.
+	// Go map would sort it. A provider may adapt it to its endpoint (OpenAI's
+	// strict mode) and must then undo that on the answer.
 	Schema json.RawMessage `json:"schema"`
-	// Strict asks for strict structured output where the endpoint supports it
-	// (OpenAI strict mode). The schema must then be a strict projection.
-	Strict bool `json:"strict,omitempty"`
 }
 
 // Usage counts the tokens of one request.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"os/signal"
 	"strings"
@@ -51,9 +52,17 @@ func Main(args []string, in io.Reader, out, errOut io.Writer) int {
 		fmt.Fprintf(errOut, "vibe: %v\nRun 'vibe help' for usage.\n", err)
 		return exitUsage
 	}
-	for _, e := range schema.Errors(err, "vibe") {
-		fmt.Fprintln(errOut, e.Error())
+	// Errors about an input name its file and JSON path; others are the
+	// command's own.
+	var located *schema.Error
+	var list schema.ErrorList
+	if errors.As(err, &list) || errors.As(err, &located) {
+		for _, e := range schema.Errors(err, "") {
+			fmt.Fprintln(errOut, e.Error())
+		}
+		return exitError
 	}
+	fmt.Fprintf(errOut, "vibe: %v\n", err)
 	return exitError
 }
 
@@ -81,7 +90,7 @@ Every error names the file and the JSON path it is about, one per line:
 		SilenceErrors: true,
 	}
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &flagError{err} })
-	root.AddCommand(newComposeCmd(io), newCompileCmd(io))
+	root.AddCommand(newComposeCmd(io), newCompileCmd(io), newAskCmd(io))
 	return root
 }
 
@@ -110,4 +119,16 @@ func exactArgs(n int) cobra.PositionalArgs {
 		}
 		return nil
 	}
+}
+
+// quietLogger drops Vibe's per-call log records, which a one-shot command
+// does not need on the terminal; $VIBE_LOG=debug|info shows them on stderr.
+func quietLogger() *slog.Logger {
+	switch os.Getenv("VIBE_LOG") {
+	case "debug":
+		return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	case "info":
+		return slog.New(slog.NewTextHandler(os.Stderr, nil))
+	}
+	return slog.New(slog.DiscardHandler)
 }

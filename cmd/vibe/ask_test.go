@@ -1,0 +1,110 @@
+package main
+
+import (
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/augceo/vibe/jsonv"
+)
+
+// chatServer is an OpenAI-compatible server that answers every request
+// with content and counts the requests.
+func chatServer(t *testing.T, content string) (*httptest.Server, *atomic.Int32) {
+	var n atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		n.Add(1)
+		io.ReadAll(r.Body)
+		c, _ := json.Marshal(content)
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{"id":"chatcmpl-1","object":"chat.completion","created":1,"model":"test-model","choices":[{"index":0,"message":{"role":"assistant","content":`+string(c)+`},"finish_reason":"stop"}],"usage":{"prompt_tokens":90,"completion_tokens":12,"total_tokens":102}}`)
+	}))
+	t.Cleanup(srv.Close)
+	return srv, &n
+}
+
+const instruction = "testdata/registry/instructions/identifyParticipants.json"
+
+const answer = `{"organizer":"alice@example.com","attendee":"bob@example.com"}`
+
+func TestAskShowPromptSendsNothing(t *testing.T) {
+	srv, n := chatServer(t, answer)
+	status, stdout, stderr := run(t, "", "ask", instruction, "--prompt", "Meet Alice and Bob", "--llm", "openai:m", "--llm-base-url", srv.URL, "--show-prompt")
+	if status != 0 {
+		t.Fatalf("status %d: %s", status, stderr)
+	}
+	if n.Load() != 0 {
+		t.Errorf("--show-prompt sent %d requests", n.Load())
+	}
+	v, err := jsonv.Parse([]byte(stdout))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := v.Lookup("messages").Array()[0].Lookup("content").Str(); got != "Meet Alice and Bob\n\nGenerate the JSON for step identifyParticipants." {
+		t.Errorf("user message %q", got)
+	}
+	if got := v.Lookup("schema").Lookup("properties").Object().Names(); strings.Join(got, ",") != "organizer,attendee" {
+		t.Errorf("schema %v", got)
+	}
+	if _, ok := v.Lookup("schema").Get("$schema"); !ok || v.Lookup("name").Str() != "identifyParticipants" {
+		t.Errorf("request %s", stdout)
+	}
+	// Without a model, --show-prompt still works: nothing is sent.
+	if status, _, stderr := run(t, "", "ask", instruction, "--show-prompt"); status != 0 {
+		t.Errorf("--show-prompt without --llm: %d %s", status, stderr)
+	}
+}
+
+func TestAskLiveAndRaw(t *testing.T) {
+	srv, n := chatServer(t, "```json\n"+`{"organizer":"alice@example.com","attendee":"bob@example.com"}`+"\n```")
+	status, stdout, stderr := run(t, "", "ask", instruction, "--prompt", "Meet Alice and Bob", "--llm", "openai:m", "--llm-base-url", srv.URL)
+	if status != 0 || n.Load() != 1 {
+		t.Fatalf("status %d after %d requests: %s", status, n.Load(), stderr)
+	}
+	if stdout != "{\n  \"organizer\": \"alice@example.com\",\n  \"attendee\": \"bob@example.com\"\n}\n" {
+		t.Errorf("output %q", stdout)
+	}
+	_, raw, _ := run(t, "", "ask", instruction, "--llm", "openai:m", "--llm-base-url", srv.URL, "--raw")
+	v, err := jsonv.Parse([]byte(raw))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tok, _ := v.Lookup("usage").Lookup("promptTokens").Int(); tok != 90 || v.Lookup("usage").Lookup("model").Str() != "test-model" {
+		t.Errorf("--raw %s", raw)
+	}
+	if status, _, stderr := run(t, "", "ask", instruction); status != 2 || !strings.Contains(stderr, "no model selected") {
+		t.Errorf("no --llm: %d %s", status, stderr)
+	}
+	if status, _, stderr := run(t, "", "ask", instruction, "--llm", "gpt-4o"); status != 2 || !strings.Contains(stderr, "want openai:MODEL") {
+		t.Errorf("bad --llm: %d %s", status, stderr)
+	}
+}
+
+func TestAskRecordThenReplay(t *testing.T) {
+	srv, n := chatServer(t, answer)
+	rec := filepath.Join(t.TempDir(), "answers.jsonl")
+	t.Setenv("VIBE_LLM_RECORD", rec)
+	status, live, stderr := run(t, "", "ask", instruction, "--prompt", "Meet Alice and Bob", "--llm", "openai:m", "--llm-base-url", srv.URL)
+	if status != 0 || !strings.Contains(stderr, "recording every answer to "+rec) {
+		t.Fatalf("record: %d %s", status, stderr)
+	}
+	os.Unsetenv("VIBE_LLM_RECORD")
+	srv.Close() // offline from here on
+	status, replayed, stderr := run(t, "", "ask", instruction, "--prompt", "Meet Alice and Bob", "--llm", "replay:"+rec)
+	if status != 0 || replayed != live || n.Load() != 1 {
+		t.Fatalf("replay: %d %q vs %q (%s)", status, replayed, live, stderr)
+	}
+	if !strings.Contains(stderr, "replaying recorded answers from "+rec+" (a recording, not a live model)") || !strings.Contains(stderr, "replayed from a recording") {
+		t.Errorf("a replay must say so: %s", stderr)
+	}
+	status, _, stderr = run(t, "", "ask", instruction, "--prompt", "Meet Carol", "--llm", "replay:"+rec)
+	if status != 1 || !strings.Contains(stderr, `no recorded answer for step "identifyParticipants"`) || !strings.Contains(stderr, "VIBE_LLM_RECORD=") {
+		t.Errorf("a missing entry: %d %s", status, stderr)
+	}
+}

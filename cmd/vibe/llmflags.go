@@ -1,0 +1,82 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/augceo/vibe/llm"
+	"github.com/augceo/vibe/llm/anthropic"
+	"github.com/augceo/vibe/llm/openai"
+	"github.com/augceo/vibe/llm/replay"
+)
+
+// llmFlags select the model provider. The flags and environment variables
+// are a contract that tools outside Vibe use:
+//
+//	--llm openai:MODEL | anthropic:MODEL | replay:FILE    ($VIBE_LLM)
+//	--llm-base-url URL                                    ($VIBE_LLM_BASE_URL)
+//	$VIBE_LLM_API_KEY, else $OPENAI_API_KEY / $ANTHROPIC_API_KEY
+//	$VIBE_LLM_RECORD=FILE records every answer of a real provider to FILE
+type llmFlags struct {
+	spec, baseURL string
+	tools         bool
+}
+
+func (f *llmFlags) add(cmd *cobra.Command) {
+	cmd.Flags().StringVar(&f.spec, "llm", os.Getenv("VIBE_LLM"), "the model: openai:MODEL, anthropic:MODEL or replay:FILE (default $VIBE_LLM)")
+	cmd.Flags().StringVar(&f.baseURL, "llm-base-url", os.Getenv("VIBE_LLM_BASE_URL"), "the endpoint of an OpenAI-compatible server (vLLM, Ollama, llama.cpp) or an Anthropic proxy (default $VIBE_LLM_BASE_URL)")
+	cmd.Flags().BoolVar(&f.tools, "llm-tools", false, "openai: send the schema as a forced function call instead of response_format json_schema, for servers without structured outputs")
+}
+
+// provider builds the selected provider. Replayed answers are announced on
+// stderr, so that nobody takes a recording for a live model.
+func (f *llmFlags) provider(io stdio) (llm.Provider, error) {
+	if f.spec == "" {
+		return nil, usageError{fmt.Errorf("no model selected: give --llm openai:MODEL, anthropic:MODEL or replay:FILE (or set VIBE_LLM)")}
+	}
+	kind, arg, ok := strings.Cut(f.spec, ":")
+	if !ok || arg == "" {
+		return nil, usageError{fmt.Errorf("--llm %q: want openai:MODEL, anthropic:MODEL or replay:FILE", f.spec)}
+	}
+	key := os.Getenv("VIBE_LLM_API_KEY")
+	var p llm.Provider
+	switch kind {
+	case "openai":
+		if key == "" {
+			key = os.Getenv("OPENAI_API_KEY")
+		}
+		mode := openai.ModeJSONSchema
+		if f.tools {
+			mode = openai.ModeTool
+		}
+		// Strict structured outputs are OpenAI's own; other servers get the
+		// schema as written.
+		p = openai.New(openai.Options{Model: arg, BaseURL: f.baseURL, APIKey: key, Mode: mode, Strict: f.baseURL == ""})
+	case "anthropic":
+		if key == "" {
+			key = os.Getenv("ANTHROPIC_API_KEY")
+		}
+		p = anthropic.New(anthropic.Options{Model: arg, BaseURL: f.baseURL, APIKey: key})
+	case "replay":
+		rp, err := replay.Open(arg)
+		if err != nil {
+			return nil, err
+		}
+		fmt.Fprintf(io.err, "vibe: replaying recorded answers from %s (a recording, not a live model)\n", arg)
+		return rp, nil
+	default:
+		return nil, usageError{fmt.Errorf("--llm %q: unknown provider %q; want openai, anthropic or replay", f.spec, kind)}
+	}
+	if rec := os.Getenv("VIBE_LLM_RECORD"); rec != "" {
+		r, err := replay.Record(p, rec)
+		if err != nil {
+			return nil, err
+		}
+		fmt.Fprintf(io.err, "vibe: recording every answer to %s\n", rec)
+		return r, nil
+	}
+	return p, nil
+}

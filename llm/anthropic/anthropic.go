@@ -1,0 +1,234 @@
+package anthropic
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"time"
+
+	sdk "github.com/anthropics/anthropic-sdk-go"
+	"github.com/anthropics/anthropic-sdk-go/option"
+
+	"github.com/augceo/vibe/jsonv"
+	"github.com/augceo/vibe/llm"
+)
+
+// Options configures a Provider. The zero value talks to Anthropic with the
+// client's own credentials ($ANTHROPIC_API_KEY and the like) and needs only
+// a Model.
+type Options struct {
+	Model   string // required: "claude-sonnet-4-5", …
+	BaseURL string // default https://api.anthropic.com/
+	APIKey  string // default: the client's own credential lookup
+	// MaxTokens caps the answer; 0 means 4096. The Messages API requires a
+	// cap.
+	MaxTokens int64
+	// MaxRetries is how often the client retries transport errors, 408,
+	// 409, 429 and 5xx (529 overloaded included), with exponential backoff
+	// (honouring the endpoint's retry-after-ms and retry-after headers).
+	// 0 means 2; -1 means none.
+	MaxRetries int
+	// Timeout bounds each attempt; 0 means the client's default.
+	Timeout time.Duration
+	// HTTPClient replaces the client's HTTP client (tests, proxies).
+	HTTPClient *http.Client
+}
+
+// DefaultMaxTokens is the answer cap when Options.MaxTokens is 0.
+const DefaultMaxTokens = 4096
+
+// Provider fills schemas through Anthropic's Messages API. It is safe for
+// concurrent use.
+type Provider struct {
+	opts   Options
+	client sdk.Client
+}
+
+// New returns a Provider.
+func New(opts Options) *Provider {
+	var ro []option.RequestOption
+	if opts.BaseURL != "" {
+		ro = append(ro, option.WithBaseURL(opts.BaseURL))
+	}
+	if opts.APIKey != "" {
+		ro = append(ro, option.WithAPIKey(opts.APIKey))
+	}
+	switch {
+	case opts.MaxRetries < 0:
+		ro = append(ro, option.WithMaxRetries(0))
+	case opts.MaxRetries == 0:
+		ro = append(ro, option.WithMaxRetries(2))
+	default:
+		ro = append(ro, option.WithMaxRetries(opts.MaxRetries))
+	}
+	if opts.Timeout > 0 {
+		ro = append(ro, option.WithRequestTimeout(opts.Timeout))
+	}
+	if opts.HTTPClient != nil {
+		ro = append(ro, option.WithHTTPClient(opts.HTTPClient))
+	}
+	if opts.MaxTokens <= 0 {
+		opts.MaxTokens = DefaultMaxTokens
+	}
+	return &Provider{opts: opts, client: sdk.NewClient(ro...)}
+}
+
+// Complete sends req with its schema as the input schema of one tool the
+// model must call, and returns the call's input as JSON text. An endpoint's
+// error is an *llm.APIError; a cancelled ctx returns ctx's error.
+func (p *Provider) Complete(ctx context.Context, req *llm.Request) (*llm.Response, error) {
+	if p.opts.Model == "" {
+		return nil, errors.New("anthropic: no model: use --llm anthropic:MODEL")
+	}
+	schema, err := objectSchema(req.Schema)
+	if err != nil {
+		return nil, err
+	}
+	name := llm.WireName(req.Name)
+	params := sdk.MessageNewParams{
+		Model:     sdk.Model(p.opts.Model),
+		MaxTokens: p.opts.MaxTokens,
+		// The typed input_schema would be encoded through Go maps, which
+		// sort keys; it is replaced by the raw bytes below.
+		Tools:      []sdk.ToolUnionParam{sdk.ToolUnionParamOfTool(sdk.ToolInputSchemaParam{}, name)},
+		ToolChoice: sdk.ToolChoiceParamOfTool(name),
+	}
+	if req.System != "" {
+		params.System = []sdk.TextBlockParam{{Text: req.System}}
+	}
+	for _, m := range req.Messages {
+		block := sdk.NewTextBlock(m.Content)
+		if m.Role == llm.RoleAssistant {
+			params.Messages = append(params.Messages, sdk.NewAssistantMessage(block))
+		} else {
+			params.Messages = append(params.Messages, sdk.NewUserMessage(block))
+		}
+	}
+	start := time.Now()
+	msg, err := p.client.Messages.New(ctx, params, option.WithJSONSet("tools.0.input_schema", json.RawMessage(schema)))
+	latency := time.Since(start)
+	if err != nil {
+		return nil, apiError(ctx, err)
+	}
+	content, err := answer(msg, name)
+	if err != nil {
+		return nil, err
+	}
+	return &llm.Response{
+		Content: content,
+		Model:   string(msg.Model),
+		Usage:   llm.Usage{PromptTokens: msg.Usage.InputTokens, CompletionTokens: msg.Usage.OutputTokens},
+		Latency: latency,
+	}, nil
+}
+
+// answer returns the input of msg's tool call, or an error saying why there
+// is none. These are not APIErrors: the endpoint answered, the model did not.
+func answer(msg *sdk.Message, name string) (string, error) {
+	if msg.StopReason == sdk.StopReasonMaxTokens {
+		// The tool input is cut off; asking again with the same cap would
+		// be cut off too.
+		return "", fmt.Errorf("anthropic: model %s hit the token limit before the answer was complete (stop reason \"max_tokens\"); raise the max tokens", msg.Model)
+	}
+	var input json.RawMessage
+	for _, b := range msg.Content {
+		if b.Type != "tool_use" {
+			continue
+		}
+		// Only one tool is offered; prefer an exact name all the same.
+		if input == nil || b.Name == name {
+			input = b.Input
+		}
+		if b.Name == name {
+			break
+		}
+	}
+	if input == nil {
+		return "", fmt.Errorf("anthropic: model %s did not call the tool %q (stop reason %q)", msg.Model, name, msg.StopReason)
+	}
+	return string(input), nil
+}
+
+// objectSchema returns the schema's bytes, with "type": "object" put first
+// when the schema names no type: the Messages API requires an object schema
+// for a tool's input.
+func objectSchema(raw []byte) ([]byte, error) {
+	s, err := jsonv.Parse(raw)
+	if err != nil {
+		return nil, fmt.Errorf("anthropic: the schema is not valid JSON: %w", err)
+	}
+	o := s.Object()
+	if o == nil {
+		return nil, fmt.Errorf("anthropic: the schema must be a JSON object, not %s", s.Kind())
+	}
+	if t, ok := o.Get("type"); ok {
+		if t.Str() != "object" {
+			return nil, fmt.Errorf("anthropic: a tool's input schema must have \"type\": \"object\", not %s", t)
+		}
+		return raw, nil
+	}
+	o = o.Clone()
+	o.Insert(0, "type", jsonv.StringValue("object"))
+	return jsonv.Marshal(o.Value()), nil
+}
+
+// apiError turns the client's error into an *llm.APIError, or returns the
+// context's error when the caller gave up.
+func apiError(ctx context.Context, err error) error {
+	if ctx.Err() != nil {
+		// Whatever failed, it failed because the caller gave up.
+		return fmt.Errorf("anthropic: %w", ctx.Err())
+	}
+	var ae *sdk.Error
+	if errors.As(err, &ae) {
+		msg := errorMessage(ae)
+		if ae.RequestID != "" {
+			msg += " (request " + ae.RequestID + ")"
+		}
+		return &llm.APIError{
+			Provider:   "anthropic",
+			StatusCode: ae.StatusCode,
+			Message:    msg,
+			Retryable:  ae.StatusCode == http.StatusTooManyRequests || ae.StatusCode >= 500,
+			Err:        err,
+		}
+	}
+	var ne net.Error
+	retryable := errors.As(err, &ne) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, io.ErrUnexpectedEOF)
+	return &llm.APIError{Provider: "anthropic", Message: err.Error(), Retryable: retryable, Err: err}
+}
+
+// errorMessage is the message of an error answer: "type: message" from the
+// API's {"type": "error", "error": {…}} body, else the body's text (a
+// proxy's page), else the status text.
+func errorMessage(ae *sdk.Error) string {
+	raw := ae.RawJSON()
+	var body struct {
+		Error struct {
+			Type    string `json:"type"`
+			Message string `json:"message"`
+		} `json:"error"`
+	}
+	if json.Unmarshal([]byte(raw), &body) == nil {
+		switch {
+		case body.Error.Message != "" && body.Error.Type != "":
+			return body.Error.Type + ": " + body.Error.Message
+		case body.Error.Message != "":
+			return body.Error.Message
+		}
+		return http.StatusText(ae.StatusCode)
+	}
+	text := strings.Join(strings.Fields(raw), " ")
+	if len(text) > 300 {
+		text = text[:300] + "…"
+	}
+	if text == "" {
+		return http.StatusText(ae.StatusCode)
+	}
+	return text
+}

@@ -1,0 +1,162 @@
+package llm
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/augceo/vibe/compose"
+	"github.com/augceo/vibe/jsonv"
+	"github.com/augceo/vibe/schema"
+)
+
+// Options configures Fill. The zero value allows two repair turns, logs to
+// slog.Default and records metrics with the global OpenTelemetry meter
+// provider.
+type Options struct {
+	// MaxRepairs is how many times an invalid answer is sent back with its
+	// validation errors; 0 means 2, a negative number none.
+	MaxRepairs int
+	// Logger receives one record per filled task; nil means slog.Default().
+	Logger *slog.Logger
+	// Metrics records token, latency and "$" metrics; nil means the global
+	// OpenTelemetry meter provider's.
+	Metrics *Metrics
+	// Process and Instance tag the log record and the metrics.
+	Process, Instance string
+}
+
+// Result is a filled task.
+type Result struct {
+	// Value is the whole valid answer, thinking fields and metrics included.
+	Value jsonv.Value
+	// Output, Thinking and Metrics are Value split by the `_` / `$`
+	// convention (compose.Split).
+	Output   jsonv.Value
+	Thinking []compose.Field
+	Metrics  []compose.Field
+	// Usage sums every request's tokens, repairs included.
+	Usage Usage
+	// Model is the model that gave the last answer.
+	Model string
+	// Latency sums every request's latency.
+	Latency time.Duration
+	// Requests counts the requests sent: 1, or more after repairs.
+	Requests int
+	// Replayed is true when the answers came from a recording.
+	Replayed bool
+}
+
+// InvalidAnswerError is the error of a task whose answers kept breaking its
+// schema after every repair turn.
+type InvalidAnswerError struct {
+	Step     string
+	Requests int
+	// Problems are the last answer's validation errors, by instance path.
+	Problems []schema.Invalid
+	// ParseErr is set instead when the last answer was not JSON.
+	ParseErr error
+	// Content is the last answer as the model wrote it.
+	Content string
+	// Usage is what the failed requests cost.
+	Usage Usage
+}
+
+func (e *InvalidAnswerError) Error() string {
+	if e.ParseErr != nil {
+		return fmt.Sprintf("step %s: the model's answer is not JSON after %d requests: %v", e.Step, e.Requests, e.ParseErr)
+	}
+	lines := make([]string, len(e.Problems))
+	for i, p := range e.Problems {
+		lines[i] = p.String()
+	}
+	return fmt.Sprintf("step %s: the model's answer breaks the schema after %d requests: %s", e.Step, e.Requests, strings.Join(lines, "; "))
+}
+
+// Fill asks p to fill t: it sends the prompt, parses the answer tolerantly,
+// validates it against t.Schema, sends the validation errors back and asks
+// again while the answer is invalid (up to MaxRepairs times), splits off
+// thinking fields and metrics, and accounts tokens and latency. Provider
+// errors (after the provider's own retries) are returned as they are.
+func Fill(ctx context.Context, p Provider, t Task, opts Options) (*Result, error) {
+	v, err := validator(t.Schema)
+	if err != nil {
+		return nil, fmt.Errorf("step %s: %w", t.Name, err)
+	}
+	repairs := opts.MaxRepairs
+	if repairs == 0 {
+		repairs = 2
+	}
+	req := NewRequest(t)
+	res := &Result{}
+	for {
+		resp, err := p.Complete(ctx, req)
+		if err != nil {
+			return nil, fmt.Errorf("step %s: %w", t.Name, err)
+		}
+		res.Requests++
+		res.Usage = res.Usage.Add(resp.Usage)
+		res.Latency += resp.Latency
+		res.Model = resp.Model
+		res.Replayed = resp.Replayed
+
+		answer, parseErr := ParseAnswer(resp.Content)
+		var problems []schema.Invalid
+		if parseErr == nil {
+			if err := v.Validate(answer); err != nil {
+				problems = err.(*schema.ValidationError).Problems
+			}
+		}
+		if parseErr == nil && problems == nil {
+			res.Value = answer
+			parts := compose.Split(answer)
+			res.Output, res.Thinking, res.Metrics = parts.Output, parts.Thinking, parts.Metrics
+			account(ctx, t.Name, res, false, opts)
+			return res, nil
+		}
+		if res.Requests > repairs {
+			ie := &InvalidAnswerError{Step: t.Name, Requests: res.Requests, Problems: problems, ParseErr: parseErr, Content: resp.Content, Usage: res.Usage}
+			account(ctx, t.Name, res, true, opts)
+			return nil, ie
+		}
+		// A repair turn: the model sees what it answered and what is wrong.
+		req = &Request{Name: req.Name, System: req.System, Schema: req.Schema,
+			Messages: append(req.Messages[:len(req.Messages):len(req.Messages)],
+				Message{Role: RoleAssistant, Content: resp.Content},
+				Message{Role: RoleUser, Content: repairMessage(parseErr, problems)})}
+	}
+}
+
+// validators caches compiled schemas by their bytes: a batch or a process
+// fills the same chunk schema many times, and compiling costs more than
+// validating.
+var validators struct {
+	sync.Mutex
+	m map[string]*schema.Validator
+}
+
+const maxValidators = 512 // bound the cache; it is refilled after a reset
+
+func validator(s jsonv.Value) (*schema.Validator, error) {
+	key := string(jsonv.Marshal(s))
+	validators.Lock()
+	v, ok := validators.m[key]
+	validators.Unlock()
+	if ok {
+		return v, nil
+	}
+	v, err := schema.NewValidator("schema", s, schema.ValidatorOptions{})
+	if err != nil {
+		return nil, err
+	}
+	validators.Lock()
+	if validators.m == nil || len(validators.m) >= maxValidators {
+		validators.m = make(map[string]*schema.Validator)
+	}
+	validators.m[key] = v
+	validators.Unlock()
+	return v, nil
+}

@@ -1,0 +1,79 @@
+package llm
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/augceo/vibe/jsonv"
+	"github.com/augceo/vibe/schema"
+)
+
+// DefaultSystem is the system text of a Task that gives none.
+const DefaultSystem = `You are one step of a workflow. Answer with one JSON value that follows the given JSON Schema, filling its properties in the order they are given: that order is the order to think in. Properties whose names start with "_" are for your own reasoning; properties whose names start with "$" are metrics you estimate.`
+
+// Task is one instruction to fill.
+type Task struct {
+	// Name names the step or chunk: the schema on the wire, and the step in
+	// the prompt.
+	Name string
+	// System is the system text; "" means DefaultSystem.
+	System string
+	// Prompt is the person's request, if any: the process's prompt.
+	Prompt string
+	// Context is the minimal context (compile.MinimalContext); null for none.
+	Context jsonv.Value
+	// Schema is the schema to fill, as a model is sent it (compile.Project).
+	Schema jsonv.Value
+}
+
+// ContextBlock is the prompt text that carries a step's context (SPEC §6).
+// The wording may change; the shape — the markers around the JSON, then the
+// request naming the step — may not.
+func ContextBlock(ctx jsonv.Value, step string) string {
+	var b strings.Builder
+	if ctx.Len() > 0 {
+		b.WriteString("--- Context from previous steps ---\n")
+		b.Write(jsonv.MarshalIndent(ctx, "  "))
+		b.WriteString("\n--- End of context ---\n")
+		fmt.Fprintf(&b, "Generate the JSON for step %s using the information above.", step)
+	} else {
+		fmt.Fprintf(&b, "Generate the JSON for step %s.", step)
+	}
+	return b.String()
+}
+
+// NewRequest builds the first request for t: the system text, one user
+// message with the prompt and the context block, and the schema's bytes.
+// It is exactly what is sent (vibe ask --show-prompt prints it).
+func NewRequest(t Task) *Request {
+	system := t.System
+	if system == "" {
+		system = DefaultSystem
+	}
+	user := ContextBlock(t.Context, t.Name)
+	if p := strings.TrimSpace(t.Prompt); p != "" {
+		user = p + "\n\n" + user
+	}
+	return &Request{
+		Name:     t.Name,
+		System:   system,
+		Messages: []Message{{Role: RoleUser, Content: user}},
+		Schema:   jsonv.Marshal(t.Schema),
+	}
+}
+
+// repairMessage asks again after an answer that was not JSON or broke the
+// schema.
+func repairMessage(parseErr error, problems []schema.Invalid) string {
+	var b strings.Builder
+	if parseErr != nil {
+		fmt.Fprintf(&b, "Your answer is not valid JSON (%v).\n", parseErr)
+	} else {
+		b.WriteString("Your answer does not match the schema:\n")
+		for _, p := range problems {
+			fmt.Fprintf(&b, "- %s: %s\n", p.Path, p.Message)
+		}
+	}
+	b.WriteString("Answer again with the whole corrected JSON value and nothing else.")
+	return b.String()
+}
