@@ -90,7 +90,8 @@ Every error names the file and the JSON path it is about, one per line:
 		SilenceErrors: true,
 	}
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &flagError{err} })
-	root.AddCommand(newComposeCmd(io), newCompileCmd(io), newAskCmd(io))
+	root.AddCommand(newComposeCmd(io), newCompileCmd(io), newAskCmd(io),
+		newServeCmd(io), newWorkerCmd(io), newRunCmd(io), newAnswerCmd(io), newShowCmd(io), newPsCmd(io))
 	return root
 }
 

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"sync"
 	"time"
@@ -71,8 +72,14 @@ func Open(path string) (*Provider, error) {
 		return nil, fmt.Errorf("replay: %w", err)
 	}
 	defer f.Close()
+	return Read(path, f)
+}
+
+// Read reads a recording from r (an embedded file, say); path names it in
+// errors.
+func Read(path string, r io.Reader) (*Provider, error) {
 	p := &Provider{path: path, answers: map[key][]llm.Response{}, asked: map[key]int{}}
-	sc := bufio.NewScanner(f)
+	sc := bufio.NewScanner(r)
 	// An answer is as long as the model made it: allow long lines.
 	sc.Buffer(make([]byte, 0, 64*1024), 64<<20)
 	for line := 1; sc.Scan(); line++ {

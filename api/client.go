@@ -1,0 +1,172 @@
+package api
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/augceo/vibe/jsonv"
+	"github.com/augceo/vibe/process"
+	"github.com/augceo/vibe/schema"
+)
+
+// Client calls a Vibe server's API. It implements Processes.
+type Client struct {
+	// BaseURL is the server's address, such as http://127.0.0.1:8080.
+	BaseURL string
+	// Token is sent as "Authorization: Bearer <token>" when set.
+	Token string
+	// HTTP is the client to use; nil means one with a 60 s timeout.
+	HTTP *http.Client
+}
+
+// Error is an error answer of the API.
+type Error struct {
+	Status  int
+	Message string
+	Path    string
+}
+
+func (e *Error) Error() string {
+	if e.Path != "" {
+		return fmt.Sprintf("server: %d: %s: %s", e.Status, e.Path, e.Message)
+	}
+	return fmt.Sprintf("server: %d: %s", e.Status, e.Message)
+}
+
+func (c *Client) do(ctx context.Context, method, path string, body []byte, out any) error {
+	var rd io.Reader
+	if body != nil {
+		rd = bytes.NewReader(body)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, strings.TrimSuffix(c.BaseURL, "/")+path, rd)
+	if err != nil {
+		return err
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if c.Token != "" {
+		req.Header.Set("Authorization", "Bearer "+c.Token)
+	}
+	hc := c.HTTP
+	if hc == nil {
+		hc = &http.Client{Timeout: 60 * time.Second}
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
+	if err != nil {
+		return err
+	}
+	if resp.StatusCode >= 300 {
+		return decodeError(resp.StatusCode, data)
+	}
+	if out == nil {
+		return nil
+	}
+	return json.Unmarshal(data, out)
+}
+
+// decodeError turns an error answer back into the error the server had:
+// located errors stay located, a refused answer stays a refusal.
+func decodeError(status int, data []byte) error {
+	var e apiError
+	if json.Unmarshal(data, &e) != nil || e.Error == "" {
+		return &Error{Status: status, Message: strings.TrimSpace(string(data))}
+	}
+	switch {
+	case status == http.StatusNotFound:
+		return fmt.Errorf("%w: %s", process.ErrNotFound, e.Error)
+	case status == http.StatusUnprocessableEntity && len(e.Details) > 0 && e.Details[0].File != "":
+		var list schema.ErrorList
+		for _, d := range e.Details {
+			le := &schema.Error{File: d.File, Path: jsonv.Pointer(d.Path), Message: d.Message}
+			if d.Path != "" && d.Path[0] != '/' {
+				le.Path = ""
+				fmt.Sscanf(d.Path, "%d:%d", &le.Line, &le.Column)
+			}
+			list = append(list, le)
+		}
+		return list
+	case status == http.StatusUnprocessableEntity && strings.HasPrefix(e.Error, "the answer does not fit"),
+		status == http.StatusUnprocessableEntity && strings.HasPrefix(e.Error, "process is not waiting"):
+		return &process.RefusedError{Message: e.Error}
+	}
+	return &Error{Status: status, Message: e.Error, Path: e.Path}
+}
+
+// Start starts a process.
+func (c *Client) Start(ctx context.Context, opts process.StartOptions) (*process.Started, error) {
+	body := jsonv.NewObject(6)
+	switch {
+	case opts.Process != "":
+		body.Set("process", jsonv.StringValue(opts.Process))
+	case opts.Document.Object() != nil:
+		body.Set("process", opts.Document)
+	}
+	if opts.Pipeline != "" {
+		body.Set("pipeline", jsonv.StringValue(opts.Pipeline))
+	}
+	if opts.Prompt != "" {
+		body.Set("prompt", jsonv.StringValue(opts.Prompt))
+	}
+	if !opts.Input.IsNull() {
+		body.Set("input", opts.Input)
+	}
+	if !opts.First.IsNull() {
+		body.Set("first", opts.First)
+	}
+	if opts.System != "" {
+		body.Set("system", jsonv.StringValue(opts.System))
+	}
+	var out struct {
+		ID      string `json:"id"`
+		Process string `json:"process"`
+		Direct  bool   `json:"direct"`
+	}
+	if err := c.do(ctx, http.MethodPost, "/v1/processes", jsonv.Marshal(body.Value()), &out); err != nil {
+		return nil, err
+	}
+	return &process.Started{ID: out.ID, Name: out.Process, Direct: out.Direct}, nil
+}
+
+// Get returns a process.
+func (c *Client) Get(ctx context.Context, id string) (*process.Info, error) {
+	var info process.Info
+	if err := c.do(ctx, http.MethodGet, "/v1/processes/"+id, nil, &info); err != nil {
+		return nil, err
+	}
+	return &info, nil
+}
+
+// List returns the processes, newest first.
+func (c *Client) List(ctx context.Context, limit int) ([]process.Summary, error) {
+	var out struct {
+		Processes []process.Summary `json:"processes"`
+	}
+	if err := c.do(ctx, http.MethodGet, "/v1/processes", nil, &out); err != nil {
+		return nil, err
+	}
+	if limit > 0 && len(out.Processes) > limit {
+		out.Processes = out.Processes[:limit]
+	}
+	return out.Processes, nil
+}
+
+// Answer sends a person's answer.
+func (c *Client) Answer(ctx context.Context, id string, answer jsonv.Value) (*process.View, error) {
+	var info process.Info
+	if err := c.do(ctx, http.MethodPost, "/v1/processes/"+id+"/answer", jsonv.Marshal(answer), &info); err != nil {
+		return nil, err
+	}
+	return &info.View, nil
+}

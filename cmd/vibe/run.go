@@ -1,0 +1,337 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+	"golang.org/x/term"
+
+	"github.com/augceo/vibe/jsonv"
+	"github.com/augceo/vibe/process"
+	"github.com/augceo/vibe/registry"
+	"github.com/augceo/vibe/schema"
+)
+
+// connect returns the processes of the vibe serve that has the data
+// directory, or starts the engine here: with a full worker when work may
+// run (run, answer), with a query-only worker otherwise (show).
+func connect(ctx context.Context, io stdio, ef *engineFlags, wf *workerFlags, reg *registry.Registry) (processes, func(), error) {
+	if c, ok := ef.runningServer(); ok {
+		return c, func() {}, nil
+	}
+	l, err := startLocal(ctx, io, ef, wf, reg, quietLogger())
+	if err != nil {
+		return nil, nil, err
+	}
+	return l.client, l.Close, nil
+}
+
+func newRunCmd(io stdio) *cobra.Command {
+	var (
+		ef                                      engineFlags
+		wf                                      workerFlags
+		regDir, prompt, input, answer, pipeline string
+	)
+	cmd := &cobra.Command{
+		Use:   "run PROCESS [--prompt T] [--input J] [--answer J]",
+		Short: "Start a process and follow it",
+		Long: `Run starts a process — a registry URI (aug:processes/schedule-meeting), a process
+schema file, or --pipeline EXPR — and shows each chunk as it finishes.
+
+It uses the vibe serve that has --data if one runs; otherwise it starts the
+embedded engine itself. When the process waits for a person it asks on the
+terminal; --answer J answers non-interactively; without a terminal it prints
+how to answer (vibe answer ID J) and leaves the process waiting, durably.
+
+J is JSON, or @FILE.`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if cmd.Flags().Changed("pipeline") {
+				return exactArgs(0)(cmd, args)
+			}
+			return exactArgs(1)(cmd, args)
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
+			reg, err := openRegistry(regDir)
+			if err != nil {
+				return err
+			}
+			opts := process.StartOptions{Prompt: prompt, Pipeline: pipeline}
+			if len(args) == 1 {
+				if registry.IsURI(args[0]) {
+					opts.Process = args[0]
+				} else {
+					if opts.Document, err = readInput(io, args[0]); err != nil {
+						return err
+					}
+					opts.File = inputName(args[0])
+				}
+			}
+			if input != "" {
+				if opts.Input, err = parseJSONArg("--input", input); err != nil {
+					return err
+				}
+			}
+			var ans jsonv.Value
+			if answer != "" {
+				if ans, err = parseJSONArg("--answer", answer); err != nil {
+					return err
+				}
+			}
+			p, done, err := connect(ctx, io, &ef, &wf, reg)
+			if err != nil {
+				return err
+			}
+			defer done()
+			started, err := p.Start(ctx, opts)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(io.err, "vibe: started %s\n", started.ID)
+			return follow(ctx, io, p, started.ID, ans, true)
+		},
+	}
+	ef.add(cmd)
+	wf.add(cmd)
+	registryFlag(cmd, &regDir)
+	cmd.Flags().StringVar(&prompt, "prompt", "", "the person's request")
+	cmd.Flags().StringVar(&input, "input", "", "data the process starts with (JSON or @FILE)")
+	cmd.Flags().StringVar(&answer, "answer", "", "the answer to give when the process waits for a person (JSON or @FILE)")
+	cmd.Flags().StringVar(&pipeline, "pipeline", "", "run this pipeline expression")
+	return cmd
+}
+
+func newAnswerCmd(io stdio) *cobra.Command {
+	var (
+		ef engineFlags
+		wf workerFlags
+	)
+	cmd := &cobra.Command{
+		Use:   "answer ID J",
+		Short: "Give a person's answer to a waiting process",
+		Long: `Answer sends the answer J (JSON, or @FILE) to the chunk process ID waits on. An
+answer that does not fit the chunk's schema is refused with the errors, and the
+process keeps waiting. Then it follows the process until it waits again or ends.`,
+		Args: exactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ans, err := parseJSONArg("answer", args[1])
+			if err != nil {
+				return err
+			}
+			p, done, err := connect(cmd.Context(), io, &ef, &wf, nil)
+			if err != nil {
+				return err
+			}
+			defer done()
+			if _, err := p.Answer(cmd.Context(), args[0], ans); err != nil {
+				return err
+			}
+			fmt.Fprintf(io.err, "vibe: answer accepted\n")
+			return follow(cmd.Context(), io, p, args[0], jsonv.Value{}, false)
+		},
+	}
+	ef.add(cmd)
+	wf.add(cmd)
+	return cmd
+}
+
+func newShowCmd(io stdio) *cobra.Command {
+	var ef engineFlags
+	cmd := &cobra.Command{
+		Use:   "show ID",
+		Short: "Print a process: status, what it waits for, state, usage",
+		Args:  exactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			p, done, err := connect(cmd.Context(), io, &ef, nil, nil)
+			if err != nil {
+				return err
+			}
+			defer done()
+			info, err := p.Get(cmd.Context(), args[0])
+			if err != nil {
+				return err
+			}
+			return writeAny(io, info)
+		},
+	}
+	ef.add(cmd)
+	return cmd
+}
+
+func newPsCmd(io stdio) *cobra.Command {
+	var ef engineFlags
+	cmd := &cobra.Command{
+		Use:   "ps",
+		Short: "List processes, newest first",
+		Args:  exactArgs(0),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			p, done, err := connect(cmd.Context(), io, &ef, nil, nil)
+			if err != nil {
+				return err
+			}
+			defer done()
+			list, err := p.List(cmd.Context(), 0)
+			if err != nil {
+				return err
+			}
+			tw := tabwriter.NewWriter(io.out, 2, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "ID\tPROCESS\tSTATUS\tSTARTED")
+			for _, s := range list {
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", s.ID, s.Process, s.Status, s.StartedAt.Local().Format(time.DateTime))
+			}
+			return tw.Flush()
+		},
+	}
+	ef.add(cmd)
+	return cmd
+}
+
+// follow shows a process's chunks as they finish, answers or asks when it
+// waits for a person, and prints its state when it ends.
+func follow(ctx context.Context, io stdio, p processes, id string, answer jsonv.Value, ask bool) error {
+	shown := 0
+	asked := ""
+	for {
+		info, err := p.Get(ctx, id)
+		if err != nil {
+			return err
+		}
+		for ; shown < len(info.Done); shown++ {
+			ch := info.Done[shown]
+			line := "vibe: ✓ " + ch
+			if u, ok := info.Steps[ch]; ok {
+				line += fmt.Sprintf("  (%d prompt + %d completion tokens", u.PromptTokens, u.CompletionTokens)
+				if info.Replayed {
+					line += ", replayed from a recording"
+				}
+				line += ")"
+			}
+			fmt.Fprintln(io.err, line)
+		}
+		switch info.Status {
+		case process.Completed:
+			fmt.Fprintf(io.err, "vibe: %s completed (%d prompt + %d completion tokens in all)\n", id, info.Usage.PromptTokens, info.Usage.CompletionTokens)
+			if info.Direct != nil {
+				return writeAny(io, info.Direct)
+			}
+			return writeJSON(io, info.State)
+		case process.Failed:
+			msg := "failed"
+			if info.Error != nil {
+				msg = *info.Error
+			}
+			return fmt.Errorf("process %s failed: %s", id, msg)
+		case process.Waiting:
+			if info.Waiting == nil || info.Waiting.Chunk == asked {
+				break
+			}
+			w := info.Waiting
+			asked = w.Chunk
+			fmt.Fprintf(io.err, "vibe: %s waits for a person's answer to %s\n  context: %s\n  schema:  %s\n",
+				id, w.Chunk, jsonv.Marshal(w.Context), jsonv.Marshal(w.Schema))
+			switch {
+			case !answer.IsNull():
+				a := answer
+				answer = jsonv.Value{}
+				if _, err := p.Answer(ctx, id, a); err != nil {
+					return err
+				}
+				fmt.Fprintf(io.err, "vibe: answered %s with %s\n", w.Chunk, jsonv.Marshal(a))
+			case ask && isTerminal(io):
+				if err := askOnTerminal(ctx, io, p, id, w); err != nil {
+					return err
+				}
+			default:
+				fmt.Fprintf(io.err, "vibe: the process waits, durably; answer it with\n  vibe answer %s '%s'\n", id, answerSkeleton(w.Schema))
+				return nil
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(150 * time.Millisecond):
+		}
+	}
+}
+
+func isTerminal(io stdio) bool {
+	f, ok := io.in.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
+}
+
+// askOnTerminal reads answers until one fits.
+func askOnTerminal(ctx context.Context, io stdio, p processes, id string, w *process.Pending) error {
+	in := bufio.NewScanner(io.in)
+	in.Buffer(make([]byte, 1<<20), 16<<20)
+	for {
+		fmt.Fprintf(io.err, "answer (JSON, e.g. %s)> ", answerSkeleton(w.Schema))
+		if !in.Scan() {
+			return errors.New("no answer given")
+		}
+		line := strings.TrimSpace(in.Text())
+		if line == "" {
+			continue
+		}
+		a, err := schema.Parse("answer", []byte(line))
+		if err != nil {
+			fmt.Fprintln(io.err, err)
+			continue
+		}
+		_, err = p.Answer(ctx, id, a)
+		var refused *process.RefusedError
+		if errors.As(err, &refused) {
+			fmt.Fprintln(io.err, refused.Message)
+			continue
+		}
+		return err
+	}
+}
+
+// answerSkeleton is a skeleton answer for a schema: its properties with a
+// placeholder or the first enum value.
+func answerSkeleton(s jsonv.Value) string {
+	var fill func(s jsonv.Value) jsonv.Value
+	fill = func(s jsonv.Value) jsonv.Value {
+		if e := s.Lookup("enum").Array(); len(e) > 0 {
+			return e[0]
+		}
+		if c, ok := s.Get("const"); ok {
+			return c
+		}
+		if props := schema.Properties(s); props != nil {
+			o := jsonv.NewObject(props.Len())
+			for name, sub := range props.All() {
+				o.Set(name, fill(sub))
+			}
+			return o.Value()
+		}
+		switch s.Lookup("type").Str() {
+		case "boolean":
+			return jsonv.BoolValue(true)
+		case "integer", "number":
+			return jsonv.IntValue(0)
+		case "array":
+			return jsonv.ArrayValue()
+		}
+		return jsonv.StringValue("…")
+	}
+	return string(jsonv.Marshal(fill(s)))
+}
+
+// writeAny prints a Go value as indented JSON (jsonv values inside keep
+// their order).
+func writeAny(io stdio, v any) error {
+	b, err := jsonMarshalIndent(v)
+	if err != nil {
+		return err
+	}
+	_, err = io.out.Write(append(b, '\n'))
+	return err
+}

@@ -1,0 +1,124 @@
+package main
+
+import (
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+
+	"github.com/spf13/cobra"
+
+	"github.com/augceo/vibe/api"
+	"github.com/augceo/vibe/engine"
+)
+
+func newServeCmd(io stdio) *cobra.Command {
+	var (
+		ef     engineFlags
+		wf     workerFlags
+		regDir string
+		addr   string
+	)
+	cmd := &cobra.Command{
+		Use:   "serve --registry DIR [--addr 127.0.0.1:8080] [--data DIR] [--actions-file F] [--llm …]",
+		Short: "Run the engine, a worker and the HTTP API",
+		Long: `Serve runs everything a process needs in one program: the embedded Temporal
+engine persisted to --data (or a client to --temporal HOST:PORT), a worker with
+the model and the server actions, and the HTTP API on --addr:
+
+  POST /v1/processes                 start a process: {"process": URI or schema, "prompt", "input"}
+  GET  /v1/processes                 list processes
+  GET  /v1/processes/{id}            a process: status, what it waits for, state, usage
+  POST /v1/processes/{id}/answer     a person's answer (422 with the errors when it does not fit)
+
+While it runs, vibe run, answer, show and ps given the same --data use it.
+Off loopback every request needs a token (--token or $VIBE_TOKEN); without one
+serve refuses to listen off loopback.`,
+		Args: exactArgs(0),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if !loopback(addr) && ef.token == "" {
+				return usageError{fmt.Errorf("--addr %s is not on loopback: give a --token (or set VIBE_TOKEN) so that every request must carry it", addr)}
+			}
+			reg, err := openRegistry(regDir)
+			if err != nil {
+				return err
+			}
+			logger := serverLogger()
+			ctx := cmd.Context()
+			l, err := startLocal(ctx, io, &ef, &wf, reg, logger)
+			if err != nil {
+				return err
+			}
+			defer l.Close()
+			if err := os.MkdirAll(ef.data, 0o755); err != nil {
+				return err
+			}
+			addrPath := filepath.Join(ef.data, apiAddrFile)
+			defer os.Remove(addrPath)
+			h := api.Handler(l.client, api.Options{Token: ef.token, Logger: logger})
+			return serveAPI(ctx, addr, h, func(a net.Addr) {
+				os.WriteFile(addrPath, []byte(a.String()+"\n"), 0o644)
+				mode := "embedded engine in " + ef.data
+				if ef.temporal != "" {
+					mode = "Temporal at " + ef.temporal
+				}
+				fmt.Fprintf(io.err, "vibe: serving http://%s (%s, namespace %s, temporal frontend %s)\n", a, mode, l.eng.Namespace(), l.eng.HostPort())
+			})
+		},
+	}
+	ef.add(cmd)
+	wf.add(cmd)
+	registryFlag(cmd, &regDir)
+	cmd.Flags().StringVar(&addr, "addr", "127.0.0.1:8080", "address of the HTTP API")
+	return cmd
+}
+
+func newWorkerCmd(io stdio) *cobra.Command {
+	var (
+		ef engineFlags
+		wf workerFlags
+	)
+	cmd := &cobra.Command{
+		Use:   "worker --temporal HOST:PORT [--namespace NS] [--actions-file F] [--llm …]",
+		Short: "Run only a worker, against a Temporal cluster",
+		Long: `Worker runs Vibe's workflows and activities (model calls, server actions) against
+a Temporal cluster, and nothing else: start as many as the work needs, on as
+many machines. Without --temporal it joins the embedded engine of the vibe serve
+that has --data.`,
+		Args: exactArgs(0),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if ef.temporal == "" {
+				hp, ok := engine.RunningAddr(ef.data)
+				if !ok {
+					return usageError{fmt.Errorf("no engine to work for: give --temporal HOST:PORT, or run vibe serve with --data %s first", ef.data)}
+				}
+				ef.temporal = hp
+			}
+			l, err := startLocal(cmd.Context(), io, &ef, &wf, nil, serverLogger())
+			if err != nil {
+				return err
+			}
+			defer l.Close()
+			fmt.Fprintf(io.err, "vibe: worker on %s, namespace %s, task queue vibe\n", l.eng.HostPort(), l.eng.Namespace())
+			<-cmd.Context().Done()
+			return nil
+		},
+	}
+	ef.add(cmd)
+	wf.add(cmd)
+	return cmd
+}
+
+// serverLogger logs Vibe's own records on stderr as text; $VIBE_LOG=debug
+// shows more, $VIBE_LOG=warn less.
+func serverLogger() *slog.Logger {
+	level := slog.LevelInfo
+	switch os.Getenv("VIBE_LOG") {
+	case "debug":
+		level = slog.LevelDebug
+	case "warn":
+		level = slog.LevelWarn
+	}
+	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+}

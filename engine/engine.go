@@ -1,0 +1,328 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"go.temporal.io/api/serviceerror"
+	"go.temporal.io/api/workflowservice/v1"
+	"go.temporal.io/sdk/client"
+	sdklog "go.temporal.io/sdk/log"
+	"go.temporal.io/server/temporal"
+)
+
+// Defaults for the zero Options.
+const (
+	// DefaultDataDir is the data directory of the embedded engine when
+	// Options.DataDir is empty, relative to the working directory.
+	DefaultDataDir = ".vibe"
+	// DefaultNamespace is the Temporal namespace used when Options.Namespace
+	// is empty.
+	DefaultNamespace = "default"
+)
+
+// File names inside the data directory; see the package documentation.
+const (
+	dbFile   = "temporal.db"
+	logFile  = "temporal.log"
+	lockFile = "engine.lock"
+	addrFile = "engine.addr"
+)
+
+const (
+	// dialTimeout bounds connecting to an external cluster when ctx has no
+	// earlier deadline.
+	dialTimeout = 10 * time.Second
+	// readyTimeout bounds waiting for the embedded frontend to serve.
+	readyTimeout = 30 * time.Second
+)
+
+// Options configures Start. The zero value starts an embedded server on
+// ./.vibe with namespace "default" on a free loopback port.
+type Options struct {
+	// DataDir holds the embedded server's files: temporal.db (SQLite),
+	// temporal.log (the server's own logs), engine.lock and engine.addr.
+	// It is created if missing. Empty means DefaultDataDir. Unused when
+	// HostPort is set.
+	DataDir string
+
+	// Namespace is the Temporal namespace the client uses. Empty means
+	// DefaultNamespace. The embedded server registers it on first start; an
+	// external cluster must already have it.
+	Namespace string
+
+	// HostPort, if set, is the frontend address ("host:port") of an existing
+	// Temporal cluster: Start dials it and starts no server. Empty means
+	// start the embedded server.
+	HostPort string
+
+	// Logger is Vibe's own logger; the SDK client and its workers log here
+	// too. Nil means slog.Default(). The embedded server's logs never go
+	// here; they go to DataDir/temporal.log.
+	Logger *slog.Logger
+
+	// FrontendPort fixes the embedded frontend's port on 127.0.0.1, e.g. 7233
+	// so that the Temporal CLI and UI find it at their default address. Zero
+	// means a free port. The other services always use free ports.
+	FrontendPort int
+
+	// ServerLogLevel is the level of the embedded server's log file: "debug",
+	// "info", "warn" or "error". Empty means "warn", which keeps the file
+	// small; "info" shows the server's start-up and shard movements.
+	ServerLogLevel string
+
+	// Retention is how long the embedded server keeps closed workflows of a
+	// namespace it creates. Zero means 24 hours. It does not change an
+	// existing namespace.
+	Retention time.Duration
+
+	// ClientOptions are passed to the SDK client, for a data converter,
+	// interceptors and the like. HostPort and Namespace are always set by
+	// the engine; a nil Logger is replaced by one writing to Logger.
+	ClientOptions client.Options
+}
+
+// Engine is a running Temporal engine: an SDK client, and in embedded mode
+// the server it talks to. Its methods are safe for concurrent use.
+type Engine struct {
+	client    client.Client
+	hostPort  string
+	namespace string
+	logger    *slog.Logger
+
+	// Embedded mode only; all nil for an external cluster.
+	server  temporal.Server
+	dataDir string
+	lock    *dirLock
+	logOut  *logSink
+
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// Start starts the engine: the embedded Temporal server on opts.DataDir, or
+// a client to the cluster at opts.HostPort. It returns once the frontend
+// serves requests for the namespace. The caller must Close the engine.
+//
+// A data directory can be used by one engine at a time; Start fails if
+// another process (or another Engine in this process) has it. Use
+// RunningAddr to find and connect to that engine instead.
+func Start(ctx context.Context, opts Options) (*Engine, error) {
+	if opts.Namespace == "" {
+		opts.Namespace = DefaultNamespace
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	co := opts.ClientOptions
+	co.Namespace = opts.Namespace
+	if co.Logger == nil {
+		co.Logger = sdklog.NewStructuredLogger(opts.Logger)
+	}
+	if opts.HostPort != "" {
+		co.HostPort = opts.HostPort
+		return startExternal(ctx, opts, co)
+	}
+	if opts.DataDir == "" {
+		opts.DataDir = DefaultDataDir
+	}
+	return startEmbedded(ctx, opts, co)
+}
+
+// startExternal dials an existing cluster.
+func startExternal(ctx context.Context, opts Options, co client.Options) (*Engine, error) {
+	dctx, cancel := context.WithTimeout(ctx, dialTimeout)
+	defer cancel()
+	c, err := client.DialContext(dctx, co)
+	if err != nil {
+		return nil, fmt.Errorf("connect to temporal at %s: %w", opts.HostPort, err)
+	}
+	_, err = c.WorkflowService().DescribeNamespace(dctx, &workflowservice.DescribeNamespaceRequest{Namespace: opts.Namespace})
+	if err != nil {
+		c.Close()
+		if _, ok := errors.AsType[*serviceerror.NamespaceNotFound](err); ok {
+			return nil, fmt.Errorf("temporal at %s has no namespace %q; create it first (temporal operator namespace create %s)", opts.HostPort, opts.Namespace, opts.Namespace)
+		}
+		return nil, fmt.Errorf("describe namespace %q at %s: %w", opts.Namespace, opts.HostPort, err)
+	}
+	// Vibe works without its search attributes (they only serve listing in
+	// Temporal's UI), and a shared cluster may not let us add them.
+	if err := registerSearchAttributes(dctx, c, opts.Namespace); err != nil {
+		opts.Logger.Warn("cannot register Vibe's search attributes; processes will not be searchable by them",
+			"addr", opts.HostPort, "namespace", opts.Namespace, "err", err)
+	}
+	return &Engine{client: c, hostPort: opts.HostPort, namespace: opts.Namespace, logger: opts.Logger}, nil
+}
+
+// startEmbedded locks the data directory and starts the server in it.
+func startEmbedded(ctx context.Context, opts Options, co client.Options) (_ *Engine, err error) {
+	t0 := time.Now()
+	dir := opts.DataDir
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("create data dir: %w", err)
+	}
+	lock, err := lockDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	e := &Engine{namespace: opts.Namespace, logger: opts.Logger, dataDir: dir, lock: lock}
+	defer func() {
+		if err != nil {
+			_ = e.close()
+		}
+	}()
+
+	emb, err := newServer(opts)
+	if err != nil {
+		return nil, err
+	}
+	e.logOut = emb.logOut
+	hostPort := emb.hostPort
+	if err := emb.server.Start(); err != nil {
+		return nil, fmt.Errorf("start temporal server: %w", err)
+	}
+	e.server, e.hostPort = emb.server, hostPort
+
+	co.HostPort = hostPort
+	if e.client, err = client.NewLazyClient(co); err != nil {
+		return nil, fmt.Errorf("create temporal client: %w", err)
+	}
+	if err := waitReady(ctx, e.client, hostPort); err != nil {
+		return nil, err
+	}
+	if err := registerSearchAttributes(ctx, e.client, opts.Namespace); err != nil {
+		return nil, fmt.Errorf("register search attributes: %w", err)
+	}
+	if err := writeFileAtomic(filepath.Join(dir, addrFile), []byte(hostPort+"\n")); err != nil {
+		return nil, fmt.Errorf("write %s: %w", addrFile, err)
+	}
+	e.logger.Info("temporal engine started", "addr", hostPort, "namespace", opts.Namespace,
+		"dataDir", dir, "took", time.Since(t0).Round(time.Millisecond))
+	return e, nil
+}
+
+// waitReady polls the frontend's health check until it serves.
+func waitReady(ctx context.Context, c client.Client, hostPort string) error {
+	ctx, cancel := context.WithTimeout(ctx, readyTimeout)
+	defer cancel()
+	for {
+		_, err := c.CheckHealth(ctx, &client.CheckHealthRequest{})
+		if err == nil {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("temporal server at %s did not become ready: %w", hostPort, err)
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+// Client returns the SDK client for the engine's namespace. It stays valid
+// until Close; do not close it yourself.
+func (e *Engine) Client() client.Client { return e.client }
+
+// HostPort returns the frontend address, "127.0.0.1:<port>" when embedded.
+// The Temporal CLI reaches the engine with
+// `temporal --address <HostPort> --namespace <Namespace> workflow list`.
+func (e *Engine) HostPort() string { return e.hostPort }
+
+// Namespace returns the Temporal namespace the client uses.
+func (e *Engine) Namespace() string { return e.namespace }
+
+// Embedded reports whether the engine runs its own server in this process.
+func (e *Engine) Embedded() bool { return e.server != nil }
+
+// Close closes the client and, when embedded, stops the server gracefully
+// (about a second) and releases the data directory. Workers using the
+// client should be stopped first. Close is idempotent; later calls return
+// the first call's result.
+func (e *Engine) Close() error {
+	e.closeOnce.Do(func() {
+		e.closeErr = e.close()
+		if e.server != nil {
+			e.logger.Info("temporal engine stopped", "dataDir", e.dataDir)
+		}
+	})
+	return e.closeErr
+}
+
+// close releases whatever has been acquired, in reverse order. It also
+// undoes a Start that failed half way.
+func (e *Engine) close() error {
+	var errs []error
+	if e.client != nil {
+		e.client.Close()
+	}
+	if e.server != nil {
+		if err := e.server.Stop(); err != nil {
+			errs = append(errs, fmt.Errorf("stop temporal server: %w", err))
+		}
+	}
+	if e.logOut != nil {
+		if err := e.logOut.Close(); err != nil {
+			errs = append(errs, fmt.Errorf("close %s: %w", logFile, err))
+		}
+	}
+	if e.lock != nil {
+		// Remove the address while still holding the lock, so no one reads
+		// an address whose lock is free and then taken by a new engine.
+		if err := os.Remove(filepath.Join(e.dataDir, addrFile)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			errs = append(errs, fmt.Errorf("remove %s: %w", addrFile, err))
+		}
+		if err := e.lock.unlock(); err != nil {
+			errs = append(errs, fmt.Errorf("release data dir lock: %w", err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// RunningAddr returns the frontend host:port of the embedded engine running
+// on dataDir (empty means DefaultDataDir), if there is one, so that a second
+// command, such as a CLI listing processes, can connect to it through
+// Options.HostPort instead of failing to take the data directory. It reads
+// DataDir/engine.addr and believes it only while the directory's lock is
+// held: a file left behind by a killed process does not count. The engine
+// may stop right after RunningAddr returns, so callers must still handle a
+// failed dial.
+func RunningAddr(dataDir string) (hostPort string, ok bool) {
+	if dataDir == "" {
+		dataDir = DefaultDataDir
+	}
+	b, err := os.ReadFile(filepath.Join(dataDir, addrFile))
+	if err != nil {
+		return "", false
+	}
+	addr := strings.TrimSpace(string(b))
+	if addr == "" || !locked(dataDir) {
+		return "", false
+	}
+	return addr, true
+}
+
+// readPID returns the pid recorded in a lock file, or "unknown".
+func readPID(path string) string {
+	b, err := os.ReadFile(path)
+	if pid := strings.TrimSpace(string(b)); err == nil && pid != "" {
+		return pid
+	}
+	return "unknown"
+}
+
+// writeFileAtomic writes data to path through a temporary file and a rename,
+// so readers never see a partial file.
+func writeFileAtomic(path string, data []byte) error {
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, data, 0o644); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
+}

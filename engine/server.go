@@ -1,0 +1,298 @@
+package engine
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"time"
+
+	"go.temporal.io/server/common/cluster"
+	"go.temporal.io/server/common/config"
+	"go.temporal.io/server/common/dynamicconfig"
+	"go.temporal.io/server/common/log"
+	"go.temporal.io/server/common/membership/static"
+	sqliteplugin "go.temporal.io/server/common/persistence/sql/sqlplugin/sqlite"
+	"go.temporal.io/server/common/primitives"
+	"go.temporal.io/server/schema/sqlite"
+	"go.temporal.io/server/temporal"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+	"google.golang.org/protobuf/types/known/durationpb"
+)
+
+// clusterName is the name of the embedded single-node cluster. It is stored
+// in the database on first start and must never change afterwards.
+const clusterName = "active"
+
+// loopback is where every service of the embedded server listens.
+const loopback = "127.0.0.1"
+
+// embedded is a configured, not yet started, in-process Temporal server.
+type embedded struct {
+	server   temporal.Server
+	hostPort string   // frontend
+	logOut   *logSink // DataDir/temporal.log, closed by the caller after Stop
+}
+
+// logSink is the server's log file. Temporal v1.32 leaves goroutines
+// running after Stop (the parent-close-policy processor's SDK worker, for
+// one, has no Stop) and they keep logging failed polls. After Close their
+// lines are dropped, instead of zap reporting each failed write on stderr.
+type logSink struct {
+	mu sync.Mutex
+	f  *os.File // nil once closed
+}
+
+// Write writes p to the file, or drops it once the sink is closed.
+func (s *logSink) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.f == nil {
+		return len(p), nil
+	}
+	return s.f.Write(p)
+}
+
+// Sync flushes the file; zap calls it on fatal log entries.
+func (s *logSink) Sync() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.f == nil {
+		return nil
+	}
+	return s.f.Sync()
+}
+
+// Close closes the file; later writes are dropped.
+func (s *logSink) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.f == nil {
+		return nil
+	}
+	err := s.f.Close()
+	s.f = nil
+	return err
+}
+
+// newServer prepares the SQLite file (schema on a new file, the namespace)
+// and builds the server. The caller holds the data directory's lock.
+func newServer(opts Options) (_ *embedded, err error) {
+	frontendPort := opts.FrontendPort
+	if frontendPort != 0 {
+		// The server would log.Fatal the whole process on a taken port.
+		if err := checkPortFree(frontendPort); err != nil {
+			return nil, err
+		}
+	} else if frontendPort, err = freePort(); err != nil {
+		return nil, err
+	}
+	ports := map[primitives.ServiceName]int{primitives.FrontendService: frontendPort}
+	for _, svc := range []primitives.ServiceName{primitives.HistoryService, primitives.MatchingService, primitives.WorkerService} {
+		if ports[svc], err = freePort(); err != nil {
+			return nil, err
+		}
+	}
+
+	f, err := os.OpenFile(filepath.Join(opts.DataDir, logFile), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("open server log: %w", err)
+	}
+	logOut := &logSink{f: f}
+	defer func() {
+		if err != nil {
+			logOut.Close()
+		}
+	}()
+	level := opts.ServerLogLevel
+	if level == "" {
+		level = "warn"
+	}
+	zl, err := fileLogger(logOut, level)
+	if err != nil {
+		return nil, err
+	}
+
+	cfg := serverConfig(filepath.Join(opts.DataDir, dbFile), ports)
+	sqlCfg := cfg.Persistence.DataStores[sqliteplugin.PluginName].SQL
+	if err := prepareDB(sqlCfg, opts); err != nil {
+		return nil, err
+	}
+
+	hosts := make(map[primitives.ServiceName]static.Hosts, len(ports))
+	for svc, port := range ports {
+		hosts[svc] = static.SingleLocalHost(hostPort(port))
+	}
+	srv, err := temporal.NewServer(
+		temporal.WithConfig(cfg),
+		temporal.ForServices(temporal.DefaultServices),
+		temporal.WithStaticHosts(hosts),
+		temporal.WithLogger(zl),
+		temporal.WithDynamicConfigClient(dynamicConfig()),
+	)
+	if err != nil {
+		return nil, fmt.Errorf("create temporal server: %w", err)
+	}
+	return &embedded{server: srv, hostPort: hostPort(frontendPort), logOut: logOut}, nil
+}
+
+// serverConfig is the configuration of a single-node server on one SQLite
+// file with one history shard, every service on loopback.
+func serverConfig(dbPath string, ports map[primitives.ServiceName]int) *config.Config {
+	sqlCfg := &config.SQL{
+		PluginName:   sqliteplugin.PluginName,
+		DatabaseName: dbPath,
+		ConnectAttributes: map[string]string{
+			"mode":         "rwc",
+			"journal_mode": "wal",    // readers do not block the writer
+			"synchronous":  "NORMAL", // durable across process crashes; WAL makes it safe
+			"busy_timeout": "5000",   // ms; connections of one pool wait for each other
+		},
+	}
+	frontend := hostPort(ports[primitives.FrontendService])
+	services := make(map[string]config.Service, len(ports))
+	for svc, port := range ports {
+		// With static hosts there is no membership ring, so no
+		// MembershipPort: it is read only by ringpop.
+		services[string(svc)] = config.Service{RPC: config.RPC{GRPCPort: port, BindOnIP: loopback}}
+	}
+	return &config.Config{
+		Global: config.Global{
+			Membership: config.Membership{MaxJoinDuration: 30 * time.Second, BroadcastAddress: loopback},
+			// Metrics nil: no Prometheus listener. PProf port 0: none.
+		},
+		Persistence: config.Persistence{
+			DefaultStore:     sqliteplugin.PluginName,
+			VisibilityStore:  sqliteplugin.PluginName,
+			NumHistoryShards: 1, // fixed forever once the file exists
+			DataStores: map[string]config.DataStore{
+				sqliteplugin.PluginName: {SQL: sqlCfg},
+			},
+		},
+		ClusterMetadata: &cluster.Config{
+			EnableGlobalNamespace:    false,
+			FailoverVersionIncrement: 10,
+			MasterClusterName:        clusterName,
+			CurrentClusterName:       clusterName,
+			ClusterInformation: map[string]cluster.ClusterInformation{
+				clusterName: {Enabled: true, InitialFailoverVersion: 1, RPCAddress: frontend},
+			},
+		},
+		DCRedirectionPolicy: config.DCRedirectionPolicy{Policy: "noop"},
+		Services:            services,
+		Archival: config.Archival{
+			History:    config.HistoryArchival{State: "disabled"},
+			Visibility: config.VisibilityArchival{State: "disabled"},
+		},
+		NamespaceDefaults: config.NamespaceDefaults{
+			Archival: config.ArchivalNamespaceDefaults{
+				History:    config.HistoryArchivalNamespaceDefaults{State: "disabled"},
+				Visibility: config.VisibilityArchivalNamespaceDefaults{State: "disabled"},
+			},
+		},
+		// The server's own worker service (system workflows) dials this.
+		PublicClient: config.PublicClient{HostPort: frontend},
+	}
+}
+
+// dynamicConfig overrides server defaults tuned for clusters with many
+// history shards. Each of a shard's task queues (transfer, timer,
+// visibility, outbound) is read at most MaxPollRPS times a second, default
+// 20: with our single shard that capped one-after-another workflows at about
+// ten a second (each needs two workflow tasks, each a transfer task) and
+// made every workflow task wait about 45 ms for dispatch.
+func dynamicConfig() dynamicconfig.StaticClient {
+	const pollRPS = 1000
+	return dynamicconfig.StaticClient{
+		dynamicconfig.TransferProcessorMaxPollRPS.Key(): pollRPS,
+	}
+}
+
+// prepareDB creates the schema if the database file is new, and the
+// namespace with Vibe's search attributes if it does not exist. Both must
+// happen before the server starts: the server neither creates a schema nor
+// sees a namespace inserted behind its back until its cache refreshes.
+func prepareDB(sqlCfg *config.SQL, opts Options) error {
+	_, err := os.Stat(sqlCfg.DatabaseName)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		if err := sqlite.SetupSchema(sqlCfg); err != nil {
+			// Leave no half-built file that later starts would trust.
+			for _, suffix := range []string{"", "-wal", "-shm"} {
+				_ = os.Remove(sqlCfg.DatabaseName + suffix)
+			}
+			return fmt.Errorf("create sqlite schema in %s: %w", sqlCfg.DatabaseName, err)
+		}
+	case err != nil:
+		return fmt.Errorf("stat database: %w", err)
+	}
+
+	ns, err := sqlite.NewNamespaceConfig(clusterName, opts.Namespace, false, searchAttributeTypes())
+	if err != nil {
+		return fmt.Errorf("namespace %q config: %w", opts.Namespace, err)
+	}
+	retention := opts.Retention
+	if retention == 0 {
+		retention = 24 * time.Hour
+	}
+	ns.Detail.Config.Retention = durationpb.New(retention)
+	if err := sqlite.CreateNamespaces(sqlCfg, ns); err != nil { // no-op if it exists
+		return fmt.Errorf("create namespace %q: %w", opts.Namespace, err)
+	}
+	return nil
+}
+
+// fileLogger returns a server logger writing JSON lines to w.
+func fileLogger(w zapcore.WriteSyncer, level string) (log.Logger, error) {
+	var lvl zapcore.Level
+	if err := lvl.UnmarshalText([]byte(level)); err != nil {
+		return nil, fmt.Errorf("server log level %q: %w", level, err)
+	}
+	enc := zap.NewProductionEncoderConfig()
+	enc.EncodeTime = zapcore.ISO8601TimeEncoder
+	core := zapcore.NewCore(zapcore.NewJSONEncoder(enc), w, lvl)
+	return log.NewZapLogger(zap.New(core, zap.AddCaller())), nil
+}
+
+// hostPort returns the loopback address with port.
+func hostPort(port int) string {
+	return net.JoinHostPort(loopback, strconv.Itoa(port))
+}
+
+// checkPortFree reports an error naming port if it cannot be listened on.
+func checkPortFree(port int) error {
+	l, err := net.Listen("tcp", hostPort(port))
+	if err != nil {
+		return fmt.Errorf("frontend port %d is not available: %w", port, err)
+	}
+	return l.Close()
+}
+
+// freePort returns a loopback port nothing listens on. Like the server's own
+// test helper (common/testing/freeport) it connects to the port and closes
+// the accepted side first, which leaves the port in TIME_WAIT: Linux then
+// does not hand it out again as an ephemeral port for a while, but the
+// server can still bind it (SO_REUSEADDR). That keeps parallel engines from
+// being given the same port between this call and the server's listen.
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", hostPort(0))
+	if err != nil {
+		return 0, fmt.Errorf("find a free port: %w", err)
+	}
+	defer l.Close()
+	port := l.Addr().(*net.TCPAddr).Port
+	c, err := net.DialTCP("tcp", nil, l.Addr().(*net.TCPAddr))
+	if err != nil {
+		return port, nil
+	}
+	if s, err := l.Accept(); err == nil {
+		s.Close()
+	}
+	c.Close()
+	return port, nil
+}

@@ -1,0 +1,216 @@
+// Command schedule-meeting runs seed 001's process end to end on the
+// embedded Temporal engine: a model identifies the participants and
+// prepares the calendar query, the server fetches availability, the model
+// picks a slot and drafts the invitation, a person approves it, and the
+// server sends it.
+//
+// It runs offline: the model's answers are replayed from answers.jsonl, a
+// recording (the answers in it were written for this example, not produced
+// by a live model — see README.md), and the two server actions are Go
+// functions with a made-up calendar. Everything else is real: the process
+// is compiled from registry/, and runs as a durable workflow persisted to
+// an SQLite file in -data.
+//
+//	go run ./examples/schedule-meeting                  # asks you to approve
+//	go run ./examples/schedule-meeting -decision Reject # answers for you
+package main
+
+import (
+	"bufio"
+	"context"
+	"embed"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"io/fs"
+	"log/slog"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"go.temporal.io/sdk/worker"
+	"golang.org/x/term"
+
+	"github.com/augceo/vibe/engine"
+	"github.com/augceo/vibe/jsonv"
+	"github.com/augceo/vibe/llm"
+	"github.com/augceo/vibe/llm/replay"
+	"github.com/augceo/vibe/process"
+	"github.com/augceo/vibe/registry"
+)
+
+//go:embed registry answers.jsonl
+var files embed.FS
+
+// Prompt is the request of seed 001.
+const Prompt = "Ассистент, запланируй встречу между Алисой и Бобом!"
+
+func main() {
+	data := flag.String("data", engine.DefaultDataDir, "data directory of the embedded engine")
+	decision := flag.String("decision", "", "answer for the person: Approve or Reject (default: ask on the terminal, or approve when there is none)")
+	flag.Parse()
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, *data, *decision, os.Stdin, os.Stdout); err != nil {
+		fmt.Fprintln(os.Stderr, "schedule-meeting:", err)
+		os.Exit(1)
+	}
+}
+
+// Registry returns the example's registry.
+func Registry() *registry.Registry {
+	sub, _ := fs.Sub(files, "registry")
+	return registry.NewFS(sub, "examples/schedule-meeting/registry")
+}
+
+// Recording returns the replay of the recorded answers.
+func Recording() (*replay.Provider, error) {
+	f, err := files.Open("answers.jsonl")
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return replay.Read("examples/schedule-meeting/answers.jsonl", f)
+}
+
+// Actions registers the two server actions of the process.
+func Actions() *process.Actions {
+	acts := &process.Actions{}
+	acts.Register(process.Action{Name: "FetchAvailability_Activity", Run: fetchAvailability})
+	acts.Register(process.Action{Name: "sendInvitation", Run: sendInvitation})
+	return acts
+}
+
+// fetchAvailability answers from a made-up calendar: both people are free
+// at a few fixed hours of the day asked about.
+func fetchAvailability(ctx context.Context, in jsonv.Value) (jsonv.Value, error) {
+	q := in.Lookup("llmContext1").Lookup("fetchAvailability")
+	start, err := time.Parse(time.RFC3339, q.Lookup("timeRange").Lookup("start").Str())
+	if err != nil {
+		return jsonv.Value{}, process.NonRetryable(fmt.Errorf("timeRange.start: %w", err))
+	}
+	day := start.UTC().Truncate(24 * time.Hour)
+	slots := func(hours ...int) jsonv.Value {
+		var vs []jsonv.Value
+		for _, h := range hours {
+			vs = append(vs, jsonv.StringValue(day.Add(time.Duration(h)*time.Hour).Format(time.RFC3339)))
+		}
+		return jsonv.ArrayValue(vs...)
+	}
+	return jsonv.ObjectValue(
+		jsonv.Member{Name: "organizerSlots", Value: slots(10, 14, 16)},
+		jsonv.Member{Name: "attendeeSlots", Value: slots(11, 14)},
+	), nil
+}
+
+// sendInvitation "sends" the approved invitation: it prints it.
+func sendInvitation(ctx context.Context, in jsonv.Value) (jsonv.Value, error) {
+	who := in.Lookup("llmContext1").Lookup("identifyParticipants")
+	draft := in.Lookup("llmContext2").Lookup("draftInvitation")
+	decision := in.Lookup("userContext").Lookup("confirmInvitation").Lookup("decision").Str()
+	status := "sent"
+	if decision != "Approve" {
+		status = "not sent: " + strings.ToLower(decision)
+	} else {
+		fmt.Printf("\n  To: %s\n  From: %s\n  Subject: %s\n\n  %s\n\n", who.Lookup("attendee").Str(), who.Lookup("organizer").Str(),
+			draft.Lookup("subject").Str(), strings.ReplaceAll(draft.Lookup("body").Str(), "\n", "\n  "))
+	}
+	return jsonv.ObjectValue(
+		jsonv.Member{Name: "messageId", Value: jsonv.StringValue("msg-" + who.Lookup("attendee").Str())},
+		jsonv.Member{Name: "status", Value: jsonv.StringValue(status)},
+	), nil
+}
+
+func run(ctx context.Context, data, decision string, in io.Reader, out io.Writer) error {
+	model, err := Recording()
+	if err != nil {
+		return err
+	}
+	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
+	eng, err := engine.Start(ctx, engine.Options{DataDir: data, Logger: logger})
+	if err != nil {
+		return err
+	}
+	defer eng.Close()
+	acts := Actions()
+	w := worker.New(eng.Client(), process.TaskQueue, worker.Options{})
+	process.Register(w, &process.Activities{Provider: model, Actions: acts, Logger: logger})
+	if err := w.Start(); err != nil {
+		return err
+	}
+	defer w.Stop()
+
+	c := &process.Client{Temporal: eng.Client(), Registry: Registry(), Actions: acts.Names()}
+	started, err := c.Start(ctx, process.StartOptions{Process: "aug:processes/schedule-meeting", Prompt: Prompt})
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "Started %s on the embedded engine in %s.\nThe model's answers are replayed from a recording (examples/schedule-meeting/answers.jsonl), not asked of a live model.\n\n", started.ID, data)
+	shown := 0
+	for {
+		info, err := c.Get(ctx, started.ID)
+		if err != nil {
+			return err
+		}
+		for ; shown < len(info.Done); shown++ {
+			fmt.Fprintf(out, "✓ %s\n", info.Done[shown])
+		}
+		switch info.Status {
+		case process.Completed:
+			b := jsonv.MarshalIndent(info.State, "  ")
+			fmt.Fprintf(out, "\nCompleted. Model usage: %d prompt + %d completion tokens (replayed).\nState:\n%s\n", info.Usage.PromptTokens, info.Usage.CompletionTokens, b)
+			return nil
+		case process.Failed:
+			return fmt.Errorf("the process failed: %s", *info.Error)
+		case process.Waiting:
+			answer, err := approve(info, decision, in, out)
+			if err != nil {
+				return err
+			}
+			if _, err := c.Answer(ctx, started.ID, answer); err != nil {
+				return err
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%w: %s keeps waiting in %s", ctx.Err(), started.ID, data)
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// approve gets the person's decision: from -decision, from the terminal, or
+// — with neither — approval on the person's behalf, said out loud.
+func approve(info *process.Info, decision string, in io.Reader, out io.Writer) (jsonv.Value, error) {
+	draft := info.Waiting.Context.Lookup("llmContext2").Lookup("draftInvitation")
+	fmt.Fprintf(out, "\nThe process waits for your approval of this invitation:\n\n  Subject: %s\n\n  %s\n\n",
+		draft.Lookup("subject").Str(), strings.ReplaceAll(draft.Lookup("body").Str(), "\n", "\n  "))
+	if decision == "" {
+		f, ok := in.(*os.File)
+		if !ok || !term.IsTerminal(int(f.Fd())) {
+			fmt.Fprintln(out, "No terminal to ask on: approving on your behalf (use -decision Reject to decline).")
+			decision = "Approve"
+		} else {
+			sc := bufio.NewScanner(in)
+			for decision == "" {
+				fmt.Fprint(out, "Approve or Reject? ")
+				if !sc.Scan() {
+					return jsonv.Value{}, errors.New("no decision given")
+				}
+				switch strings.ToLower(strings.TrimSpace(sc.Text())) {
+				case "approve", "a", "y", "yes":
+					decision = "Approve"
+				case "reject", "r", "n", "no":
+					decision = "Reject"
+				}
+			}
+		}
+	}
+	return jsonv.Parse([]byte(`{"confirmInvitation":{"decision":"` + decision + `"}}`))
+}
+
+// compile-time check that the replay provider is a provider.
+var _ llm.Provider = (*replay.Provider)(nil)

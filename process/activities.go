@@ -1,0 +1,119 @@
+package process
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/augceo/vibe/jsonv"
+	"github.com/augceo/vibe/llm"
+	"github.com/augceo/vibe/llm/replay"
+	"github.com/augceo/vibe/schema"
+)
+
+// Activities are the outside effects of a process: model calls and server
+// actions. Register them on a worker with Register.
+type Activities struct {
+	// Provider answers the LLM chunks.
+	Provider llm.Provider
+	// Actions are the registered server actions.
+	Actions *Actions
+	// Logger receives the per-call records; nil means slog.Default().
+	Logger *slog.Logger
+	// Metrics records tokens, latency and "$" metrics; nil means the global
+	// OpenTelemetry meter provider's.
+	Metrics *llm.Metrics
+	// MaxRepairs is llm.Options.MaxRepairs.
+	MaxRepairs int
+}
+
+// FillInput is what the LLM activity needs: the chunk's projected schema,
+// the prompt, and the minimal context of the chunk's references.
+type FillInput struct {
+	Process string      `json:"process"` // the workflow id, for logs and metrics
+	Chunk   string      `json:"chunk"`
+	System  string      `json:"system,omitempty"`
+	Prompt  string      `json:"prompt,omitempty"`
+	Context jsonv.Value `json:"context"`
+	Schema  jsonv.Value `json:"schema"`
+}
+
+// FillOutput is a filled LLM chunk.
+type FillOutput struct {
+	Value    jsonv.Value `json:"value"` // the whole valid answer
+	Usage    llm.Usage   `json:"usage"`
+	Model    string      `json:"model"`
+	Requests int         `json:"requests"`
+	Replayed bool        `json:"replayed,omitempty"`
+}
+
+// Fill answers an LLM chunk. An answer that keeps breaking the schema after
+// the repair turns, or a request the endpoint refuses, fails at once; a
+// transport error, 429 or 5xx that outlasted the client's own retries is
+// retried by Temporal.
+func (a *Activities) Fill(ctx context.Context, in FillInput) (FillOutput, error) {
+	if a.Provider == nil {
+		return FillOutput{}, temporal.NewNonRetryableApplicationError("no model provider configured (use --llm)", "NoProvider", nil)
+	}
+	logger := a.Logger
+	if logger == nil {
+		logger = slog.Default()
+	}
+	info := activity.GetInfo(ctx)
+	res, err := llm.Fill(ctx, a.Provider, llm.Task{
+		Name: in.Chunk, System: in.System, Prompt: in.Prompt, Context: in.Context, Schema: in.Schema,
+	}, llm.Options{Logger: logger.With("attempt", info.Attempt), Metrics: a.Metrics, Process: in.Process, MaxRepairs: a.MaxRepairs})
+	if err != nil {
+		var ie *llm.InvalidAnswerError
+		var ae *llm.APIError
+		var me *replay.MissingError
+		switch {
+		case errors.As(err, &me):
+			return FillOutput{}, temporal.NewNonRetryableApplicationError(err.Error(), "NotRecorded", err)
+		case errors.As(err, &ie):
+			return FillOutput{}, temporal.NewNonRetryableApplicationError(err.Error(), "InvalidAnswer", err)
+		case errors.As(err, &ae) && !ae.Retryable:
+			return FillOutput{}, temporal.NewNonRetryableApplicationError(err.Error(), "ModelRefused", err)
+		}
+		return FillOutput{}, err
+	}
+	return FillOutput{Value: res.Value, Usage: res.Usage, Model: res.Model, Requests: res.Requests, Replayed: res.Replayed}, nil
+}
+
+// ActionInput is what a server action activity needs.
+type ActionInput struct {
+	Process string      `json:"process"`
+	Step    string      `json:"step"`   // the qualified step name
+	Action  string      `json:"action"` // the registered action
+	Input   jsonv.Value `json:"input"`
+	// Output is the schema the result must fit; null for none.
+	Output jsonv.Value `json:"output"`
+}
+
+// Action runs a step's server action and validates its result.
+func (a *Activities) Action(ctx context.Context, in ActionInput) (jsonv.Value, error) {
+	act, ok := a.Actions.Lookup(in.Action)
+	if !ok {
+		return jsonv.Value{}, temporal.NewNonRetryableApplicationError(
+			fmt.Sprintf("step %s: no action %q is registered on this worker (registered: %v)", in.Step, in.Action, a.Actions.Names()), "NoAction", nil)
+	}
+	out, err := act.Run(ctx, in.Input)
+	if err != nil {
+		return jsonv.Value{}, err
+	}
+	if !in.Output.IsNull() {
+		v, err := schema.NewValidator(in.Step, in.Output, schema.ValidatorOptions{})
+		if err != nil {
+			return jsonv.Value{}, temporal.NewNonRetryableApplicationError(fmt.Sprintf("step %s: its output schema is invalid: %v", in.Step, err), "BadSchema", err)
+		}
+		if err := v.Validate(out); err != nil {
+			return jsonv.Value{}, temporal.NewNonRetryableApplicationError(
+				fmt.Sprintf("step %s: action %s returned a result that breaks the step's output schema: %v", in.Step, in.Action, err), "BadOutput", err)
+		}
+	}
+	return out, nil
+}

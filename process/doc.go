@@ -1,0 +1,34 @@
+// Package process runs compiled processes durably on Temporal.
+//
+// One workflow (Workflow) per process instance interprets a compiled
+// process (compile.Process) chunk by chunk, in execution order:
+//
+//   - an LLM chunk is one activity (Activities.Fill) that sends the chunk's
+//     projected schema with the minimal context of its references;
+//   - its fire-and-forget steps then each start a child workflow
+//     (FireAndForget) that runs the step's action with retries; the process
+//     does not wait, and a failure is recorded, not fatal;
+//   - a SERVER chunk runs each step's registered action (Activities.Action),
+//     blocking, retried by Temporal, its result validated against the step's
+//     "output" schema;
+//   - a USER chunk waits for a person's answer, sent as the Temporal update
+//     "answer" and validated against the chunk's schema before it is
+//     accepted: a bad answer is refused with the validation errors and the
+//     process keeps waiting.
+//
+// Workflow code only orchestrates; every outside effect — a model, an
+// action — is an activity, so a restart of the server replays the history
+// and repeats nothing. The process's state (every step's output, thinking
+// fields, metrics, token usage) lives in the workflow and is read with the
+// query "view". Ordered JSON (jsonv.Value) travels through Temporal's
+// payloads as raw JSON, so property order survives.
+//
+// A direct server call (compile.DirectCall) runs as the small workflow
+// DirectCall: the model fills the instruction, then the action runs with
+// retries; there is no process state.
+//
+// Server actions are Go functions registered by name (Actions.Register,
+// RegisterFunc) or HTTP endpoints declared in an actions file (LoadActions).
+// Client starts, lists, reads and answers processes; it is what the HTTP
+// API and the command line use.
+package process

@@ -1,0 +1,315 @@
+package process
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/testsuite"
+
+	"github.com/augceo/vibe/compile"
+	"github.com/augceo/vibe/jsonv"
+	"github.com/augceo/vibe/llm"
+	"github.com/augceo/vibe/registry"
+)
+
+// scripted answers each chunk with a fixed JSON text and counts requests.
+type scripted struct {
+	mu      sync.Mutex
+	answers map[string]string
+	asked   map[string]int
+	prompts map[string][]string
+}
+
+func (s *scripted) Complete(ctx context.Context, req *llm.Request) (*llm.Response, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.asked == nil {
+		s.asked, s.prompts = map[string]int{}, map[string][]string{}
+	}
+	s.asked[req.Name]++
+	s.prompts[req.Name] = append(s.prompts[req.Name], req.Messages[len(req.Messages)-1].Content)
+	a, ok := s.answers[req.Name]
+	if !ok {
+		return nil, fmt.Errorf("no scripted answer for %s", req.Name)
+	}
+	return &llm.Response{Content: a, Model: "scripted", Usage: llm.Usage{PromptTokens: 100, CompletionTokens: 20}}, nil
+}
+
+func mustParse(t testing.TB, s string) jsonv.Value {
+	t.Helper()
+	v, err := jsonv.Parse([]byte(s))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+var meetingAnswers = map[string]string{
+	"LLM_llmContext1": `{"identifyParticipants":{"organizer":"alice@example.com","attendee":"bob@example.com"},` +
+		`"fetchAvailability":{"organizerId":"alice","attendeeId":"bob","timeRange":{"start":"2024-03-20T09:00:00Z","end":"2024-03-20T17:00:00Z"}}}`,
+	"LLM_llmContext2": `{"findCommonSlot":{"selectedSlot":"2024-03-20T10:00:00Z","reasoning":"both are free at ten"},` +
+		`"draftInvitation":{"subject":"Meeting on March 20","body":"Hi Bob, shall we meet at 10:00?"}}`,
+}
+
+// meeting compiles the example's corrected schedule-meeting process.
+func meeting(t testing.TB) *compile.Process {
+	t.Helper()
+	reg, err := registry.Open("../examples/schedule-meeting/registry")
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := reg.Document("aug:processes/schedule-meeting")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := compile.Compile(d.File, d.Value, compile.Options{Actions: []string{"FetchAvailability_Activity", "sendInvitation"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+type meetingActions struct {
+	fetchCalls, sendCalls atomic.Int32
+	failFetch             int32 // fail this many attempts first
+	fetchInput            jsonv.Value
+}
+
+func (m *meetingActions) register(t testing.TB, acts *Actions) {
+	acts.Register(Action{Name: "FetchAvailability_Activity", Retry: &temporal.RetryPolicy{InitialInterval: time.Millisecond, MaximumAttempts: 5},
+		Run: func(ctx context.Context, in jsonv.Value) (jsonv.Value, error) {
+			n := m.fetchCalls.Add(1)
+			m.fetchInput = in
+			if n <= m.failFetch {
+				return jsonv.Value{}, fmt.Errorf("calendar unavailable (attempt %d)", n)
+			}
+			return jsonv.Parse([]byte(`{"organizerSlots":["2024-03-20T10:00:00Z","2024-03-20T14:00:00Z"],"attendeeSlots":["2024-03-20T10:00:00Z"]}`))
+		}})
+	RegisterFunc(acts, "sendInvitation", func(ctx context.Context, in struct {
+		LLMContext2 struct {
+			DraftInvitation struct{ Subject string } `json:"draftInvitation"`
+		} `json:"llmContext2"`
+	}) (map[string]string, error) {
+		m.sendCalls.Add(1)
+		return map[string]string{"messageId": "msg-1", "status": "sent: " + in.LLMContext2.DraftInvitation.Subject}, nil
+	}, ActionOptions{})
+}
+
+func newEnv(t *testing.T, p llm.Provider, acts *Actions) *testsuite.TestWorkflowEnvironment {
+	var s testsuite.WorkflowTestSuite
+	env := s.NewTestWorkflowEnvironment()
+	Register(env, &Activities{Provider: p, Actions: acts, Logger: quietLogger()})
+	return env
+}
+
+func TestScheduleMeetingEndToEnd(t *testing.T) {
+	model := &scripted{answers: meetingAnswers}
+	var acts Actions
+	m := &meetingActions{failFetch: 2} // failing twice, then succeeding
+	m.register(t, &acts)
+	env := newEnv(t, model, &acts)
+	p := meeting(t)
+
+	var rejected, accepted bool
+	env.RegisterDelayedCallback(func() {
+		var v View
+		enc, _ := env.QueryWorkflow(QueryView)
+		enc.Get(&v)
+		if v.Status != Waiting || v.Waiting == nil || v.Waiting.Chunk != "USER_userContext" {
+			t.Errorf("not waiting for the person: %+v", v)
+		}
+		// The person sees the draft they are asked about, and nothing else.
+		if got := string(jsonv.Marshal(v.Waiting.Context)); !strings.Contains(got, `"draftInvitation"`) || strings.Contains(got, "findCommonSlot") {
+			t.Errorf("waiting context %s", got)
+		}
+		env.UpdateWorkflow(UpdateAnswer, "bad", &testsuite.TestUpdateCallback{
+			OnReject: func(err error) {
+				rejected = strings.Contains(err.Error(), "/confirmInvitation/decision") && strings.Contains(err.Error(), "'Approve', 'Reject'")
+				if !rejected {
+					t.Errorf("rejection %v", err)
+				}
+			},
+			OnAccept:   func() { t.Error("a bad answer was accepted") },
+			OnComplete: func(any, error) {},
+		}, mustParse(t, `{"confirmInvitation":{"decision":"Maybe"}}`))
+		env.UpdateWorkflow(UpdateAnswer, "good", &testsuite.TestUpdateCallback{
+			OnReject:   func(err error) { t.Errorf("good answer rejected: %v", err) },
+			OnAccept:   func() { accepted = true },
+			OnComplete: func(any, error) {},
+		}, mustParse(t, `{"confirmInvitation":{"decision":"Approve"}}`))
+	}, time.Hour)
+
+	env.ExecuteWorkflow(WorkflowName, Start{Name: "schedule-meeting", Process: p.Document, Prompt: "Schedule a meeting between Alice and Bob"})
+	if err := env.GetWorkflowError(); err != nil {
+		t.Fatal(err)
+	}
+	if !rejected || !accepted {
+		t.Errorf("rejected %v accepted %v", rejected, accepted)
+	}
+	var v View
+	if err := env.GetWorkflowResult(&v); err != nil {
+		t.Fatal(err)
+	}
+	if v.Status != Completed || strings.Join(v.Done, ",") != "LLM_llmContext1,SERVER_serverContext1,LLM_llmContext2,USER_userContext,SERVER_serverContext2" {
+		t.Errorf("status %s, done %v", v.Status, v.Done)
+	}
+	if m.fetchCalls.Load() != 3 || m.sendCalls.Load() != 1 {
+		t.Errorf("fetch ran %d times (2 failures, then success), send %d", m.fetchCalls.Load(), m.sendCalls.Load())
+	}
+	// The server step got exactly its reference.
+	if got := string(jsonv.Marshal(m.fetchInput)); got != `{"llmContext1":{"fetchAvailability":{"organizerId":"alice","attendeeId":"bob","timeRange":{"start":"2024-03-20T09:00:00Z","end":"2024-03-20T17:00:00Z"}}}}` {
+		t.Errorf("fetch input %s", got)
+	}
+	if got := v.State.Lookup("serverContext2").Lookup("sendInvitation").Lookup("status").Str(); got != "sent: Meeting on March 20" {
+		t.Errorf("send result %q in state %s", got, jsonv.Marshal(v.State))
+	}
+	if v.Usage != (llm.Usage{PromptTokens: 200, CompletionTokens: 40}) || model.asked["LLM_llmContext1"] != 1 || model.asked["LLM_llmContext2"] != 1 {
+		t.Errorf("usage %+v asked %v", v.Usage, model.asked)
+	}
+	// The second LLM chunk was sent only what its steps reference.
+	prompt := model.prompts["LLM_llmContext2"][0]
+	for _, want := range []string{"Schedule a meeting between Alice and Bob", `"identifyParticipants"`, `"FetchAvailability_Activity"`, "Generate the JSON for step LLM_llmContext2"} {
+		if !strings.Contains(prompt, want) {
+			t.Errorf("second chunk's prompt lacks %q:\n%s", want, prompt)
+		}
+	}
+	if strings.Contains(prompt, `"fetchAvailability"`) {
+		t.Errorf("second chunk's prompt carries a step it does not reference:\n%s", prompt)
+	}
+}
+
+func TestActionFailsForGood(t *testing.T) {
+	var acts Actions
+	acts.Register(Action{Name: "FetchAvailability_Activity", Run: func(ctx context.Context, in jsonv.Value) (jsonv.Value, error) {
+		return jsonv.Value{}, NonRetryable(errors.New("calendar says: no such user"))
+	}})
+	acts.Register(Action{Name: "sendInvitation", Run: func(ctx context.Context, in jsonv.Value) (jsonv.Value, error) { return in, nil }})
+	env := newEnv(t, &scripted{answers: meetingAnswers}, &acts)
+	env.ExecuteWorkflow(WorkflowName, Start{Name: "schedule-meeting", Process: meeting(t).Document})
+	err := env.GetWorkflowError()
+	if err == nil || !strings.Contains(err.Error(), "step serverContext1.FetchAvailability_Activity") || !strings.Contains(err.Error(), "calendar says: no such user") {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+func TestBadActionOutput(t *testing.T) {
+	var acts Actions
+	acts.Register(Action{Name: "FetchAvailability_Activity", Run: func(ctx context.Context, in jsonv.Value) (jsonv.Value, error) {
+		return jsonv.Parse([]byte(`{"organizerSlots":"tomorrow"}`))
+	}})
+	acts.Register(Action{Name: "sendInvitation", Run: func(ctx context.Context, in jsonv.Value) (jsonv.Value, error) { return in, nil }})
+	env := newEnv(t, &scripted{answers: meetingAnswers}, &acts)
+	env.ExecuteWorkflow(WorkflowName, Start{Name: "schedule-meeting", Process: meeting(t).Document})
+	err := env.GetWorkflowError()
+	if err == nil || !strings.Contains(err.Error(), "breaks the step's output schema") || !strings.Contains(err.Error(), "/organizerSlots") {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+func TestFirstChunkGiven(t *testing.T) {
+	// LaunchProcess: the Vessel's model filled the first chunk already.
+	model := &scripted{answers: meetingAnswers}
+	var acts Actions
+	(&meetingActions{}).register(t, &acts)
+	env := newEnv(t, model, &acts)
+	env.RegisterDelayedCallback(func() {
+		env.UpdateWorkflow(UpdateAnswer, "a", &testsuite.TestUpdateCallback{OnReject: func(err error) { t.Error(err) }, OnAccept: func() {}, OnComplete: func(any, error) {}},
+			mustParse(t, `{"confirmInvitation":{"decision":"Reject"}}`))
+	}, time.Minute)
+	first := mustParse(t, `{"_considerations":"both work 9-17","identifyParticipants":{"organizer":"a@x.org","attendee":"b@x.org"},`+
+		`"fetchAvailability":{"organizerId":"a","attendeeId":"b","timeRange":{"start":"2024-03-20T09:00:00Z","end":"2024-03-20T17:00:00Z"}},"_feedback":"ok"}`)
+	env.ExecuteWorkflow(WorkflowName, Start{Name: "schedule-meeting", Process: meeting(t).Document, First: first})
+	var v View
+	if err := env.GetWorkflowResult(&v); err != nil {
+		t.Fatal(err)
+	}
+	if model.asked["LLM_llmContext1"] != 0 || model.asked["LLM_llmContext2"] != 1 {
+		t.Errorf("asked %v: the first chunk was given", model.asked)
+	}
+	if got := string(jsonv.Marshal(v.Thinking.Lookup("LLM_llmContext1"))); got != `{"_considerations":"both work 9-17","_feedback":"ok"}` {
+		t.Errorf("chunk thinking %s", got)
+	}
+	if got := v.State.Lookup("userContext").Lookup("confirmInvitation").Lookup("decision").Str(); got != "Reject" {
+		t.Errorf("decision %q", got)
+	}
+}
+
+func TestFireAndForgetAndDirectCall(t *testing.T) {
+	reg := &registry.Registry{}
+	reg.Add("aug:instructions/ComposeLike", mustParse(t, `{"type":"object","properties":{"_why":{"type":"string"},"postId":{"type":"string"}},"required":["_why","postId"]}`))
+	reg.Add("aug:instructions/SendLike", mustParse(t, `{"type":"object","properties":{"postId":{"type":"string"}},"required":["postId"]}`))
+	reg.Add("aug:instructions/Thank", mustParse(t, `{"type":"object","properties":{"note":{"type":"string"}},"required":["note"]}`))
+	var sent atomic.Int32
+	var acts Actions
+	acts.Register(Action{Name: "SendLike", Retry: &temporal.RetryPolicy{InitialInterval: time.Millisecond, MaximumAttempts: 3},
+		Run: func(ctx context.Context, in jsonv.Value) (jsonv.Value, error) {
+			if sent.Add(1) == 1 {
+				return jsonv.Value{}, errors.New("flaky")
+			}
+			return jsonv.Parse([]byte(`{"liked":` + string(jsonv.Marshal(in.Lookup("postId"))) + `}`))
+		}})
+	model := &scripted{answers: map[string]string{
+		"LLM_step1_compose_like": `{"step1_compose_like":{"_why":"nice","postId":"p42"},"step2_send_like":{"postId":"p42"}}`,
+	}}
+
+	// A direct server call: one model call, then the action with retries.
+	direct, err := compile.CompilePipeline(`"Like post 42" | ComposeLike | SendLike`, compile.Options{Registry: reg, Actions: acts.Names()})
+	if err != nil || direct.Direct == nil {
+		t.Fatalf("%v %v", err, direct)
+	}
+	env := newEnv(t, model, &acts)
+	env.ExecuteWorkflow(DirectCallName, Start{Name: "pipeline", Process: direct.Document})
+	var res DirectResult
+	if err := env.GetWorkflowResult(&res); err != nil {
+		t.Fatal(err)
+	}
+	if string(jsonv.Marshal(res.Result)) != `{"liked":"p42"}` || sent.Load() != 2 {
+		t.Errorf("direct result %s after %d attempts", jsonv.Marshal(res.Result), sent.Load())
+	}
+
+	// A fire-and-forget step inside a process: started, not awaited.
+	ff, err := compile.CompilePipeline(`"Like post 42" | ComposeLike | SendLike | Thank`, compile.Options{Registry: reg, Actions: acts.Names()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	model.answers["LLM_step1_compose_like"] = `{"step1_compose_like":{"_why":"nice","postId":"p42"},"step2_send_like":{"postId":"p42"},"step3_thank":{"note":"thanks"}}`
+	env = newEnv(t, model, &acts)
+	env.ExecuteWorkflow(WorkflowName, Start{Name: "pipeline", Process: ff.Document})
+	var v View
+	if err := env.GetWorkflowResult(&v); err != nil {
+		t.Fatal(err)
+	}
+	if v.Status != Completed || v.Actions["step2_send_like"] == "" || sent.Load() < 3 {
+		t.Errorf("status %s actions %v", v.Status, v.Actions)
+	}
+}
+
+func TestAnswerWhenNotWaiting(t *testing.T) {
+	model := &scripted{answers: meetingAnswers}
+	var acts Actions
+	(&meetingActions{}).register(t, &acts)
+	env := newEnv(t, model, &acts)
+	var refused error
+	env.RegisterDelayedCallback(func() {
+		env.UpdateWorkflow(UpdateAnswer, "early", &testsuite.TestUpdateCallback{OnReject: func(err error) { refused = err }, OnAccept: func() {}, OnComplete: func(any, error) {}},
+			mustParse(t, `{"confirmInvitation":{"decision":"Approve"}}`))
+	}, 0)
+	env.RegisterDelayedCallback(func() {
+		env.UpdateWorkflow(UpdateAnswer, "a", &testsuite.TestUpdateCallback{OnReject: func(err error) { t.Error(err) }, OnAccept: func() {}, OnComplete: func(any, error) {}},
+			mustParse(t, `{"confirmInvitation":{"decision":"Approve"}}`))
+	}, time.Hour)
+	env.ExecuteWorkflow(WorkflowName, Start{Name: "schedule-meeting", Process: meeting(t).Document})
+	if err := env.GetWorkflowError(); err != nil {
+		t.Fatal(err)
+	}
+	if refused == nil || !strings.Contains(refused.Error(), "not waiting for an answer") {
+		t.Errorf("an early answer: %v", refused)
+	}
+}
