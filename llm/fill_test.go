@@ -7,50 +7,21 @@ import (
 	"errors"
 	"io"
 	"log/slog"
-	"net/http"
-	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
+	"github.com/augceo/vibe/internal/llmtest"
 	"github.com/augceo/vibe/jsonv"
 	"github.com/augceo/vibe/llm"
 	"github.com/augceo/vibe/llm/openai"
 )
 
-// chatServer is an OpenAI-compatible test server that answers with the
-// given message contents in turn and keeps every request body.
-type chatServer struct {
-	*httptest.Server
-	mu     sync.Mutex
-	bodies []string
-}
-
-func newChatServer(t *testing.T, contents ...string) *chatServer {
-	s := &chatServer{}
-	s.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		b, _ := io.ReadAll(r.Body)
-		s.mu.Lock()
-		n := len(s.bodies)
-		s.bodies = append(s.bodies, string(b))
-		s.mu.Unlock()
-		c, _ := json.Marshal(contents[min(n, len(contents)-1)])
-		w.Header().Set("Content-Type", "application/json")
-		io.WriteString(w, `{"id":"chatcmpl-1","object":"chat.completion","created":1,"model":"test-model",`+
-			`"choices":[{"index":0,"message":{"role":"assistant","content":`+string(c)+`},"finish_reason":"stop"}],`+
-			`"usage":{"prompt_tokens":100,"completion_tokens":10,"total_tokens":110}}`)
-	}))
-	t.Cleanup(s.Close)
-	return s
-}
-
-func (s *chatServer) requests() []string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]string(nil), s.bodies...)
+// newChatServer is a test model that answers with contents in turn.
+func newChatServer(t *testing.T, contents ...string) *llmtest.Server {
+	return llmtest.New(t, llmtest.Sequence(contents...))
 }
 
 func mustParse(t *testing.T, s string) jsonv.Value {
@@ -87,14 +58,14 @@ func TestFillRepairsOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	reqs := srv.requests()
+	reqs := srv.Bodies()
 	if len(reqs) != 2 || res.Requests != 2 {
 		t.Fatalf("%d requests (result says %d), want exactly 2", len(reqs), res.Requests)
 	}
 	if got := string(jsonv.Marshal(res.Output)); got != `{"recipientName":"Jane Doe","emailBody":"Hello Jane"}` {
 		t.Errorf("output %s", got)
 	}
-	if res.Usage != (llm.Usage{PromptTokens: 200, CompletionTokens: 20}) || res.Model != "test-model" {
+	if res.Usage != (llm.Usage{PromptTokens: 200, CompletionTokens: 60}) || res.Model != "test-model" {
 		t.Errorf("usage %+v model %q: both requests count", res.Usage, res.Model)
 	}
 	// The repair turn shows the model its answer and the errors by path.
@@ -121,8 +92,8 @@ func TestFillGivesUp(t *testing.T) {
 	if !errors.As(err, &ie) {
 		t.Fatalf("err = %v, want *llm.InvalidAnswerError", err)
 	}
-	if len(srv.requests()) != 3 || ie.Requests != 3 {
-		t.Errorf("%d requests, want 3 (one and two repairs)", len(srv.requests()))
+	if len(srv.Bodies()) != 3 || ie.Requests != 3 {
+		t.Errorf("%d requests, want 3 (one and two repairs)", len(srv.Bodies()))
 	}
 	var paths []string
 	for _, p := range ie.Problems {
@@ -138,15 +109,15 @@ func TestFillGivesUp(t *testing.T) {
 	var third struct {
 		Messages []struct{ Role, Content string } `json:"messages"`
 	}
-	json.Unmarshal([]byte(srv.requests()[2]), &third)
+	json.Unmarshal([]byte(srv.Bodies()[2]), &third)
 	if !strings.Contains(third.Messages[5].Content, "Your answer is not valid JSON") {
 		t.Errorf("repair after prose: %q", third.Messages[5].Content)
 	}
 	// MaxRepairs -1: one request, no repair.
 	srv2 := newChatServer(t, `{}`)
 	_, err = llm.Fill(context.Background(), openai.New(openai.Options{Model: "m", BaseURL: srv2.URL, APIKey: "k"}), task(t), llm.Options{MaxRepairs: -1, Logger: quiet()})
-	if !errors.As(err, &ie) || len(srv2.requests()) != 1 {
-		t.Errorf("MaxRepairs -1: %v after %d requests", err, len(srv2.requests()))
+	if !errors.As(err, &ie) || len(srv2.Bodies()) != 1 {
+		t.Errorf("MaxRepairs -1: %v after %d requests", err, len(srv2.Bodies()))
 	}
 }
 
@@ -163,7 +134,7 @@ func TestFillPromptShape(t *testing.T) {
 	var body struct {
 		Messages []struct{ Role, Content string } `json:"messages"`
 	}
-	json.Unmarshal([]byte(srv.requests()[0]), &body)
+	json.Unmarshal([]byte(srv.Bodies()[0]), &body)
 	want := "Write to the user we found.\n\n--- Context from previous steps ---\n{\n  \"step4_find_user\": {\n    \"output\": {\n      \"userId\": \"u-12345\",\n      \"userName\": \"Jane Doe\"\n    }\n  }\n}\n--- End of context ---\nGenerate the JSON for step step5_draft_email using the information above."
 	if len(body.Messages) != 2 || body.Messages[0].Role != "system" || body.Messages[0].Content != llm.DefaultSystem || body.Messages[1].Content != want {
 		t.Errorf("messages:\n%+v\nwant user message:\n%s", body.Messages, want)
@@ -186,7 +157,7 @@ func TestFillAccounting(t *testing.T) {
 	}
 	var rec map[string]any
 	json.Unmarshal(logs.Bytes(), &rec)
-	for k, want := range map[string]any{"msg": "llm: filled", "step": "step5_draft_email", "model": "test-model", "prompt_tokens": 100.0, "completion_tokens": 10.0, "requests": 1.0, "process": "mail-7f3a", "instance": "c1", "$confidence": "0.9"} {
+	for k, want := range map[string]any{"msg": "llm: filled", "step": "step5_draft_email", "model": "test-model", "prompt_tokens": 100.0, "completion_tokens": 30.0, "requests": 1.0, "process": "mail-7f3a", "instance": "c1", "$confidence": "0.9"} {
 		if rec[k] != want {
 			t.Errorf("log %s = %v, want %v (record %s)", k, rec[k], want, logs.String())
 		}
@@ -212,7 +183,7 @@ func TestFillAccounting(t *testing.T) {
 			}
 		}
 	}
-	for k, want := range map[string]float64{"vibe.llm.tokens/prompt": 100, "vibe.llm.tokens/completion": 10, "vibe.llm.requests/": 1, "vibe.instruction.metric/$confidence": 0.9} {
+	for k, want := range map[string]float64{"vibe.llm.tokens/prompt": 100, "vibe.llm.tokens/completion": 30, "vibe.llm.requests/": 1, "vibe.instruction.metric/$confidence": 0.9} {
 		if got[k] != want {
 			t.Errorf("metric %s = %v, want %v (all: %v)", k, got[k], want, got)
 		}
@@ -246,7 +217,7 @@ func TestFillCancelled(t *testing.T) {
 	cancel()
 	srv := newChatServer(t, valid)
 	_, err := llm.Fill(ctx, openai.New(openai.Options{Model: "m", BaseURL: srv.URL, APIKey: "k"}), task(t), llm.Options{Logger: quiet()})
-	if !errors.Is(err, context.Canceled) || len(srv.requests()) != 0 {
-		t.Errorf("cancelled: %v, %d requests", err, len(srv.requests()))
+	if !errors.Is(err, context.Canceled) || len(srv.Bodies()) != 0 {
+		t.Errorf("cancelled: %v, %d requests", err, len(srv.Bodies()))
 	}
 }

@@ -2,10 +2,6 @@ package process
 
 import (
 	"context"
-	"encoding/json"
-	"io"
-	"net/http"
-	"net/http/httptest"
 	"slices"
 	"sync"
 	"testing"
@@ -18,6 +14,7 @@ import (
 
 	"github.com/augceo/vibe/compile"
 	"github.com/augceo/vibe/engine"
+	"github.com/augceo/vibe/internal/llmtest"
 	"github.com/augceo/vibe/jsonv"
 	"github.com/augceo/vibe/llm/openai"
 )
@@ -32,25 +29,11 @@ const benchProcess = `{"type": "object", "properties": {
 
 // zeroLatencyModel answers every chunk at once, over the real OpenAI wire
 // protocol.
-func zeroLatencyModel(b *testing.B) *httptest.Server {
-	answers := map[string]string{
+func zeroLatencyModel(b *testing.B) *llmtest.Server {
+	return llmtest.New(b, llmtest.ByName(map[string]string{
 		"LLM_llmContext1": `{"draft":{"text":"hello"}}`,
 		"LLM_llmContext2": `{"review":{"ok":true}}`,
-	}
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		var req struct {
-			ResponseFormat struct {
-				JSONSchema struct{ Name string } `json:"json_schema"`
-			} `json:"response_format"`
-		}
-		body, _ := io.ReadAll(r.Body)
-		json.Unmarshal(body, &req)
-		c, _ := json.Marshal(answers[req.ResponseFormat.JSONSchema.Name])
-		w.Header().Set("Content-Type", "application/json")
-		io.WriteString(w, `{"id":"c","object":"chat.completion","created":1,"model":"m","choices":[{"index":0,"message":{"role":"assistant","content":`+string(c)+`},"finish_reason":"stop"}],"usage":{"prompt_tokens":10,"completion_tokens":5,"total_tokens":15}}`)
 	}))
-	b.Cleanup(srv.Close)
-	return srv
 }
 
 // benchEngine starts an embedded engine and a full worker.

@@ -4,12 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
 
@@ -104,6 +106,7 @@ func (m *meetingActions) register(t testing.TB, acts *Actions) {
 
 func newEnv(t *testing.T, p llm.Provider, acts *Actions) *testsuite.TestWorkflowEnvironment {
 	var s testsuite.WorkflowTestSuite
+	s.SetLogger(log.NewStructuredLogger(slog.New(slog.DiscardHandler)))
 	env := s.NewTestWorkflowEnvironment()
 	Register(env, &Activities{Provider: p, Actions: acts, Logger: quietLogger()})
 	return env

@@ -110,9 +110,9 @@ var (
 	FillRetry = &temporal.RetryPolicy{InitialInterval: 2 * time.Second, BackoffCoefficient: 2, MaximumInterval: time.Minute, MaximumAttempts: 5}
 )
 
-// actionOptions are the activity options of a step's action; actions are
-// looked up in the worker's registry for their retry policy and timeout.
-func actionOptions(ctx workflow.Context, acts *Actions, name string) workflow.Context {
+// WithActionOptions sets the activity options of an action on ctx: its
+// retry policy and timeout from the worker's registry, or the defaults.
+func WithActionOptions(ctx workflow.Context, acts *Actions, name string) workflow.Context {
 	retry, timeout := DefaultRetry, DefaultActionTimeout
 	if a, ok := acts.Lookup(name); ok {
 		if a.Retry != nil {
@@ -351,7 +351,7 @@ func (r *processRun) serverChunk(ctx workflow.Context, ch *compile.Chunk) error 
 			}
 		}
 		var out jsonv.Value
-		err = workflow.ExecuteActivity(actionOptions(ctx, r.acts, action), actionName, ActionInput{
+		err = workflow.ExecuteActivity(WithActionOptions(ctx, r.acts, action), actionName, ActionInput{
 			Process: workflow.GetInfo(ctx).WorkflowExecution.ID, Step: s.QualifiedName(), Action: action,
 			Input: in, Output: outputSchema(s),
 		}).Get(ctx, &out)
@@ -455,7 +455,7 @@ func (e *AnswerError) Error() string {
 // fire-and-forget step.
 func (w *Workflows) FireAndForget(ctx workflow.Context, in ActionInput) (jsonv.Value, error) {
 	var out jsonv.Value
-	err := workflow.ExecuteActivity(actionOptions(ctx, w.Actions, in.Action), actionName, in).Get(ctx, &out)
+	err := workflow.ExecuteActivity(WithActionOptions(ctx, w.Actions, in.Action), actionName, in).Get(ctx, &out)
 	return out, err
 }
 
@@ -490,7 +490,7 @@ func (w *Workflows) DirectCall(ctx workflow.Context, in Start) (DirectResult, er
 		res.Value, res.Usage = out.Value, out.Usage
 	}
 	input := compose.Split(res.Value.Lookup(d.Step.Name)).Output
-	err = workflow.ExecuteActivity(actionOptions(ctx, w.Actions, d.Action), actionName, ActionInput{
+	err = workflow.ExecuteActivity(WithActionOptions(ctx, w.Actions, d.Action), actionName, ActionInput{
 		Process: workflow.GetInfo(ctx).WorkflowExecution.ID, Step: d.Step.Name, Action: d.Action, Input: input, Output: jsonv.NullValue(),
 	}).Get(ctx, &res.Result)
 	return res, err

@@ -1,32 +1,19 @@
 package main
 
 import (
-	"encoding/json"
-	"io"
-	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync/atomic"
 	"testing"
 
+	"github.com/augceo/vibe/internal/llmtest"
 	"github.com/augceo/vibe/jsonv"
 )
 
-// chatServer is an OpenAI-compatible server that answers every request
-// with content and counts the requests.
-func chatServer(t *testing.T, content string) (*httptest.Server, *atomic.Int32) {
-	var n atomic.Int32
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		n.Add(1)
-		io.ReadAll(r.Body)
-		c, _ := json.Marshal(content)
-		w.Header().Set("Content-Type", "application/json")
-		io.WriteString(w, `{"id":"chatcmpl-1","object":"chat.completion","created":1,"model":"test-model","choices":[{"index":0,"message":{"role":"assistant","content":`+string(c)+`},"finish_reason":"stop"}],"usage":{"prompt_tokens":90,"completion_tokens":12,"total_tokens":102}}`)
-	}))
-	t.Cleanup(srv.Close)
-	return srv, &n
+// chatServer is a test model that gives content to every request.
+func chatServer(t *testing.T, content string) (*llmtest.Server, *llmtest.Server) {
+	s := llmtest.New(t, llmtest.Fixed(content))
+	return s, s
 }
 
 const instruction = "testdata/registry/instructions/identifyParticipants.json"
@@ -39,8 +26,8 @@ func TestAskShowPromptSendsNothing(t *testing.T) {
 	if status != 0 {
 		t.Fatalf("status %d: %s", status, stderr)
 	}
-	if n.Load() != 0 {
-		t.Errorf("--show-prompt sent %d requests", n.Load())
+	if n.Requests() != 0 {
+		t.Errorf("--show-prompt sent %d requests", n.Requests())
 	}
 	v, err := jsonv.Parse([]byte(stdout))
 	if err != nil {
@@ -64,8 +51,8 @@ func TestAskShowPromptSendsNothing(t *testing.T) {
 func TestAskLiveAndRaw(t *testing.T) {
 	srv, n := chatServer(t, "```json\n"+`{"organizer":"alice@example.com","attendee":"bob@example.com"}`+"\n```")
 	status, stdout, stderr := run(t, "", "ask", instruction, "--prompt", "Meet Alice and Bob", "--llm", "openai:m", "--llm-base-url", srv.URL)
-	if status != 0 || n.Load() != 1 {
-		t.Fatalf("status %d after %d requests: %s", status, n.Load(), stderr)
+	if status != 0 || n.Requests() != 1 {
+		t.Fatalf("status %d after %d requests: %s", status, n.Requests(), stderr)
 	}
 	if stdout != "{\n  \"organizer\": \"alice@example.com\",\n  \"attendee\": \"bob@example.com\"\n}\n" {
 		t.Errorf("output %q", stdout)
@@ -75,7 +62,7 @@ func TestAskLiveAndRaw(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if tok, _ := v.Lookup("usage").Lookup("promptTokens").Int(); tok != 90 || v.Lookup("usage").Lookup("model").Str() != "test-model" {
+	if tok, _ := v.Lookup("usage").Lookup("promptTokens").Int(); tok != 100 || v.Lookup("usage").Lookup("model").Str() != "test-model" {
 		t.Errorf("--raw %s", raw)
 	}
 	if status, _, stderr := run(t, "", "ask", instruction); status != 2 || !strings.Contains(stderr, "no model selected") {
@@ -97,7 +84,7 @@ func TestAskRecordThenReplay(t *testing.T) {
 	os.Unsetenv("VIBE_LLM_RECORD")
 	srv.Close() // offline from here on
 	status, replayed, stderr := run(t, "", "ask", instruction, "--prompt", "Meet Alice and Bob", "--llm", "replay:"+rec)
-	if status != 0 || replayed != live || n.Load() != 1 {
+	if status != 0 || replayed != live || n.Requests() != 1 {
 		t.Fatalf("replay: %d %q vs %q (%s)", status, replayed, live, stderr)
 	}
 	if !strings.Contains(stderr, "replaying recorded answers from "+rec+" (a recording, not a live model)") || !strings.Contains(stderr, "replayed from a recording") {

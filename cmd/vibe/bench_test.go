@@ -3,9 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"io"
-	"net/http"
-	"net/http/httptest"
 	"os"
 	"strconv"
 	"strings"
@@ -14,6 +11,7 @@ import (
 	"time"
 
 	"github.com/augceo/vibe/api"
+	"github.com/augceo/vibe/internal/llmtest"
 	"github.com/augceo/vibe/process"
 )
 
@@ -39,12 +37,7 @@ func rssMB(b *testing.B, pid int) float64 {
 //
 //	go test ./cmd/vibe -run XXX -bench BenchmarkServeMemory -benchtime 500x
 func BenchmarkServeMemory(b *testing.B) {
-	model := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		io.ReadAll(r.Body)
-		w.Header().Set("Content-Type", "application/json")
-		io.WriteString(w, `{"id":"c","object":"chat.completion","created":1,"model":"m","choices":[{"index":0,"message":{"role":"assistant","content":"{\"draft\":{\"text\":\"hello\"}}"},"finish_reason":"stop"}],"usage":{"prompt_tokens":10,"completion_tokens":5,"total_tokens":15}}`)
-	}))
-	defer model.Close()
+	model := llmtest.New(b, llmtest.Fixed(`{"draft":{"text":"hello"}}`))
 	addr := freeAddr(b)
 	cmd, out := child(b, "serve", "--data", b.TempDir(), "--addr", addr, "--llm", "openai:m", "--llm-base-url", model.URL)
 	c := &api.Client{BaseURL: "http://" + addr}

@@ -22,6 +22,7 @@ import (
 	"github.com/augceo/vibe/process"
 	"github.com/augceo/vibe/registry"
 	"github.com/augceo/vibe/schema"
+	"github.com/augceo/vibe/vessel"
 )
 
 // processes is what the run, answer, show and ps commands need: the local
@@ -146,6 +147,7 @@ func startLocal(ctx context.Context, io stdio, ef *engineFlags, wf *workerFlags,
 	l.client.Actions = acts.Names()
 	w := worker.New(eng.Client(), process.TaskQueue, worker.Options{})
 	process.Register(w, acti)
+	vessel.Register(w, acts)
 	if err := w.Start(); err != nil {
 		l.Close()
 		return nil, fmt.Errorf("start the worker: %w", err)

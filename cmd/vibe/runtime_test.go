@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"net"
@@ -19,53 +18,19 @@ import (
 	"time"
 
 	"github.com/augceo/vibe/api"
+	"github.com/augceo/vibe/internal/llmtest"
 	"github.com/augceo/vibe/jsonv"
 	"github.com/augceo/vibe/process"
 )
 
-// A model that knows schedule-meeting: an OpenAI-compatible server that
-// answers each chunk (the response format's name) and counts the requests.
-type meetingModel struct {
-	*httptest.Server
-	mu    sync.Mutex
-	asked map[string]int
-}
-
+// A model that knows schedule-meeting's two LLM chunks.
 var meetingAnswers = map[string]string{
 	"LLM_llmContext1": `{"identifyParticipants":{"organizer":"alice@example.com","attendee":"bob@example.com"},"fetchAvailability":{"organizerId":"alice","attendeeId":"bob","timeRange":{"start":"2024-03-20T09:00:00Z","end":"2024-03-20T17:00:00Z"}}}`,
 	"LLM_llmContext2": `{"findCommonSlot":{"selectedSlot":"2024-03-20T14:00:00Z","reasoning":"both are free at two"},"draftInvitation":{"subject":"Meeting on March 20","body":"Hi Bob, shall we meet at 14:00?"}}`,
 }
 
-func newMeetingModel(t *testing.T) *meetingModel {
-	m := &meetingModel{asked: map[string]int{}}
-	m.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		var req struct {
-			ResponseFormat struct {
-				JSONSchema struct{ Name string } `json:"json_schema"`
-			} `json:"response_format"`
-		}
-		body, _ := io.ReadAll(r.Body)
-		json.Unmarshal(body, &req)
-		name := req.ResponseFormat.JSONSchema.Name
-		m.mu.Lock()
-		m.asked[name]++
-		m.mu.Unlock()
-		c, _ := json.Marshal(meetingAnswers[name])
-		w.Header().Set("Content-Type", "application/json")
-		io.WriteString(w, `{"id":"c","object":"chat.completion","created":1,"model":"test-model","choices":[{"index":0,"message":{"role":"assistant","content":`+string(c)+`},"finish_reason":"stop"}],"usage":{"prompt_tokens":100,"completion_tokens":30,"total_tokens":130}}`)
-	}))
-	t.Cleanup(m.Close)
-	return m
-}
-
-func (m *meetingModel) requests() map[string]int {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	out := map[string]int{}
-	for k, v := range m.asked {
-		out[k] = v
-	}
-	return out
+func newMeetingModel(t *testing.T) *llmtest.Server {
+	return llmtest.New(t, llmtest.ByName(meetingAnswers))
 }
 
 // meetingActions serves the two actions over HTTP and writes an actions
@@ -221,7 +186,7 @@ func TestCrashRecovery(t *testing.T) {
 			t.Errorf("%s changed across the crash", ctxName)
 		}
 	}
-	if got := model.requests(); got["LLM_llmContext1"] != 1 || got["LLM_llmContext2"] != 1 || len(got) != 2 {
+	if got := model.Asked(); got["LLM_llmContext1"] != 1 || got["LLM_llmContext2"] != 1 || len(got) != 2 {
 		t.Errorf("model requests %v: none may be repeated", got)
 	}
 	if got := calls(); got["/availability"] != 1 || got["/send"] != 1 {
@@ -283,7 +248,7 @@ func TestRunEmbedded(t *testing.T) {
 	if status != 0 || !strings.Contains(stdout, id) {
 		t.Errorf("ps: %d\n%s", status, stdout)
 	}
-	if got := model.requests(); got["LLM_llmContext1"] != 1 || got["LLM_llmContext2"] != 1 {
+	if got := model.Asked(); got["LLM_llmContext1"] != 1 || got["LLM_llmContext2"] != 1 {
 		t.Errorf("model requests %v", got)
 	}
 }
@@ -314,4 +279,9 @@ func TestServeAuth(t *testing.T) {
 			t.Errorf("token %q: %d", tok, resp.StatusCode)
 		}
 	}
+}
+
+// newChatAnswer is a test model that gives content to every request.
+func newChatAnswer(t *testing.T, content string) *llmtest.Server {
+	return llmtest.New(t, llmtest.Fixed(content))
 }

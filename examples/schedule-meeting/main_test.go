@@ -2,12 +2,14 @@ package main
 
 import (
 	"context"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/testsuite"
 
 	"github.com/augceo/vibe/compile"
@@ -60,6 +62,7 @@ func runInTestEnv(t *testing.T, model llm.Provider) process.View {
 		t.Fatal(err)
 	}
 	var s testsuite.WorkflowTestSuite
+	s.SetLogger(log.NewStructuredLogger(slog.New(slog.DiscardHandler)))
 	env := s.NewTestWorkflowEnvironment()
 	process.Register(env, &process.Activities{Provider: model, Actions: acts})
 	env.RegisterDelayedCallback(func() {

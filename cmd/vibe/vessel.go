@@ -1,0 +1,331 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+
+	"github.com/augceo/vibe/engine"
+	"github.com/augceo/vibe/jsonv"
+	"github.com/augceo/vibe/registry"
+	"github.com/augceo/vibe/schema"
+	"github.com/augceo/vibe/vessel"
+)
+
+func newVesselCmd(io stdio) *cobra.Command {
+	var (
+		ef                      engineFlags
+		wf                      workerFlags
+		regDir, prompt, ctxFile string
+		showPrompt              bool
+	)
+	cmd := &cobra.Command{
+		Use:   "vessel FILE --prompt T [--context MESSAGES.json] [--registry DIR] [--llm …]",
+		Short: "Run one request of a Vessel: its model decides, its calls run",
+		Long: `Vessel builds a Vessel's toolset (its instructions, a LaunchProcess tool for each
+process it may launch, all wrapped in its mixins), sends the request — the
+context messages and the prompt — to its model in one call, and runs the calls
+the model decides on, durably, on the engine: instructions give their filled
+values, launches start processes, actions run. It prints the decision, what
+each call did, and each instance's state.
+
+--context holds the request's messages: a JSON array (or {"context": [...]}) of
+system, input, state, data and plan messages; any may carry "_instance".`,
+		Args: exactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			reg, err := openRegistry(regDir)
+			if err != nil {
+				return err
+			}
+			ts, err := buildToolset(args[0], reg, &wf)
+			if err != nil {
+				return err
+			}
+			msgs := jsonv.ArrayValue()
+			file := "request"
+			if ctxFile != "" {
+				if msgs, err = readContext(io, ctxFile); err != nil {
+					return err
+				}
+				file = inputName(ctxFile)
+			}
+			in := vessel.Input{Toolset: ts, Context: msgs, Prompt: prompt, File: file}
+			if showPrompt {
+				parsed, err := vessel.ParseContext(file, "", msgs)
+				if err != nil {
+					return err
+				}
+				return writeJSON(io, jsonv.ObjectValue(
+					jsonv.Member{Name: "system", Value: jsonv.StringValue(vessel.System(ts.System, parsed))},
+					jsonv.Member{Name: "prompt", Value: jsonv.StringValue(vessel.Prompt(parsed, prompt))},
+					jsonv.Member{Name: "schema", Value: ts.DecisionSchema()}))
+			}
+			return runRequest(cmd.Context(), io, &ef, &wf, in)
+		},
+	}
+	ef.add(cmd)
+	wf.add(cmd)
+	registryFlag(cmd, &regDir)
+	cmd.Flags().StringVar(&prompt, "prompt", "", "the person's request")
+	cmd.Flags().StringVar(&ctxFile, "context", "", "the request's context messages (JSON array, or {\"context\": [...]}; - for stdin)")
+	cmd.Flags().BoolVar(&showPrompt, "show-prompt", false, "print the system text, prompt and decision schema, and send nothing")
+	return cmd
+}
+
+func newPlanCmd(io stdio) *cobra.Command {
+	var (
+		ef            engineFlags
+		wf            workerFlags
+		regDir, vfile string
+		dryRun, asDot bool
+	)
+	cmd := &cobra.Command{
+		Use:   "plan FILE --vessel V [--dry-run] [--dot]",
+		Short: "Validate, print or run a plan: calls wired through state",
+		Long: `Plan reads a request whose context holds a plan message — calls wired through
+state variables ("_outputPath": "state.x" writes x, a parameter "†state.x" reads
+it) — and validates it before anything runs: unknown tools, parameters that
+break a tool's schema, reads of variables nothing writes, cycles, each named.
+The plan runs once per instance (a plan is never instanced itself), independent
+calls in parallel.
+
+FILE is {"vessel": "V.json", "context": [...]} (the vessel path relative to
+FILE) or a bare array of messages with --vessel.
+
+  --dry-run   print the calls in the order they would run, layer by layer
+  --dot       print the plan as a Graphviz graph`,
+		Args: exactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			reg, err := openRegistry(regDir)
+			if err != nil {
+				return err
+			}
+			file := inputName(args[0])
+			doc, err := readInput(io, args[0])
+			if err != nil {
+				return err
+			}
+			msgs := doc
+			if doc.Object() != nil {
+				msgs = doc.Lookup("context")
+				if v := doc.Lookup("vessel").Str(); v != "" && vfile == "" {
+					vfile = filepath.Join(filepath.Dir(args[0]), v)
+				}
+			}
+			if vfile == "" {
+				return usageError{errors.New("which Vessel's tools does the plan call? give --vessel V.json, or \"vessel\" in the file")}
+			}
+			ts, err := buildToolset(vfile, reg, &wf)
+			if err != nil {
+				return err
+			}
+			at := jsonv.Pointer("")
+			if doc.Object() != nil {
+				at = "/context"
+			}
+			parsed, err := vessel.ParseContext(file, at, msgs)
+			if err != nil {
+				return err
+			}
+			g, err := planGraph(file, parsed, ts)
+			if err != nil {
+				return err
+			}
+			switch {
+			case asDot:
+				_, err := io.out.Write([]byte(g.Dot()))
+				return err
+			case dryRun:
+				return printLayers(io, g)
+			}
+			return runRequest(cmd.Context(), io, &ef, &wf, vessel.Input{Toolset: ts, Context: msgs, File: file})
+		},
+	}
+	ef.add(cmd)
+	wf.add(cmd)
+	registryFlag(cmd, &regDir)
+	cmd.Flags().StringVar(&vfile, "vessel", "", "the Vessel whose tools the plan calls")
+	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "validate and print the order the calls would run in; run nothing")
+	cmd.Flags().BoolVar(&asDot, "dot", false, "print the plan as a Graphviz graph; run nothing")
+	return cmd
+}
+
+// buildToolset loads a Vessel and builds its toolset against the actions
+// the worker flags declare.
+func buildToolset(file string, reg *registry.Registry, wf *workerFlags) (*vessel.Toolset, error) {
+	v, err := vessel.Load(file)
+	if err != nil {
+		return nil, err
+	}
+	acts, err := wf.actions()
+	if err != nil {
+		return nil, err
+	}
+	return vessel.Build(v, vessel.BuildOptions{Registry: reg, Actions: acts.Names()})
+}
+
+// readContext reads messages: an array, or {"context": [...]}.
+func readContext(io stdio, name string) (jsonv.Value, error) {
+	doc, err := readInput(io, name)
+	if err != nil {
+		return jsonv.Value{}, err
+	}
+	if c, ok := doc.Get("context"); ok {
+		return c, nil
+	}
+	return doc, nil
+}
+
+// planGraph validates the plan message of a context.
+func planGraph(file string, msgs []*vessel.Message, ts *vessel.Toolset) (*vessel.Graph, error) {
+	var plan *vessel.Message
+	for _, m := range msgs {
+		if m.Type == vessel.PlanMessage {
+			if plan != nil {
+				return nil, &schema.Error{File: file, Path: m.Path, Message: "the context holds two plans; a request runs one"}
+			}
+			plan = m
+		}
+	}
+	if plan == nil {
+		return nil, &schema.Error{File: file, Message: "the context holds no plan message ({\"type\": \"plan\", \"calls\": [...]})"}
+	}
+	calls, err := vessel.ParseCalls(file, plan.Path.Append("calls"), plan.Data)
+	if err != nil {
+		return nil, err
+	}
+	expanded, err := vessel.Expand(calls, vessel.Instances(msgs))
+	if err != nil {
+		return nil, &schema.Error{File: file, Path: plan.Path, Message: err.Error()}
+	}
+	states, err := vessel.InitialStates(msgs)
+	if err != nil {
+		return nil, &schema.Error{File: file, Message: err.Error()}
+	}
+	g := vessel.NewGraph(expanded)
+	if err := g.Validate(file, ts, states); err != nil {
+		return nil, err
+	}
+	return g, nil
+}
+
+func printLayers(io stdio, g *vessel.Graph) error {
+	tw := tabwriter.NewWriter(io.out, 2, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "STEP\tCALL\tTOOL\tINSTANCE\tREADS\tWRITES\tAFTER")
+	for n, layer := range g.Layers() {
+		for _, i := range layer {
+			c := g.Calls[i]
+			var reads, after []string
+			for _, p := range c.Reads() {
+				reads = append(reads, "state."+strings.Join(p, "."))
+			}
+			for _, e := range g.Deps[i] {
+				after = append(after, fmt.Sprint(e.From+1))
+			}
+			fmt.Fprintf(tw, "%d\t%d\t%s\t%s\t%s\t%s\t%s\n", n+1, i+1, c.Tool, orDash(c.Instance), orDash(strings.Join(reads, ", ")), orDash(c.OutputString()), orDash(strings.Join(after, ", ")))
+		}
+	}
+	return tw.Flush()
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+// runRequest runs a request on the vibe serve's engine when one has the
+// data directory, else on the embedded engine with a worker here, and
+// prints what it did.
+func runRequest(ctx context.Context, io stdio, ef *engineFlags, wf *workerFlags, in vessel.Input) error {
+	if hp, ok := engine.RunningAddr(ef.data); ok && ef.temporal == "" {
+		// A vibe serve runs: its worker does the work.
+		eng, err := engine.Start(ctx, engine.Options{HostPort: hp, Namespace: ef.namespace, Logger: quietLogger()})
+		if err != nil {
+			return err
+		}
+		defer eng.Close()
+		return printResult(ctx, io, eng, in)
+	}
+	l, err := startLocal(ctx, io, ef, wf, nil, quietLogger())
+	if err != nil {
+		return err
+	}
+	defer l.Close()
+	return printResult(ctx, io, l.eng, in)
+}
+
+func printResult(ctx context.Context, io stdio, eng *engine.Engine, in vessel.Input) error {
+	res, id, err := vessel.Run(ctx, eng.Client(), in)
+	if err != nil {
+		return fmt.Errorf("request %s: %w", id, err)
+	}
+	if res.Replayed {
+		fmt.Fprintln(io.err, "vibe: the decision was replayed from a recording")
+	}
+	failed := 0
+	for _, c := range res.Calls {
+		line := fmt.Sprintf("vibe: %d. %s", c.Index+1, c.Tool)
+		if c.Instance != "" {
+			line += " [" + c.Instance + "]"
+		}
+		if c.Error != "" {
+			failed++
+			line += ": " + c.Error
+		} else if c.Output != "" {
+			line += " → " + c.Output
+		}
+		fmt.Fprintln(io.err, line)
+	}
+	states := jsonv.NewObject(len(res.States))
+	if g, ok := res.States[""]; ok && g.Len() > 0 {
+		states.Set("", g)
+	}
+	for _, m := range vesselInstances(in) {
+		states.Set(m, res.States[m])
+	}
+	calls := make([]jsonv.Value, len(res.Calls))
+	for i, c := range res.Calls {
+		o := jsonv.NewObject(6)
+		o.Set("tool", jsonv.StringValue(c.Tool))
+		if c.Instance != "" {
+			o.Set("instance", jsonv.StringValue(c.Instance))
+		}
+		o.Set("params", c.Params)
+		if c.Output != "" {
+			o.Set("output", jsonv.StringValue(c.Output))
+		}
+		if c.Error != "" {
+			o.Set("error", jsonv.StringValue(c.Error))
+		} else {
+			o.Set("result", c.Result)
+		}
+		calls[i] = o.Value()
+	}
+	err = writeJSON(io, jsonv.ObjectValue(
+		jsonv.Member{Name: "request", Value: jsonv.StringValue(id)},
+		jsonv.Member{Name: "decision", Value: res.Decision},
+		jsonv.Member{Name: "calls", Value: jsonv.ArrayValue(calls...)},
+		jsonv.Member{Name: "states", Value: states.Value()},
+		jsonv.Member{Name: "usage", Value: jsonv.ObjectValue(
+			jsonv.Member{Name: "promptTokens", Value: jsonv.IntValue(res.Usage.PromptTokens)},
+			jsonv.Member{Name: "completionTokens", Value: jsonv.IntValue(res.Usage.CompletionTokens)})}))
+	if err == nil && failed > 0 {
+		return fmt.Errorf("%d of %d calls failed", failed, len(res.Calls))
+	}
+	return err
+}
+
+func vesselInstances(in vessel.Input) []string {
+	msgs, err := vessel.ParseContext("request", "", in.Context)
+	if err != nil {
+		return nil
+	}
+	return vessel.Instances(msgs)
+}

@@ -1,0 +1,103 @@
+// Package llmtest is a test model: an httptest server that speaks the
+// OpenAI Chat Completions protocol, for tests that run Vibe's real
+// providers end to end without a model.
+package llmtest
+
+import (
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"testing"
+)
+
+// Server is an OpenAI-compatible test model. It answers each request with
+// the content Answer gives for the request's schema name (the
+// response_format's json_schema name, which Vibe sets to the step, the
+// chunk or "decision"), and keeps every request.
+type Server struct {
+	*httptest.Server
+	answer func(name string) string
+
+	mu     sync.Mutex
+	bodies []string
+	asked  map[string]int
+}
+
+// New starts a test model; it is closed when the test ends.
+func New(t testing.TB, answer func(name string) string) *Server {
+	s := &Server{answer: answer, asked: map[string]int{}}
+	s.Server = httptest.NewServer(http.HandlerFunc(s.serve))
+	t.Cleanup(s.Close)
+	return s
+}
+
+// Fixed answers every request with content.
+func Fixed(content string) func(string) string {
+	return func(string) string { return content }
+}
+
+// ByName answers each schema name with its content ("" for others).
+func ByName(answers map[string]string) func(string) string {
+	return func(name string) string { return answers[name] }
+}
+
+func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
+	body, _ := io.ReadAll(r.Body)
+	var req struct {
+		ResponseFormat struct {
+			JSONSchema struct{ Name string } `json:"json_schema"`
+		} `json:"response_format"`
+	}
+	json.Unmarshal(body, &req)
+	name := req.ResponseFormat.JSONSchema.Name
+	s.mu.Lock()
+	s.bodies = append(s.bodies, string(body))
+	s.asked[name]++
+	s.mu.Unlock()
+	content, _ := json.Marshal(s.answer(name))
+	w.Header().Set("Content-Type", "application/json")
+	io.WriteString(w, `{"id":"chatcmpl-test","object":"chat.completion","created":1,"model":"test-model",`+
+		`"choices":[{"index":0,"message":{"role":"assistant","content":`+string(content)+`},"finish_reason":"stop"}],`+
+		`"usage":{"prompt_tokens":100,"completion_tokens":30,"total_tokens":130}}`)
+}
+
+// Requests counts the requests so far.
+func (s *Server) Requests() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.bodies)
+}
+
+// Asked counts the requests so far by schema name.
+func (s *Server) Asked() map[string]int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make(map[string]int, len(s.asked))
+	for k, v := range s.asked {
+		out[k] = v
+	}
+	return out
+}
+
+// Bodies returns the request bodies so far, in order.
+func (s *Server) Bodies() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]string(nil), s.bodies...)
+}
+
+// Sequence answers the requests with contents in turn, the last one again
+// after that.
+func Sequence(contents ...string) func(string) string {
+	var mu sync.Mutex
+	n := 0
+	return func(string) string {
+		mu.Lock()
+		defer mu.Unlock()
+		c := contents[min(n, len(contents)-1)]
+		n++
+		return c
+	}
+}

@@ -1,0 +1,43 @@
+// Package vessel runs Vessels: light agents that fill instructions, launch
+// processes and run server actions for one request — for one item, or for
+// hundreds of instances at once.
+//
+// A Vessel is a file:
+//
+//	{"name": "Scheduler", "system": "…",
+//	 "tools": ["aug:instructions/…", …],       instructions (or actions) it may call
+//	 "processes": ["aug:processes/…", …],      processes it may launch
+//	 "mixins": ["aug:/vibes/macros/…", …]}     macros wrapped around every tool
+//
+// Its toolset is built by implicit composition (compose.Toolset): the tools
+// side by side, unmerged, each wrapped in the mixins. A process becomes a
+// task-specific tool by expanding the generic LaunchProcess macro:
+// {name: {const: "ScheduleMeeting"}, llmContext1: <the process's entry
+// chunk, in the mixins>} — the Vessel's model never sees the rest of the
+// process.
+//
+// A Request is {context: [messages], schema} (SPEC §1). Messages are
+// system {message}, input {input, schema?}, state (a data message of kind
+// state, with an optional schema), data, and plan {calls}; any data message
+// may carry _instance. The model answers one decision {"calls": [ … ]}: each
+// call names its tool in _tool and may target an instance (_instance) and
+// write its result into state (_outputPath "state.a.b", or "output":
+// "†state.a.b"). A parameter written "†state.a.b" is replaced by that value
+// of the call's instance's state before the call runs.
+//
+// Instances are isolated: a global input applies to every instance and a
+// targeted one overrides it; each instance has its own state; a call's
+// reads, writes and scopes touch its instance only. State changes are JSON
+// Merge Patches (RFC 7396, github.com/evanphx/json-patch/v5) folded into one
+// ordered view.
+//
+// A plan message is a DAG of calls wired through state variables. It is
+// validated before anything runs — unknown tools, parameters that break a
+// tool's schema, reads of variables nothing writes, cycles — and runs
+// independent calls in parallel, once per instance; a plan is never
+// instanced itself.
+//
+// A request runs as a Temporal workflow (Workflow): the model's decision and
+// every call are activities or child workflows, so a batch of a hundred
+// instances is retried and resumable like any process.
+package vessel

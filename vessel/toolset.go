@@ -1,0 +1,312 @@
+package vessel
+
+import (
+	"fmt"
+	"path"
+	"strings"
+	"unicode"
+
+	"github.com/augceo/vibe/compile"
+	"github.com/augceo/vibe/compose"
+	"github.com/augceo/vibe/jsonv"
+	"github.com/augceo/vibe/registry"
+	"github.com/augceo/vibe/schema"
+)
+
+// ToolKind says what calling a tool does.
+type ToolKind string
+
+// The kinds of tools.
+const (
+	// Instruction: the call's parameters are the filled instruction; its
+	// result is them without thinking fields and metrics.
+	Instruction ToolKind = "instruction"
+	// Launch: the call's parameters are a process's entry chunk, filled;
+	// the process starts with that chunk done and the result is its id.
+	Launch ToolKind = "launch"
+	// Action: a registered server action runs with the parameters.
+	Action ToolKind = "action"
+)
+
+// Tool is one tool of a Vessel's toolset.
+type Tool struct {
+	Name string   `json:"name"` // the call's _tool
+	Kind ToolKind `json:"kind"`
+	URI  string   `json:"uri"`
+	// Schema is the tool's parameters as the model sees them: flattened,
+	// wrapped in the Vessel's mixins, projected.
+	Schema jsonv.Value `json:"schema"`
+	// Action is the action an Action tool runs.
+	Action string `json:"action,omitempty"`
+	// Process is a Launch tool's compiled process; ProcessName names it and
+	// Entry is the parameter holding its entry chunk (llmContext1).
+	Process     jsonv.Value `json:"process,omitempty"`
+	ProcessName string      `json:"processName,omitempty"`
+	Entry       string      `json:"entry,omitempty"`
+}
+
+// Toolset is a Vessel's tools, side by side.
+type Toolset struct {
+	Vessel string  `json:"vessel"`
+	System string  `json:"system"`
+	Tools  []*Tool `json:"tools"`
+}
+
+// Tool returns the tool of that name, or nil.
+func (ts *Toolset) Tool(name string) *Tool {
+	for _, t := range ts.Tools {
+		if t.Name == name {
+			return t
+		}
+	}
+	return nil
+}
+
+// Names returns the tools' names in order.
+func (ts *Toolset) Names() []string {
+	names := make([]string, len(ts.Tools))
+	for i, t := range ts.Tools {
+		names[i] = t.Name
+	}
+	return names
+}
+
+// BuildOptions configures Build.
+type BuildOptions struct {
+	Registry *registry.Registry
+	// Actions are the registered server actions: a tool of that name is an
+	// Action tool, and launched processes are compiled against them.
+	Actions []string
+}
+
+// LaunchProcessURI is where the generic LaunchProcess macro is looked up;
+// without it in the registry, DefaultLaunchProcess is used.
+const LaunchProcessURI = "aug:vibes/macros/LaunchProcess"
+
+// DefaultLaunchProcess is the generic LaunchProcess macro: a mixin whose
+// slot takes the process's name and its filled entry chunk.
+var DefaultLaunchProcess = mustParse(`{
+  "title": "LaunchProcess",
+  "description": "Starts a process with its first step already done: the slot takes the process's name and its entry chunk.",
+  "type": "object",
+  "properties": {
+    "name": {"type": "string", "description": "The process to launch."},
+    "default": {"type": "object", "description": "Slot: the process's entry chunk, which the model fills."}
+  },
+  "required": ["name", "default"]
+}`)
+
+func mustParse(s string) jsonv.Value {
+	v, err := jsonv.Parse([]byte(s))
+	if err != nil {
+		panic(err)
+	}
+	return v
+}
+
+// Build builds a Vessel's toolset. Every problem of every tool is reported.
+func Build(v *Vessel, opts BuildOptions) (*Toolset, error) {
+	ts := &Toolset{Vessel: v.Name, System: v.System}
+	var errs schema.ErrorList
+	copts := compose.Options{Registry: opts.Registry}
+	var tools []compose.Tool
+	for i, uri := range v.Tools {
+		got, err := compose.Toolset([]string{uri}, copts)
+		if err != nil {
+			// A URI that names nothing is the Vessel file's error; problems
+			// inside a tool's own files keep their place.
+			for _, e := range schema.Errors(err, v.File) {
+				if e.File == uri || e.File == v.File {
+					e = &schema.Error{File: v.File, Path: jsonv.PointerTo("tools").AppendIndex(i), Message: e.Message, Err: e}
+				}
+				errs = append(errs, e)
+			}
+			continue
+		}
+		tools = append(tools, got...)
+	}
+	for _, t := range tools {
+		s, err := wrap(v, t.Schema, copts)
+		if err != nil {
+			errs.Append(v.File, err)
+			continue
+		}
+		tool := &Tool{Name: t.Name, Kind: Instruction, URI: t.URI, Schema: s}
+		if a, ok := compile.MatchAction(t.Name, opts.Actions); ok {
+			tool.Kind, tool.Action = Action, a
+		}
+		ts.Tools = append(ts.Tools, tool)
+	}
+	for i, uri := range v.Processes {
+		tool, err := launchTool(v, uri, opts)
+		if err != nil {
+			errs.Append(v.File, err)
+			continue
+		}
+		if ts.Tool(tool.Name) != nil {
+			errs.Add(v.File, jsonv.PointerTo("processes").AppendIndex(i), "tool name %q is taken twice", tool.Name)
+			continue
+		}
+		ts.Tools = append(ts.Tools, tool)
+	}
+	if err := errs.Err(); err != nil {
+		return nil, err
+	}
+	return ts, nil
+}
+
+// wrap puts a schema in the Vessel's mixins (outside-in, as listed), keeps
+// its own title and description, and projects it for the model.
+func wrap(v *Vessel, s jsonv.Value, opts compose.Options) (jsonv.Value, error) {
+	if len(v.Mixins) > 0 {
+		items := make([]jsonv.Value, 0, len(v.Mixins)+1)
+		for _, m := range v.Mixins {
+			items = append(items, jsonv.ObjectValue(jsonv.Member{Name: "$ref", Value: jsonv.StringValue(m)}))
+		}
+		items = append(items, jsonv.ObjectValue(jsonv.Member{Name: "properties", Value: jsonv.ObjectValue(jsonv.Member{Name: "default", Value: s})}))
+		doc := jsonv.ObjectValue(jsonv.Member{Name: "type", Value: jsonv.StringValue("object")}, jsonv.Member{Name: "allOf", Value: jsonv.ArrayValue(items...)})
+		flat, err := compose.Flatten(v.File, doc, opts)
+		if err != nil {
+			return jsonv.Value{}, err
+		}
+		o := flat.Object()
+		for i, kw := range []string{"title", "description"} {
+			if val, ok := s.Get(kw); ok {
+				o.Insert(i, kw, val)
+			}
+		}
+		s = flat
+	}
+	return compile.Project(s, compile.ProjectOptions{}).Schema, nil
+}
+
+// ProcessName turns a process URI into a tool name: the last part of its
+// path in PascalCase (schedule-meeting → ScheduleMeeting).
+func ProcessName(uri string) string {
+	u, err := registry.ParseURI(uri)
+	if err != nil {
+		return uri
+	}
+	var b strings.Builder
+	up := true
+	for _, r := range path.Base(u.Path) {
+		if r == '-' || r == '_' || r == '.' || r == ' ' {
+			up = true
+			continue
+		}
+		if up {
+			r = unicode.ToUpper(r)
+			up = false
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
+// launchTool expands LaunchProcess for one process: {name: {const: Name},
+// llmContext1: <entry chunk in the Vessel's mixins>}.
+func launchTool(v *Vessel, uri string, opts BuildOptions) (*Tool, error) {
+	if opts.Registry == nil {
+		return nil, fmt.Errorf("cannot launch %s: no registry given (use --registry DIR)", uri)
+	}
+	d, err := opts.Registry.Document(uri)
+	if err != nil {
+		return nil, err
+	}
+	p, err := compile.Compile(d.File, d.Value, compile.Options{Registry: opts.Registry, Actions: opts.Actions})
+	if err != nil {
+		return nil, err
+	}
+	first := p.Chunks[0]
+	if first.Kind != compile.LLM {
+		return nil, &schema.Error{File: d.File, Message: fmt.Sprintf("process %s starts with a %s chunk (%s): a Vessel can launch only a process whose first chunk is a model's", uri, first.Kind, first.Name)}
+	}
+	entry := first.Context
+	if entry == "" {
+		entry = "llmContext1"
+	}
+	chunk := compile.Project(p.Document.Lookup("$defs").Lookup(first.Name), compile.ProjectOptions{}).Schema
+	launch := DefaultLaunchProcess
+	if ld, err := opts.Registry.Document(LaunchProcessURI); err == nil {
+		launch = ld.Value
+	}
+	name := ProcessName(uri)
+	var wrapped jsonv.Value
+	if wrapped, err = wrap(v, chunk, compose.Options{Registry: opts.Registry}); err != nil {
+		return nil, err
+	}
+	doc := jsonv.ObjectValue(
+		jsonv.Member{Name: "type", Value: jsonv.StringValue("object")},
+		jsonv.Member{Name: "allOf", Value: jsonv.ArrayValue(launch, jsonv.ObjectValue(jsonv.Member{Name: "properties", Value: jsonv.ObjectValue(
+			jsonv.Member{Name: "name", Value: jsonv.ObjectValue(jsonv.Member{Name: "const", Value: jsonv.StringValue(name)})},
+			jsonv.Member{Name: entry, Value: wrapped},
+		)}))})
+	flat, err := compose.Flatten(v.File, doc, compose.Options{Registry: opts.Registry})
+	if err != nil {
+		return nil, err
+	}
+	o := flat.Object()
+	title := d.Value.Lookup("title").Str()
+	if title == "" {
+		title = name
+	}
+	o.Insert(0, "title", jsonv.StringValue("Launch: "+title))
+	desc := "Starts the process " + name + " with its first step filled in here; the process then runs on its own."
+	if pd := d.Value.Lookup("description").Str(); pd != "" {
+		desc += " " + pd
+	}
+	o.Insert(1, "description", jsonv.StringValue(desc))
+	return &Tool{Name: name, Kind: Launch, URI: uri, Schema: flat, Process: p.Document, ProcessName: path.Base(d.URI.Path), Entry: entry}, nil
+}
+
+// refPattern matches a parameter written as a state variable reference.
+const refPattern = "^†state(\\.|$)"
+
+// DecisionSchema is the schema the model fills to decide: {"_reasoning",
+// "calls": [ … ]}, each call one of the tools — its _tool, the _instance it
+// targets, the _outputPath it writes, its parameters (each also allowed as
+// a "†state.…" reference).
+func (ts *Toolset) DecisionSchema() jsonv.Value {
+	items := make([]jsonv.Value, 0, len(ts.Tools))
+	for _, t := range ts.Tools {
+		items = append(items, callSchema(t))
+	}
+	return mustParseWith(`{
+  "type": "object",
+  "properties": {
+    "_reasoning": {"type": "string", "description": "Decide what to do: which tools to call, for which instances, in which order, and where their results go in state."},
+    "calls": {"type": "array", "description": "The tool calls to make, in order.", "items": {"anyOf": []}}
+  },
+  "required": ["_reasoning", "calls"]
+}`, func(v jsonv.Value) {
+		v.Lookup("properties").Lookup("calls").Lookup("items").Object().Set("anyOf", jsonv.ArrayValue(items...))
+	})
+}
+
+func mustParseWith(s string, edit func(jsonv.Value)) jsonv.Value {
+	v := mustParse(s)
+	edit(v)
+	return v
+}
+
+// callSchema is one tool as a call item.
+func callSchema(t *Tool) jsonv.Value {
+	out := jsonv.NewObject(6)
+	for _, kw := range []string{"title", "description"} {
+		if v, ok := t.Schema.Get(kw); ok {
+			out.Set(kw, v)
+		}
+	}
+	out.Set("type", jsonv.StringValue("object"))
+	props := jsonv.NewObject(8)
+	props.Set("_tool", jsonv.ObjectValue(jsonv.Member{Name: "const", Value: jsonv.StringValue(t.Name)}))
+	props.Set("_instance", mustParse(`{"type": "string", "description": "The _instance of the input or state this call is for; leave out for a global call."}`))
+	props.Set("_outputPath", mustParse(`{"type": "string", "description": "Where in the instance's state to write the result: \"state\" or \"state.a.b\"; leave out to keep it only in the call's result."}`))
+	ref := jsonv.ObjectValue(jsonv.Member{Name: "type", Value: jsonv.StringValue("string")}, jsonv.Member{Name: "pattern", Value: jsonv.StringValue(refPattern)})
+	for name, p := range schema.Properties(t.Schema).All() {
+		props.Set(name, jsonv.ObjectValue(jsonv.Member{Name: "anyOf", Value: jsonv.ArrayValue(p, ref)}))
+	}
+	out.Set("properties", props.Value())
+	out.Set("required", schema.StringArray(append([]string{"_tool"}, schema.Required(t.Schema)...)))
+	return out.Value()
+}

@@ -1,0 +1,94 @@
+package vessel
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/augceo/vibe/jsonv"
+	"github.com/augceo/vibe/registry"
+	"github.com/augceo/vibe/schema"
+)
+
+// Vessel is a light agent: a system text and a toolset.
+type Vessel struct {
+	Name      string
+	System    string
+	Tools     []string // instruction (or action) URIs
+	Processes []string // process URIs it may launch
+	Mixins    []string // macro URIs wrapped around every tool
+	// File names the Vessel in errors.
+	File string
+}
+
+// Load reads a Vessel file.
+func Load(file string) (*Vessel, error) {
+	doc, err := schema.ReadFile(file)
+	if err != nil {
+		return nil, err
+	}
+	return Parse(file, doc)
+}
+
+// Parse reads a Vessel from its JSON document; every problem is reported
+// with the file and JSON path.
+func Parse(file string, doc jsonv.Value) (*Vessel, error) {
+	var errs schema.ErrorList
+	v := &Vessel{File: file}
+	if doc.Object() == nil {
+		errs.Add(file, "", "a Vessel is an object {\"name\", \"system\", \"tools\", \"processes\", \"mixins\"}, not %s", doc.Kind())
+		return nil, errs
+	}
+	uris := func(name string) []string {
+		val, ok := doc.Get(name)
+		if !ok {
+			return nil
+		}
+		if val.Kind() != jsonv.KindArray {
+			errs.Add(file, jsonv.PointerTo(name), "%s must be an array of registry URIs", name)
+			return nil
+		}
+		var out []string
+		for i, e := range val.Array() {
+			at := jsonv.PointerTo(name).AppendIndex(i)
+			switch {
+			case e.Kind() != jsonv.KindString:
+				errs.Add(file, at, "%s must hold registry URIs, not %s", name, e.Kind())
+			case !registry.IsURI(e.Str()):
+				errs.Add(file, at, "%q is not a registry URI (aug:…)", e.Str())
+			case slices.Contains(out, e.Str()):
+				errs.Add(file, at, "%s lists %q twice", name, e.Str())
+			default:
+				out = append(out, e.Str())
+			}
+		}
+		return out
+	}
+	for name, val := range doc.Members() {
+		switch name {
+		case "name", "system":
+			if val.Kind() != jsonv.KindString {
+				errs.Add(file, jsonv.PointerTo(name), "%s must be a string", name)
+			}
+		case "tools", "processes", "mixins", "$schema", "description", "title":
+		default:
+			errs.Add(file, jsonv.PointerTo(name), "unknown key %q (want name, system, tools, processes, mixins)", name)
+		}
+	}
+	v.Name = doc.Lookup("name").Str()
+	v.System = doc.Lookup("system").Str()
+	v.Tools = uris("tools")
+	v.Processes = uris("processes")
+	v.Mixins = uris("mixins")
+	if v.Name == "" {
+		errs.Add(file, "", "a Vessel needs a name")
+	}
+	if len(v.Tools) == 0 && len(v.Processes) == 0 {
+		errs.Add(file, "", "a Vessel needs tools or processes: it has nothing to call")
+	}
+	if err := errs.Err(); err != nil {
+		return nil, err
+	}
+	return v, nil
+}
+
+func (v *Vessel) String() string { return fmt.Sprintf("vessel %s", v.Name) }
