@@ -29,11 +29,12 @@
 //
 // # Why a lock file
 //
-// SQLite would let two processes open temporal.db, but two Temporal servers on
-// one database would fight over its single history shard, each fencing the
-// other out, and requests to both would fail. So the embedded engine takes an exclusive flock on engine.lock for as
-// long as it runs, and a second Start on the same directory fails at once with
-// an error naming the pid that holds it. The kernel drops the lock when the
+// SQLite would let two processes open temporal.db, but two Temporal servers
+// on one database would fight over its single history shard, each fencing
+// the other out, and requests to both would fail. So the embedded engine
+// takes an exclusive flock on engine.lock for as long as it runs, and a
+// second Start on the same directory fails at once with an error naming the
+// pid that holds it. The kernel drops the lock when the
 // process dies, even by SIGKILL, so a crash never leaves the directory locked;
 // a stale engine.addr left by such a crash is ignored by [RunningAddr] because
 // the lock is no longer held.
@@ -45,4 +46,11 @@
 // Vibe processes can be listed and filtered in Temporal's own UI and CLI, e.g.
 // `temporal workflow list --query 'VibeStatus = "waiting"'`. SQLite visibility
 // supports up to ten custom keyword attributes per namespace.
+//
+// # Limits
+//
+// The embedded server is meant to live as long as its process. Close stops
+// it, but Temporal v1.32 leaves about a hundred goroutines and its SQLite
+// connection behind in the process; starting an engine again in the same
+// process works (the tests do it), it just does not reclaim them.
 package engine

@@ -149,7 +149,7 @@ func startExternal(ctx context.Context, opts Options, co client.Options) (*Engin
 	if err != nil {
 		c.Close()
 		if _, ok := errors.AsType[*serviceerror.NamespaceNotFound](err); ok {
-			return nil, fmt.Errorf("temporal at %s has no namespace %q; create it first (temporal operator namespace create %s)", opts.HostPort, opts.Namespace, opts.Namespace)
+			return nil, fmt.Errorf("temporal at %s has no namespace %q; create it first (temporal operator namespace create --namespace %s)", opts.HostPort, opts.Namespace, opts.Namespace)
 		}
 		return nil, fmt.Errorf("describe namespace %q at %s: %w", opts.Namespace, opts.HostPort, err)
 	}
@@ -186,6 +186,7 @@ func startEmbedded(ctx context.Context, opts Options, co client.Options) (_ *Eng
 	}
 	e.logOut = emb.logOut
 	hostPort := emb.hostPort
+	// A failed Start has already stopped whatever it had started.
 	if err := emb.server.Start(); err != nil {
 		return nil, fmt.Errorf("start temporal server: %w", err)
 	}
