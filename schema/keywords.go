@@ -44,9 +44,10 @@ var EngineKeywords = []string{
 	"contextName",   // a compiled chunk: the context its steps sit in
 	"action",        // a compiled step: the server action it runs
 	"fireAndForget", // a compiled step: the action runs after its LLM chunk, not awaited
-	"_delegate",     // delegation (SPEC §8)
-	"_scopes",
-	"_resolve",
+	"_delegate",     // delegation (SPEC §8): where the delegate is
+	"_scopes",       // what of the parent's context it sees
+	"_resolve",      // "ahead": load it before the request (default: when the call runs)
+	"_output",       // the schema of a delegate's result
 }
 
 // IsEngineKeyword reports whether a schema keyword is for the engine only.

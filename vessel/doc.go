@@ -37,6 +37,18 @@
 // independent calls in parallel, once per instance; a plan is never
 // instanced itself.
 //
+// A tool whose schema has "_delegate" runs its call in an isolated
+// sub-request (SPEC §8): a stored Request {context, schema (with _output),
+// tools…} from the registry, a file, an allowed URL (Loader), or
+// "anonymous". The sub-request holds the delegate's own messages, the
+// parent data its "_scopes" select for the call's instance (Scoped), and an
+// input message with the call's parameters and the delegate's input schema
+// (SubRequest). With "_resolve": "ahead" the delegate is loaded when the
+// toolset is built: its input becomes the tool's parameters and its
+// _output the result's contract. The generic activity vibe.Delegate
+// assembles the sub-request, which runs as a child workflow one level
+// deeper; depth, fan-out and cycles are bounded.
+//
 // A request runs as a Temporal workflow (Workflow): the model's decision and
 // every call are activities or child workflows, so a batch of a hundred
 // instances is retried and resumable like any process.

@@ -50,7 +50,7 @@ func startWorker(t *testing.T, eng *engine.Engine, acti *process.Activities) wor
 	t.Helper()
 	w := worker.New(eng.Client(), process.TaskQueue, worker.Options{})
 	process.Register(w, acti)
-	Register(w, acti.Actions)
+	Register(w, acti.Actions, &Activities{})
 	if err := w.Start(); err != nil {
 		t.Fatal(err)
 	}

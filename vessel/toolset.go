@@ -1,8 +1,11 @@
 package vessel
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"path"
+	"path/filepath"
 	"strings"
 	"unicode"
 
@@ -26,6 +29,21 @@ const (
 	Launch ToolKind = "launch"
 	// Action: a registered server action runs with the parameters.
 	Action ToolKind = "action"
+	// DelegateKind: the call runs in an isolated sub-request (SPEC §8); the
+	// sub-request's result is the call's.
+	DelegateKind ToolKind = "delegate"
+)
+
+// Resolution strategies of a delegate tool's "_resolve".
+const (
+	// ResolveRuntime (the default) loads the delegate when the call runs
+	// and hands it the call's parameters as they are: the delegate's model
+	// bridges any mismatch with its input schema.
+	ResolveRuntime = "runtime"
+	// ResolveAhead loads the delegate when the toolset is built: its input
+	// schema is merged into the tool's parameters and its _output becomes
+	// the result's contract, validated on return.
+	ResolveAhead = "ahead"
 )
 
 // Tool is one tool of a Vessel's toolset.
@@ -43,6 +61,16 @@ type Tool struct {
 	Process     jsonv.Value `json:"process,omitempty"`
 	ProcessName string      `json:"processName,omitempty"`
 	Entry       string      `json:"entry,omitempty"`
+	// Delegate is a delegate tool's _delegate: a registry URI, an absolute
+	// file path, an http(s) URL, or "anonymous".
+	Delegate string `json:"delegate,omitempty"`
+	// Scopes is its _scopes: what of the parent's context it sees.
+	Scopes []string `json:"scopes,omitempty"`
+	// Resolve is ResolveRuntime or ResolveAhead.
+	Resolve string `json:"resolve,omitempty"`
+	// Output is the schema of the result: the tool's _output, or with
+	// ResolveAhead the delegate's; a result that breaks it is an error.
+	Output jsonv.Value `json:"output,omitempty"`
 }
 
 // Toolset is a Vessel's tools, side by side.
@@ -74,6 +102,9 @@ func (ts *Toolset) Names() []string {
 // BuildOptions configures Build.
 type BuildOptions struct {
 	Registry *registry.Registry
+	// Loader loads delegates resolved ahead of time; nil means one over
+	// Registry that loads files and no URLs.
+	Loader *Loader
 	// Actions are the registered server actions: a tool of that name is an
 	// Action tool, and launched processes are compiled against them.
 	Actions []string
@@ -105,7 +136,11 @@ func mustParse(s string) jsonv.Value {
 }
 
 // Build builds a Vessel's toolset. Every problem of every tool is reported.
-func Build(v *Vessel, opts BuildOptions) (*Toolset, error) {
+// A delegate tool resolved ahead of time is loaded here.
+func Build(ctx context.Context, v *Vessel, opts BuildOptions) (*Toolset, error) {
+	if opts.Loader == nil {
+		opts.Loader = &Loader{Registry: opts.Registry}
+	}
 	ts := &Toolset{Vessel: v.Name, System: v.System}
 	var errs schema.ErrorList
 	copts := compose.Options{Registry: opts.Registry}
@@ -126,15 +161,23 @@ func Build(v *Vessel, opts BuildOptions) (*Toolset, error) {
 		tools = append(tools, got...)
 	}
 	for _, t := range tools {
-		s, err := wrap(v, t.Schema, copts)
+		tool := &Tool{Name: t.Name, Kind: Instruction, URI: t.URI}
+		params := t.Schema
+		if _, ok := t.Schema.Get("_delegate"); ok {
+			var err error
+			if params, err = delegateTool(ctx, v, tool, t.Schema, opts); err != nil {
+				errs.Append(v.File, err)
+				continue
+			}
+		} else if a, ok := compile.MatchAction(t.Name, opts.Actions); ok {
+			tool.Kind, tool.Action = Action, a
+		}
+		s, err := wrap(v, params, copts)
 		if err != nil {
 			errs.Append(v.File, err)
 			continue
 		}
-		tool := &Tool{Name: t.Name, Kind: Instruction, URI: t.URI, Schema: s}
-		if a, ok := compile.MatchAction(t.Name, opts.Actions); ok {
-			tool.Kind, tool.Action = Action, a
-		}
+		tool.Schema = s
 		ts.Tools = append(ts.Tools, tool)
 	}
 	for i, uri := range v.Processes {
@@ -153,6 +196,87 @@ func Build(v *Vessel, opts BuildOptions) (*Toolset, error) {
 		return nil, err
 	}
 	return ts, nil
+}
+
+// delegateTool reads a delegate tool's _delegate, _scopes, _resolve and
+// _output; resolved ahead of time, it loads the delegate and returns the
+// tool's parameters merged with the delegate's input schema.
+func delegateTool(ctx context.Context, v *Vessel, tool *Tool, s jsonv.Value, opts BuildOptions) (jsonv.Value, error) {
+	file := tool.URI
+	if opts.Registry != nil {
+		if d, err := opts.Registry.Document(tool.URI); err == nil {
+			file = d.File
+		}
+	}
+	var errs schema.ErrorList
+	tool.Kind = DelegateKind
+	tool.Resolve = ResolveRuntime
+	ref := s.Lookup("_delegate")
+	if ref.Kind() != jsonv.KindString || ref.Str() == "" {
+		errs.Add(file, "/_delegate", "_delegate must be a registry URI, a file path, an http(s) URL or \"anonymous\"")
+	}
+	tool.Delegate = ref.Str()
+	if !registry.IsURI(tool.Delegate) && tool.Delegate != Anonymous && !strings.Contains(tool.Delegate, "://") && v.File != "" && !filepath.IsAbs(tool.Delegate) {
+		// A file path is relative to the Vessel file.
+		tool.Delegate = filepath.Join(filepath.Dir(v.File), tool.Delegate)
+		if abs, err := filepath.Abs(tool.Delegate); err == nil {
+			tool.Delegate = abs
+		}
+	}
+	if sc, ok := s.Get("_scopes"); ok {
+		for i, e := range sc.Array() {
+			at := jsonv.PointerTo("_scopes").AppendIndex(i)
+			if e.Kind() != jsonv.KindString {
+				errs.Add(file, at, "a scope is a string such as \"state.currentUser\", not %s", e.Kind())
+				continue
+			}
+			if err := checkScope(e.Str()); err != nil {
+				errs.Add(file, at, "%v", err)
+				continue
+			}
+			tool.Scopes = append(tool.Scopes, e.Str())
+		}
+		if sc.Kind() != jsonv.KindArray {
+			errs.Add(file, "/_scopes", "_scopes must be an array such as [\"state\", \"input\"]")
+		}
+	}
+	if r, ok := s.Get("_resolve"); ok {
+		switch r.Str() {
+		case ResolveRuntime, ResolveAhead:
+			tool.Resolve = r.Str()
+		default:
+			errs.Add(file, "/_resolve", "_resolve must be %q (the default) or %q, not %s", ResolveRuntime, ResolveAhead, jsonv.Marshal(r))
+		}
+	}
+	tool.Output = s.Lookup("_output")
+	if err := errs.Err(); err != nil {
+		return jsonv.Value{}, err
+	}
+	if tool.Resolve != ResolveAhead {
+		return s, nil
+	}
+	d, err := opts.Loader.Load(ctx, tool.Delegate)
+	var list schema.ErrorList
+	var one *schema.Error
+	if errors.As(err, &list) || (errors.As(err, &one) && one.File != "") {
+		return jsonv.Value{}, err // the stored Request's own errors, each naming its file
+	}
+	if err != nil {
+		return jsonv.Value{}, &schema.Error{File: file, Path: "/_delegate", Message: "resolving the delegate ahead of time: " + err.Error(), Err: err}
+	}
+	if !d.Output.IsNull() {
+		tool.Output = d.Output
+	}
+	if d.Input.IsNull() {
+		return s, nil
+	}
+	// The delegate's input becomes the tool's exact parameters.
+	merged := jsonv.ObjectValue(jsonv.Member{Name: "allOf", Value: jsonv.ArrayValue(s, d.Input)})
+	flat, err := compose.Flatten(file, merged, compose.Options{Registry: opts.Registry})
+	if err != nil {
+		return jsonv.Value{}, err
+	}
+	return flat, nil
 }
 
 // wrap puts a schema in the Vessel's mixins (outside-in, as listed), keeps

@@ -38,31 +38,6 @@ func Parse(file string, doc jsonv.Value) (*Vessel, error) {
 		errs.Add(file, "", "a Vessel is an object {\"name\", \"system\", \"tools\", \"processes\", \"mixins\"}, not %s", doc.Kind())
 		return nil, errs
 	}
-	uris := func(name string) []string {
-		val, ok := doc.Get(name)
-		if !ok {
-			return nil
-		}
-		if val.Kind() != jsonv.KindArray {
-			errs.Add(file, jsonv.PointerTo(name), "%s must be an array of registry URIs", name)
-			return nil
-		}
-		var out []string
-		for i, e := range val.Array() {
-			at := jsonv.PointerTo(name).AppendIndex(i)
-			switch {
-			case e.Kind() != jsonv.KindString:
-				errs.Add(file, at, "%s must hold registry URIs, not %s", name, e.Kind())
-			case !registry.IsURI(e.Str()):
-				errs.Add(file, at, "%q is not a registry URI (aug:…)", e.Str())
-			case slices.Contains(out, e.Str()):
-				errs.Add(file, at, "%s lists %q twice", name, e.Str())
-			default:
-				out = append(out, e.Str())
-			}
-		}
-		return out
-	}
 	for name, val := range doc.Members() {
 		switch name {
 		case "name", "system":
@@ -76,9 +51,9 @@ func Parse(file string, doc jsonv.Value) (*Vessel, error) {
 	}
 	v.Name = doc.Lookup("name").Str()
 	v.System = doc.Lookup("system").Str()
-	v.Tools = uris("tools")
-	v.Processes = uris("processes")
-	v.Mixins = uris("mixins")
+	v.Tools = parseURIs(file, doc, "tools", &errs)
+	v.Processes = parseURIs(file, doc, "processes", &errs)
+	v.Mixins = parseURIs(file, doc, "mixins", &errs)
 	if v.Name == "" {
 		errs.Add(file, "", "a Vessel needs a name")
 	}
@@ -92,3 +67,30 @@ func Parse(file string, doc jsonv.Value) (*Vessel, error) {
 }
 
 func (v *Vessel) String() string { return fmt.Sprintf("vessel %s", v.Name) }
+
+// parseURIs reads the registry URIs of an array member of doc.
+func parseURIs(file string, doc jsonv.Value, name string, errs *schema.ErrorList) []string {
+	val, ok := doc.Get(name)
+	if !ok {
+		return nil
+	}
+	if val.Kind() != jsonv.KindArray {
+		errs.Add(file, jsonv.PointerTo(name), "%s must be an array of registry URIs", name)
+		return nil
+	}
+	var out []string
+	for i, e := range val.Array() {
+		at := jsonv.PointerTo(name).AppendIndex(i)
+		switch {
+		case e.Kind() != jsonv.KindString:
+			errs.Add(file, at, "%s must hold registry URIs, not %s", name, e.Kind())
+		case !registry.IsURI(e.Str()):
+			errs.Add(file, at, "%q is not a registry URI (aug:…)", e.Str())
+		case slices.Contains(out, e.Str()):
+			errs.Add(file, at, "%s lists %q twice", name, e.Str())
+		default:
+			out = append(out, e.Str())
+		}
+	}
+	return out
+}

@@ -38,7 +38,7 @@ func example(t testing.TB, dir, vesselFile string) (*Toolset, *registry.Registry
 	if err != nil {
 		t.Fatal(err)
 	}
-	ts, err := Build(v, BuildOptions{Registry: reg, Actions: []string{"FetchInvoices_Activity"}})
+	ts, err := Build(context.Background(), v, BuildOptions{Registry: reg, Actions: []string{"FetchInvoices_Activity"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -99,7 +99,7 @@ func runRequest(t *testing.T, in Input, model string, acts *process.Actions) Res
 		acti.Provider = openai.New(openai.Options{Model: "m", BaseURL: model, APIKey: "k"})
 	}
 	process.Register(env, acti)
-	Register(env, acts)
+	Register(env, acts, &Activities{})
 	env.ExecuteWorkflow(WorkflowName, in)
 	var res Result
 	if err := env.GetWorkflowResult(&res); err != nil {
@@ -197,7 +197,7 @@ func TestIsolation(t *testing.T) {
 	s.SetLogger(log.NewStructuredLogger(slog.New(slog.DiscardHandler)))
 	env := s.NewTestWorkflowEnvironment()
 	process.Register(env, &process.Activities{Logger: quiet()})
-	Register(env, nil)
+	Register(env, nil, &Activities{})
 	env.ExecuteWorkflow(WorkflowName, Input{Toolset: ts, Context: ctx, Decision: decision})
 	err := env.GetWorkflowError()
 	// Reading onlyB from A is caught before anything runs: nothing writes it

@@ -5,8 +5,10 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"slices"
 
 	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
@@ -34,7 +36,26 @@ type Input struct {
 	Decision jsonv.Value `json:"decision,omitempty"`
 	// File names the context in errors.
 	File string `json:"file,omitempty"`
+	// Output is the schema of the request's result. A request with no tools
+	// (a delegate's sub-request) is one model call that fills it; with
+	// tools, the decision fills it beside its calls.
+	Output jsonv.Value `json:"output,omitempty"`
+	// Chain lists the delegates this request runs inside, outermost first;
+	// Depth is their number.
+	Chain []string `json:"chain,omitempty"`
+	Depth int      `json:"depth,omitempty"`
+	// MaxDepth bounds how deep delegates nest (0: DefaultMaxDepth) and
+	// MaxFanOut how many delegate calls one request makes (0:
+	// DefaultMaxFanOut).
+	MaxDepth  int `json:"maxDepth,omitempty"`
+	MaxFanOut int `json:"maxFanOut,omitempty"`
 }
+
+// Bounds of delegation.
+const (
+	DefaultMaxDepth  = 4
+	DefaultMaxFanOut = 128
+)
 
 // CallResult is what one call did.
 type CallResult struct {
@@ -45,24 +66,43 @@ type CallResult struct {
 	Output   string      `json:"output,omitempty"`
 	Result   jsonv.Value `json:"result"`
 	Error    string      `json:"error,omitempty"`
+	// Run is the workflow id of a delegate call's sub-request.
+	Run string `json:"run,omitempty"`
+	// Usage is what a delegate call's sub-request (and its own delegates)
+	// spent.
+	Usage llm.Usage `json:"usage,omitzero"`
 }
 
 // Result is what a request did.
 type Result struct {
 	// Decision is the model's decision (or the plan's calls).
-	Decision jsonv.Value  `json:"decision"`
-	Calls    []CallResult `json:"calls"`
+	Decision jsonv.Value `json:"decision"`
+	// Output is the request's result when it has an Output schema.
+	Output jsonv.Value  `json:"output,omitempty"`
+	Calls  []CallResult `json:"calls"`
 	// States holds each instance's final state; "" is the global one.
 	States map[string]jsonv.Value `json:"states"`
-	Usage  llm.Usage              `json:"usage"`
+	// Usage totals the request's model calls, its delegates' included.
+	Usage llm.Usage `json:"usage"`
 	// Replayed is true when the decision came from a recording.
 	Replayed bool `json:"replayed,omitempty"`
 }
 
 // Register registers the Vessel workflow on a worker; the activities it
-// uses are process.Register's, and actions (for their retry policies and
-// timeouts) the worker's registered actions.
-func Register(w worker.WorkflowRegistry, actions *process.Actions) {
+// uses are process.Register's and, with acts set, the delegate activity.
+// actions are the worker's registered actions, for their retry policies
+// and timeouts.
+func Register(w worker.Registry, actions *process.Actions, acts *Activities) {
+	wf := &Workflows{Actions: actions}
+	w.RegisterWorkflowWithOptions(wf.Request, workflow.RegisterOptions{Name: WorkflowName})
+	if acts != nil {
+		w.RegisterActivityWithOptions(acts.Delegate, activity.RegisterOptions{Name: delegateName})
+	}
+}
+
+// RegisterWorkflow registers only the Vessel workflow, for a replayer or a
+// worker that runs no activities.
+func RegisterWorkflow(w worker.WorkflowRegistry, actions *process.Actions) {
 	wf := &Workflows{Actions: actions}
 	w.RegisterWorkflowWithOptions(wf.Request, workflow.RegisterOptions{Name: WorkflowName})
 }
@@ -113,16 +153,20 @@ func (w *Workflows) Request(ctx workflow.Context, in Input) (Result, error) {
 			return bad(err)
 		}
 		res.Decision = jsonv.ObjectValue(jsonv.Member{Name: "calls", Value: plan.Data})
+	case len(in.Toolset.Tools) == 0:
+		// A request without tools — a delegate's sub-request — is one model
+		// call that fills its output.
+		out, err := fill(ctx, in, msgs, "output", outputSchema(in.Output))
+		if err != nil {
+			return res, fmt.Errorf("output: %w", err)
+		}
+		res.Output, res.Usage, res.Replayed = compose.Split(out.Value).Output, out.Usage, out.Replayed
+		res.States = states
+		return res, nil
 	default:
 		decision := in.Decision
 		if decision.IsNull() {
-			actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{StartToCloseTimeout: process.FillTimeout, RetryPolicy: process.FillRetry})
-			var out process.FillOutput
-			err := workflow.ExecuteActivity(actx, "vibe.Fill", process.FillInput{
-				Process: workflow.GetInfo(ctx).WorkflowExecution.ID, Chunk: "decision",
-				System: System(in.Toolset.System, msgs), Prompt: Prompt(msgs, in.Prompt),
-				Context: jsonv.NewObject(0).Value(), Schema: in.Toolset.DecisionSchema(),
-			}).Get(ctx, &out)
+			out, err := fill(ctx, in, msgs, "decision", in.Toolset.DecisionSchema())
 			if err != nil {
 				return res, fmt.Errorf("decision: %w", err)
 			}
@@ -137,6 +181,9 @@ func (w *Workflows) Request(ctx workflow.Context, in Input) (Result, error) {
 	g := NewGraph(calls)
 	if err := g.Validate(file, in.Toolset, states); err != nil {
 		return bad(err)
+	}
+	if n, bound := delegateCalls(in.Toolset, calls), maxOr(in.MaxFanOut, DefaultMaxFanOut); n > bound {
+		return bad(fmt.Errorf("the request makes %d delegate calls; at most %d may run from one request (fan-out bound)", n, bound))
 	}
 	res.Calls = make([]CallResult, len(calls))
 	failed := make([]bool, len(calls))
@@ -168,7 +215,7 @@ func (w *Workflows) Request(ctx workflow.Context, in Input) (Result, error) {
 				wg.Add(1)
 				workflow.Go(ctx, func(ctx workflow.Context) {
 					defer wg.Done()
-					out, err := w.runCall(ctx, in, c, params)
+					out, err := w.runCall(ctx, in, msgs, states[c.Instance], c, params, cr)
 					if err != nil {
 						cr.Error = fmt.Sprintf("%s: %v", c.Name(), errorText(err))
 						failed[i] = true
@@ -181,6 +228,7 @@ func (w *Workflows) Request(ctx workflow.Context, in Input) (Result, error) {
 			// Results go into state in call order, whatever order they came in.
 			for _, i := range batch {
 				c, cr := calls[i], &res.Calls[i]
+				res.Usage = res.Usage.Add(cr.Usage)
 				if failed[i] || c.Output == nil {
 					continue
 				}
@@ -195,7 +243,79 @@ func (w *Workflows) Request(ctx workflow.Context, in Input) (Result, error) {
 		}
 	}
 	res.States = states
+	if !in.Output.IsNull() {
+		// A delegate's sub-request with tools: its result is filled once
+		// its calls are done, with what they gave.
+		done, err := ParseContext(file, "", jsonv.ArrayValue(resultsMessage(res.Calls)))
+		if err != nil {
+			return res, err
+		}
+		out, err := fill(ctx, in, append(slices.Clone(msgs), done...), "output", in.Output)
+		if err != nil {
+			return res, fmt.Errorf("output: %w", err)
+		}
+		res.Output, res.Usage = compose.Split(out.Value).Output, res.Usage.Add(out.Usage)
+	}
 	return res, nil
+}
+
+// resultsMessage is a data message of kind "results": what a request's
+// calls gave, for the model that fills the request's output.
+func resultsMessage(calls []CallResult) jsonv.Value {
+	items := make([]jsonv.Value, len(calls))
+	for i, c := range calls {
+		o := jsonv.NewObject(4)
+		o.Set("tool", jsonv.StringValue(c.Tool))
+		if c.Instance != "" {
+			o.Set("_instance", jsonv.StringValue(c.Instance))
+		}
+		if c.Error != "" {
+			o.Set("error", jsonv.StringValue(c.Error))
+		} else {
+			o.Set("result", c.Result)
+		}
+		items[i] = o.Value()
+	}
+	return jsonv.ObjectValue(
+		jsonv.Member{Name: "type", Value: jsonv.StringValue(DataMessage)},
+		jsonv.Member{Name: "kind", Value: jsonv.StringValue("results")},
+		jsonv.Member{Name: "data", Value: jsonv.ArrayValue(items...)})
+}
+
+// fill asks the model to fill a schema for the request.
+func fill(ctx workflow.Context, in Input, msgs []*Message, name string, s jsonv.Value) (process.FillOutput, error) {
+	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{StartToCloseTimeout: process.FillTimeout, RetryPolicy: process.FillRetry})
+	var out process.FillOutput
+	err := workflow.ExecuteActivity(actx, "vibe.Fill", process.FillInput{
+		Process: workflow.GetInfo(ctx).WorkflowExecution.ID, Chunk: name,
+		System: System(in.Toolset.System, msgs), Prompt: Prompt(msgs, in.Prompt),
+		Context: jsonv.NewObject(0).Value(), Schema: s,
+	}).Get(ctx, &out)
+	return out, err
+}
+
+func outputSchema(s jsonv.Value) jsonv.Value {
+	if s.IsNull() {
+		return DefaultOutput
+	}
+	return s
+}
+
+func maxOr(v, def int) int {
+	if v > 0 {
+		return v
+	}
+	return def
+}
+
+func delegateCalls(ts *Toolset, calls []*Call) int {
+	n := 0
+	for _, c := range calls {
+		if t := ts.Tool(c.Tool); t != nil && t.Kind == DelegateKind {
+			n++
+		}
+	}
+	return n
 }
 
 func errorText(err error) string {
@@ -209,7 +329,7 @@ func errorText(err error) string {
 // runCall runs one call: an instruction gives its filled value, an action
 // runs as an activity, a launch starts the process as a child workflow that
 // outlives the request.
-func (w *Workflows) runCall(ctx workflow.Context, in Input, c *Call, params jsonv.Value) (jsonv.Value, error) {
+func (w *Workflows) runCall(ctx workflow.Context, in Input, msgs []*Message, state jsonv.Value, c *Call, params jsonv.Value, cr *CallResult) (jsonv.Value, error) {
 	t := in.Toolset.Tool(c.Tool)
 	v, err := schema.NewValidator(t.Name, t.Schema, schema.ValidatorOptions{})
 	if err != nil {
@@ -230,6 +350,8 @@ func (w *Workflows) runCall(ctx workflow.Context, in Input, c *Call, params json
 		return out, err
 	case Launch:
 		return launch(ctx, in, c, t, params)
+	case DelegateKind:
+		return delegate(ctx, in, msgs, state, c, t, compose.Split(params).Output, cr)
 	}
 	return jsonv.Value{}, fmt.Errorf("tool %s has an unknown kind %q", t.Name, t.Kind)
 }

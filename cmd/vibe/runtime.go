@@ -44,12 +44,14 @@ func (f *engineFlags) add(cmd *cobra.Command) {
 
 // workerFlags are what a worker needs: the model, the actions.
 type workerFlags struct {
-	actionsFile string
-	llm         llmFlags
+	actionsFile   string
+	delegateAllow string
+	llm           llmFlags
 }
 
 func (f *workerFlags) add(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&f.actionsFile, "actions-file", "", "server actions: a JSON object from action names to HTTP endpoints")
+	cmd.Flags().StringVar(&f.delegateAllow, "delegate-allow", os.Getenv("VIBE_DELEGATE_ALLOW"), "hosts delegates may be fetched from over http(s), comma-separated (default $VIBE_DELEGATE_ALLOW)")
 	f.llm.add(cmd)
 }
 
@@ -147,7 +149,8 @@ func startLocal(ctx context.Context, io stdio, ef *engineFlags, wf *workerFlags,
 	l.client.Actions = acts.Names()
 	w := worker.New(eng.Client(), process.TaskQueue, worker.Options{})
 	process.Register(w, acti)
-	vessel.Register(w, acts)
+	vessel.Register(w, acts, &vessel.Activities{Actions: acts.Names(),
+		Loader: &vessel.Loader{Registry: reg, Allow: splitList(wf.delegateAllow)}})
 	if err := w.Start(); err != nil {
 		l.Close()
 		return nil, fmt.Errorf("start the worker: %w", err)

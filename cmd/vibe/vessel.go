@@ -21,6 +21,7 @@ func newVesselCmd(io stdio) *cobra.Command {
 	var (
 		ef                      engineFlags
 		wf                      workerFlags
+		bounds                  delegateBounds
 		regDir, prompt, ctxFile string
 		showPrompt              bool
 	)
@@ -33,6 +34,12 @@ context messages and the prompt — to its model in one call, and runs the calls
 the model decides on, durably, on the engine: instructions give their filled
 values, launches start processes, actions run. It prints the decision, what
 each call did, and each instance's state.
+
+A tool with "_delegate" runs its call in an isolated sub-request (SPEC §8): the
+delegate's own context (a stored Request from the registry, a file, an http(s)
+URL on a --delegate-allow host, or "anonymous"), the parent data its "_scopes"
+select, and an input message with the call's parameters. Its result is the
+call's result; the sub-request runs as a child workflow, printed as "run".
 
 --context holds the request's messages: a JSON array (or {"context": [...]}) of
 system, input, state, data and plan messages; any may carry "_instance".`,
@@ -54,7 +61,7 @@ system, input, state, data and plan messages; any may carry "_instance".`,
 				}
 				file = inputName(ctxFile)
 			}
-			in := vessel.Input{Toolset: ts, Context: msgs, Prompt: prompt, File: file}
+			in := vessel.Input{Toolset: ts, Context: msgs, Prompt: prompt, File: file, MaxDepth: bounds.depth, MaxFanOut: bounds.fanOut}
 			if showPrompt {
 				parsed, err := vessel.ParseContext(file, "", msgs)
 				if err != nil {
@@ -65,11 +72,12 @@ system, input, state, data and plan messages; any may carry "_instance".`,
 					jsonv.Member{Name: "prompt", Value: jsonv.StringValue(vessel.Prompt(parsed, prompt))},
 					jsonv.Member{Name: "schema", Value: ts.DecisionSchema()}))
 			}
-			return runRequest(cmd.Context(), io, &ef, &wf, in)
+			return runRequest(cmd.Context(), io, &ef, &wf, reg, in)
 		},
 	}
 	ef.add(cmd)
 	wf.add(cmd)
+	bounds.add(cmd)
 	registryFlag(cmd, &regDir)
 	cmd.Flags().StringVar(&prompt, "prompt", "", "the person's request")
 	cmd.Flags().StringVar(&ctxFile, "context", "", "the request's context messages (JSON array, or {\"context\": [...]}; - for stdin)")
@@ -81,6 +89,7 @@ func newPlanCmd(io stdio) *cobra.Command {
 	var (
 		ef            engineFlags
 		wf            workerFlags
+		bounds        delegateBounds
 		regDir, vfile string
 		dryRun, asDot bool
 	)
@@ -143,11 +152,12 @@ FILE) or a bare array of messages with --vessel.
 			case dryRun:
 				return printLayers(io, g)
 			}
-			return runRequest(cmd.Context(), io, &ef, &wf, vessel.Input{Toolset: ts, Context: msgs, File: file})
+			return runRequest(cmd.Context(), io, &ef, &wf, reg, vessel.Input{Toolset: ts, Context: msgs, File: file, MaxDepth: bounds.depth, MaxFanOut: bounds.fanOut})
 		},
 	}
 	ef.add(cmd)
 	wf.add(cmd)
+	bounds.add(cmd)
 	registryFlag(cmd, &regDir)
 	cmd.Flags().StringVar(&vfile, "vessel", "", "the Vessel whose tools the plan calls")
 	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "validate and print the order the calls would run in; run nothing")
@@ -166,7 +176,8 @@ func buildToolset(file string, reg *registry.Registry, wf *workerFlags) (*vessel
 	if err != nil {
 		return nil, err
 	}
-	return vessel.Build(v, vessel.BuildOptions{Registry: reg, Actions: acts.Names()})
+	return vessel.Build(context.Background(), v, vessel.BuildOptions{Registry: reg, Actions: acts.Names(),
+		Loader: &vessel.Loader{Registry: reg, Allow: splitList(wf.delegateAllow)}})
 }
 
 // readContext reads messages: an array, or {"context": [...]}.
@@ -243,7 +254,7 @@ func orDash(s string) string {
 // runRequest runs a request on the vibe serve's engine when one has the
 // data directory, else on the embedded engine with a worker here, and
 // prints what it did.
-func runRequest(ctx context.Context, io stdio, ef *engineFlags, wf *workerFlags, in vessel.Input) error {
+func runRequest(ctx context.Context, io stdio, ef *engineFlags, wf *workerFlags, reg *registry.Registry, in vessel.Input) error {
 	if hp, ok := engine.RunningAddr(ef.data); ok && ef.temporal == "" {
 		// A vibe serve runs: its worker does the work.
 		eng, err := engine.Start(ctx, engine.Options{HostPort: hp, Namespace: ef.namespace, Logger: quietLogger()})
@@ -253,7 +264,7 @@ func runRequest(ctx context.Context, io stdio, ef *engineFlags, wf *workerFlags,
 		defer eng.Close()
 		return printResult(ctx, io, eng, in)
 	}
-	l, err := startLocal(ctx, io, ef, wf, nil, quietLogger())
+	l, err := startLocal(ctx, io, ef, wf, reg, quietLogger())
 	if err != nil {
 		return err
 	}
@@ -281,6 +292,9 @@ func printResult(ctx context.Context, io stdio, eng *engine.Engine, in vessel.In
 		} else if c.Output != "" {
 			line += " → " + c.Output
 		}
+		if c.Run != "" {
+			line += " (delegated: run " + c.Run + ")"
+		}
 		fmt.Fprintln(io.err, line)
 	}
 	states := jsonv.NewObject(len(res.States))
@@ -306,6 +320,9 @@ func printResult(ctx context.Context, io stdio, eng *engine.Engine, in vessel.In
 		} else {
 			o.Set("result", c.Result)
 		}
+		if c.Run != "" {
+			o.Set("run", jsonv.StringValue(c.Run))
+		}
 		calls[i] = o.Value()
 	}
 	err = writeJSON(io, jsonv.ObjectValue(
@@ -328,4 +345,12 @@ func vesselInstances(in vessel.Input) []string {
 		return nil
 	}
 	return vessel.Instances(msgs)
+}
+
+// delegateBounds bound a request's delegation.
+type delegateBounds struct{ depth, fanOut int }
+
+func (b *delegateBounds) add(cmd *cobra.Command) {
+	cmd.Flags().IntVar(&b.depth, "delegate-depth", vessel.DefaultMaxDepth, "how deep delegates may nest")
+	cmd.Flags().IntVar(&b.fanOut, "delegate-fanout", vessel.DefaultMaxFanOut, "how many delegate calls one request (and each sub-request) may make")
 }

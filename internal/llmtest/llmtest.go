@@ -18,7 +18,7 @@ import (
 // chunk or "decision"), and keeps every request.
 type Server struct {
 	*httptest.Server
-	answer func(name string) string
+	answer func(name, body string) string
 
 	mu     sync.Mutex
 	bodies []string
@@ -27,6 +27,12 @@ type Server struct {
 
 // New starts a test model; it is closed when the test ends.
 func New(t testing.TB, answer func(name string) string) *Server {
+	return NewWith(t, func(name, _ string) string { return answer(name) })
+}
+
+// NewWith starts a test model whose answer also sees the request's body,
+// for tests that tell requests apart by what they carry.
+func NewWith(t testing.TB, answer func(name, body string) string) *Server {
 	s := &Server{answer: answer, asked: map[string]int{}}
 	s.Server = httptest.NewServer(http.HandlerFunc(s.serve))
 	t.Cleanup(s.Close)
@@ -56,7 +62,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	s.bodies = append(s.bodies, string(body))
 	s.asked[name]++
 	s.mu.Unlock()
-	content, _ := json.Marshal(s.answer(name))
+	content, _ := json.Marshal(s.answer(name, string(body)))
 	w.Header().Set("Content-Type", "application/json")
 	io.WriteString(w, `{"id":"chatcmpl-test","object":"chat.completion","created":1,"model":"test-model",`+
 		`"choices":[{"index":0,"message":{"role":"assistant","content":`+string(content)+`},"finish_reason":"stop"}],`+

@@ -1,0 +1,301 @@
+package vessel
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/augceo/vibe/jsonv"
+	"github.com/augceo/vibe/registry"
+	"github.com/augceo/vibe/schema"
+)
+
+// Anonymous is the _delegate of a fresh, empty delegate: the call runs in
+// a clean context of its own.
+const Anonymous = "anonymous"
+
+// Delegate is a stored Request a call is delegated to: its own context,
+// the input it expects, the result it gives, and the tools it may call.
+type Delegate struct {
+	// ID is where it was loaded from: a registry URI, an absolute path, a
+	// URL, or "anonymous". A delegate that reaches itself again is a cycle.
+	ID string
+	// Name names it in logs and ids.
+	Name string
+	// Context is its own messages.
+	Context jsonv.Value
+	// Input is the schema of the input it expects (its "schema" without
+	// "_output"); null for none.
+	Input jsonv.Value
+	// Output is the schema of its result ("_output"); null for none.
+	Output jsonv.Value
+	// Vessel holds its tools, processes and mixins; it may have none.
+	Vessel *Vessel
+}
+
+// Loader loads delegates: from the registry, a file, or an allowed URL.
+// The zero Loader loads from files only.
+type Loader struct {
+	Registry *registry.Registry
+	// Allow lists the hosts (host or host:port) delegates may be fetched
+	// from over http(s); a URL on any other host is refused.
+	Allow []string
+	// HTTP fetches URLs; nil means a client with Timeout.
+	HTTP *http.Client
+	// Timeout bounds fetching a URL; 0 means 10 s.
+	Timeout time.Duration
+	// MaxBytes bounds a delegate's size; 0 means 1 MiB.
+	MaxBytes int64
+}
+
+// Load loads the delegate ref names: "anonymous", a registry URI
+// (aug:…), an http(s) URL from an allowed host, or a file path.
+func (l *Loader) Load(ctx context.Context, ref string) (*Delegate, error) {
+	switch {
+	case ref == Anonymous:
+		return &Delegate{ID: Anonymous, Name: Anonymous, Context: jsonv.ArrayValue(), Vessel: &Vessel{Name: Anonymous}}, nil
+	case registry.IsURI(ref):
+		if l.Registry == nil {
+			return nil, fmt.Errorf("delegate %s: no registry to load it from (use --registry)", ref)
+		}
+		d, err := l.Registry.Document(ref)
+		if err != nil {
+			return nil, fmt.Errorf("delegate %s: %w", ref, err)
+		}
+		return ParseDelegate(d.URI.String(), d.File, d.Value)
+	case strings.HasPrefix(ref, "http://"), strings.HasPrefix(ref, "https://"):
+		return l.fetch(ctx, ref)
+	}
+	path, err := filepath.Abs(ref)
+	if err != nil {
+		return nil, fmt.Errorf("delegate %s: %w", ref, err)
+	}
+	data, err := readLimited(path, l.maxBytes())
+	if err != nil {
+		return nil, fmt.Errorf("delegate %s: %w", ref, err)
+	}
+	doc, err := schema.Parse(ref, data)
+	if err != nil {
+		return nil, err
+	}
+	return ParseDelegate(path, ref, doc)
+}
+
+func (l *Loader) maxBytes() int64 {
+	if l.MaxBytes > 0 {
+		return l.MaxBytes
+	}
+	return 1 << 20
+}
+
+func readLimited(path string, limit int64) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, limit+1))
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(data)) > limit {
+		return nil, fmt.Errorf("larger than the limit of %d bytes", limit)
+	}
+	return data, nil
+}
+
+// ErrNotAllowed is wrapped by the error for a delegate URL whose host is
+// not on the allow-list.
+var ErrNotAllowed = errors.New("not allowed")
+
+func (l *Loader) fetch(ctx context.Context, ref string) (*Delegate, error) {
+	u, err := url.Parse(ref)
+	if err != nil || u.Host == "" {
+		return nil, fmt.Errorf("delegate %s: not a URL", ref)
+	}
+	if !slices.Contains(l.Allow, u.Host) && !slices.Contains(l.Allow, u.Hostname()) {
+		return nil, fmt.Errorf("delegate %s: host %s is %w: only hosts on the allow-list (--delegate-allow HOST,…) are fetched from", ref, u.Host, ErrNotAllowed)
+	}
+	timeout := l.Timeout
+	if timeout <= 0 {
+		timeout = 10 * time.Second
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, ref, nil)
+	if err != nil {
+		return nil, fmt.Errorf("delegate %s: %w", ref, err)
+	}
+	req.Header.Set("Accept", "application/json")
+	c := l.HTTP
+	if c == nil {
+		c = &http.Client{Timeout: timeout}
+	}
+	resp, err := c.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("delegate %s: %w", ref, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("delegate %s: %s", ref, resp.Status)
+	}
+	data, err := io.ReadAll(io.LimitReader(resp.Body, l.maxBytes()+1))
+	if err != nil {
+		return nil, fmt.Errorf("delegate %s: %w", ref, err)
+	}
+	if int64(len(data)) > l.maxBytes() {
+		return nil, fmt.Errorf("delegate %s: larger than the limit of %d bytes", ref, l.maxBytes())
+	}
+	doc, err := schema.Parse(ref, data)
+	if err != nil {
+		return nil, err
+	}
+	return ParseDelegate(ref, ref, doc)
+}
+
+// ParseDelegate reads a stored Request: {"context": [messages], "schema":
+// its input, with "_output": its result, and optionally "name", "tools",
+// "processes", "mixins"}. id is where it came from, file names it in
+// errors.
+func ParseDelegate(id, file string, doc jsonv.Value) (*Delegate, error) {
+	var errs schema.ErrorList
+	if doc.Object() == nil {
+		errs.Add(file, "", "a stored Request is an object {\"context\", \"schema\"}, not %s", doc.Kind())
+		return nil, errs
+	}
+	d := &Delegate{ID: id, Name: doc.Lookup("name").Str(), Context: jsonv.ArrayValue(), Input: jsonv.NullValue(), Output: jsonv.NullValue()}
+	if d.Name == "" {
+		d.Name = strings.TrimSuffix(filepath.Base(id), ".json")
+	}
+	if c, ok := doc.Get("context"); ok {
+		if _, err := ParseContext(file, "/context", c); err != nil {
+			errs.Append(file, err)
+		}
+		d.Context = c
+	}
+	if s, ok := doc.Get("schema"); ok {
+		if s.Object() == nil {
+			errs.Add(file, "/schema", "schema must be an object: the input the delegate expects")
+		} else {
+			in := s.Clone().Object()
+			if out, ok := in.Get("_output"); ok {
+				d.Output = out
+				in.Delete("_output")
+			}
+			d.Input = in.Value()
+		}
+	}
+	v := &Vessel{Name: d.Name, System: "", File: file}
+	v.Tools = parseURIs(file, doc, "tools", &errs)
+	v.Processes = parseURIs(file, doc, "processes", &errs)
+	v.Mixins = parseURIs(file, doc, "mixins", &errs)
+	d.Vessel = v
+	for name := range doc.Members() {
+		switch name {
+		case "name", "context", "schema", "tools", "processes", "mixins", "$schema", "title", "description":
+		default:
+			errs.Add(file, jsonv.PointerTo(name), "unknown key %q in a stored Request (want context, schema, name, tools, processes, mixins)", name)
+		}
+	}
+	if err := errs.Err(); err != nil {
+		return nil, err
+	}
+	return d, nil
+}
+
+// Scope selectors: what of the parent's context a delegate sees.
+const (
+	ScopeState  = "state"  // the call's instance's state, or a path in it
+	ScopeInput  = "input"  // the input the call's instance sees, or a path in it
+	ScopeData   = "data"   // the data messages of the call's instance and the global ones
+	ScopeSystem = "system" // the parent's system messages
+)
+
+// checkScope reports whether a _scopes entry is one Vibe knows.
+func checkScope(s string) error {
+	root, _, _ := strings.Cut(s, ".")
+	switch root {
+	case ScopeState, ScopeInput:
+		return nil
+	case ScopeData, ScopeSystem:
+		if root == s {
+			return nil
+		}
+	}
+	return fmt.Errorf("unknown scope %q: want state, state.a.b, input, input.a.b, data or system", s)
+}
+
+// Scoped returns the parent messages a delegate call sees: for each scope,
+// the call's instance's part of the parent's context and nothing else —
+// never another instance's, and without _instance.
+func Scoped(scopes []string, msgs []*Message, state jsonv.Value, instance string) ([]jsonv.Value, error) {
+	var out []jsonv.Value
+	for _, sc := range scopes {
+		root, rest, _ := strings.Cut(sc, ".")
+		var path []string
+		if rest != "" {
+			path = strings.Split(rest, ".")
+		}
+		switch root {
+		case ScopeState, ScopeInput:
+			src := state
+			if root == ScopeInput {
+				src = InputFor(msgs, instance)
+			}
+			v, err := src.At(jsonv.PointerTo(path...))
+			if err != nil {
+				return nil, fmt.Errorf("scope %s: the %s has no %s", sc, root, strings.Join(path, "."))
+			}
+			body := v.Clone()
+			for i := len(path) - 1; i >= 0; i-- {
+				body = jsonv.ObjectValue(jsonv.Member{Name: path[i], Value: body})
+			}
+			member := "data"
+			if root == ScopeInput {
+				member = "input"
+			}
+			out = append(out, jsonv.ObjectValue(jsonv.Member{Name: "type", Value: jsonv.StringValue(root)}, jsonv.Member{Name: member, Value: body}))
+		case ScopeData, ScopeSystem:
+			for _, m := range msgs {
+				if m.IsState() || (m.Instance != "" && m.Instance != instance) {
+					continue
+				}
+				if (root == ScopeData && m.Type == DataMessage) || (root == ScopeSystem && m.Type == SystemMessage) {
+					raw := m.Raw.Clone().Object()
+					raw.Delete("_instance")
+					out = append(out, raw.Value())
+				}
+			}
+		default:
+			return nil, checkScope(sc)
+		}
+	}
+	return out, nil
+}
+
+// SubRequest is a delegate call's isolated context: the delegate's own
+// messages, the scoped parent messages, and an input message with the
+// call's parameters and the delegate's input schema — whether they match
+// or not (the delegate's model bridges the gap).
+func SubRequest(d *Delegate, scoped []jsonv.Value, params jsonv.Value) jsonv.Value {
+	msgs := slices.Clone(d.Context.Array())
+	msgs = append(msgs, scoped...)
+	in := jsonv.NewObject(3)
+	in.Set("type", jsonv.StringValue(InputMessage))
+	in.Set("input", params)
+	if !d.Input.IsNull() {
+		in.Set("schema", d.Input)
+	}
+	return jsonv.ArrayValue(append(msgs, in.Value())...)
+}
+
+// DefaultOutput is what a delegate without "_output" fills: any object.
+var DefaultOutput = mustParse(`{"type": "object", "description": "The result of the task given in the input message."}`)
