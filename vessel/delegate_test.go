@@ -416,9 +416,13 @@ func TestAllowList(t *testing.T) {
 // their system text. The composer decides only once the producer's direct
 // call to the sound engineer has arrived, so the two run in parallel or
 // not at all.
-func musicModel(t *testing.T) *llmtest.Server {
+func musicModel(t *testing.T, parallel bool) *llmtest.Server {
 	direct := make(chan struct{})
 	var once sync.Once
+	if !parallel {
+		close(direct)
+		once.Do(func() {})
+	}
 	return llmtest.NewWith(t, func(name, body string) string {
 		c := parseChat(t, body)
 		switch {
@@ -450,12 +454,43 @@ func musicRequest(t *testing.T) (Input, *Loader) {
 	return Input{Toolset: ts, Context: mustJSON(t, `[{"type": "input", "input": {"album": "Autumn"}}]`), Prompt: "Make the album's first track."}, &Loader{Registry: reg}
 }
 
-// TestMusic: Producer → Composer → Sound engineer runs nested, and beside
-// it, in the same decision and in parallel, the producer calls the sound
-// engineer directly.
+// TestMusicNested: a decision that only composes runs Producer → Composer
+// → Sound engineer, three levels, the composer's song filled with the
+// engineer's patch in view.
+func TestMusicNested(t *testing.T) {
+	in, loader := musicRequest(t)
+	in.Decision = mustJSON(t, `{"calls": [{"_tool": "compose", "brief": "a rainy-day ballad"}]}`)
+	model := musicModel(t, false)
+	res, err := runDelegating(t, in, model, loader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := res.Calls[0]; c.Error != "" || c.Result.Lookup("title").Str() != "Rain Ballad" {
+		t.Fatalf("compose: %+v", c)
+	}
+	var order []string
+	for _, c := range chats(t, model) {
+		switch {
+		case strings.Contains(c.System, "You are a composer"):
+			order = append(order, "composer "+c.Name)
+			if c.Name == "output" && !strings.Contains(c.Body, `\"oscillator\":\"saw\"`) {
+				t.Error("the composer's song was filled without the engineer's patch")
+			}
+		case strings.Contains(c.System, "sound engineer"):
+			order = append(order, "sound engineer "+c.Name)
+		}
+	}
+	if want := []string{"composer decision", "sound engineer output", "composer output"}; !slices.Equal(order, want) {
+		t.Errorf("requests %v, want %v", order, want)
+	}
+}
+
+// TestMusic: in another decision, Producer → Composer → Sound engineer
+// runs beside, and in parallel with, the producer's direct call to the
+// sound engineer.
 func TestMusic(t *testing.T) {
 	in, loader := musicRequest(t)
-	model := musicModel(t)
+	model := musicModel(t, true)
 	res, err := runDelegating(t, in, model, loader)
 	if err != nil {
 		t.Fatal(err)
@@ -524,7 +559,7 @@ func mapsEqual(a, b map[string]int) bool {
 func TestDepthBound(t *testing.T) {
 	in, loader := musicRequest(t)
 	in.MaxDepth = 1
-	model := musicModel(t)
+	model := musicModel(t, true)
 	res, err := runDelegating(t, in, model, loader)
 	if err != nil {
 		t.Fatal(err)
