@@ -777,3 +777,17 @@ func FuzzDelegate(f *testing.F) {
 		}
 	})
 }
+
+// BenchmarkDelegate is the delegate activity's work for one call: load
+// speaker_EN from the registry and assemble its isolated sub-request.
+func BenchmarkDelegate(b *testing.B) {
+	ts, reg := example(b, "speaker", "orchestrator.vessel.json")
+	acts := &Activities{Loader: &Loader{Registry: reg}}
+	in := DelegateInput{Call: &Call{Tool: "sendMessage"}, Params: mustJSON(b, `{"userId": "u_123", "text": "Hello, world!"}`), Tool: ts.Tool("sendMessage")}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := acts.Delegate(context.Background(), in); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
