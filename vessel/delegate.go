@@ -112,6 +112,16 @@ func readLimited(path string, limit int64) ([]byte, error) {
 	return data, nil
 }
 
+// allowed reports whether u's host (host or host:port) is on the
+// allow-list.
+func (l *Loader) allowed(u *url.URL) bool {
+	return slices.Contains(l.Allow, u.Host) || slices.Contains(l.Allow, u.Hostname())
+}
+
+// ErrTransient is wrapped by the error for a delegate URL that failed in a
+// way worth retrying: the network, 429 or a 5xx status.
+var ErrTransient = errors.New("transient, retried")
+
 // ErrNotAllowed is wrapped by the error for a delegate URL whose host is
 // not on the allow-list.
 var ErrNotAllowed = errors.New("not allowed")
@@ -121,7 +131,7 @@ func (l *Loader) fetch(ctx context.Context, ref string) (*Delegate, error) {
 	if err != nil || u.Host == "" {
 		return nil, fmt.Errorf("delegate %s: not a URL", ref)
 	}
-	if !slices.Contains(l.Allow, u.Host) && !slices.Contains(l.Allow, u.Hostname()) {
+	if !l.allowed(u) {
 		return nil, fmt.Errorf("delegate %s: host %s is %w: only hosts on the allow-list (--delegate-allow HOST,…) are fetched from", ref, u.Host, ErrNotAllowed)
 	}
 	timeout := l.Timeout
@@ -135,16 +145,32 @@ func (l *Loader) fetch(ctx context.Context, ref string) (*Delegate, error) {
 		return nil, fmt.Errorf("delegate %s: %w", ref, err)
 	}
 	req.Header.Set("Accept", "application/json")
-	c := l.HTTP
-	if c == nil {
-		c = &http.Client{Timeout: timeout}
+	c := &http.Client{Timeout: timeout}
+	if l.HTTP != nil {
+		*c = *l.HTTP
+	}
+	// A redirect is followed only to a host on the allow-list too.
+	c.CheckRedirect = func(r *http.Request, via []*http.Request) error {
+		if !l.allowed(r.URL) {
+			return fmt.Errorf("redirected to host %s, which is %w", r.URL.Host, ErrNotAllowed)
+		}
+		if len(via) >= 10 {
+			return errors.New("stopped after 10 redirects")
+		}
+		return nil
 	}
 	resp, err := c.Do(req)
 	if err != nil {
-		return nil, fmt.Errorf("delegate %s: %w", ref, err)
+		if errors.Is(err, ErrNotAllowed) {
+			return nil, fmt.Errorf("delegate %s: %w", ref, err)
+		}
+		return nil, fmt.Errorf("delegate %s: %w (%w)", ref, err, ErrTransient)
 	}
 	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
+	switch {
+	case resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode >= 500:
+		return nil, fmt.Errorf("delegate %s: %s (%w)", ref, resp.Status, ErrTransient)
+	case resp.StatusCode != http.StatusOK:
 		return nil, fmt.Errorf("delegate %s: %s", ref, resp.Status)
 	}
 	data, err := io.ReadAll(io.LimitReader(resp.Body, l.maxBytes()+1))

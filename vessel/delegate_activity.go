@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -55,6 +56,9 @@ func (a *Activities) Delegate(ctx context.Context, in DelegateInput) (DelegateOu
 		loader = &Loader{}
 	}
 	d, err := loader.Load(ctx, in.Tool.Delegate)
+	if errors.Is(err, ErrTransient) {
+		return DelegateOutput{}, err // Temporal retries it
+	}
 	if err != nil {
 		return DelegateOutput{}, temporal.NewNonRetryableApplicationError(err.Error(), "BadDelegate", err)
 	}

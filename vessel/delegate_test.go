@@ -397,6 +397,17 @@ func TestAllowList(t *testing.T) {
 		t.Errorf("missing: %v", err)
 	}
 
+	// A redirect from an allowed host to another is refused.
+	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		t.Error("fetched from a host not allowed, through a redirect")
+	}))
+	defer other.Close()
+	jump := httptest.NewServer(http.RedirectHandler(other.URL+"/agents/speaker_EN", http.StatusFound))
+	defer jump.Close()
+	if _, err := (&Loader{Allow: []string{jump.Listener.Addr().String()}}).Load(ctx, jump.URL+"/x"); !errors.Is(err, ErrNotAllowed) || !strings.Contains(err.Error(), "redirected to host "+other.Listener.Addr().String()) {
+		t.Errorf("redirect: %v", err)
+	}
+
 	// At run time, a call to a delegate on a host not allowed fails with
 	// the reason, and nothing is fetched.
 	ts := &Toolset{Vessel: "v", Tools: []*Tool{{Name: "send", Kind: DelegateKind, Delegate: url, Resolve: ResolveRuntime, Schema: mustJSON(t, `{"type":"object"}`)}}}
@@ -789,5 +800,43 @@ func BenchmarkDelegate(b *testing.B) {
 		if _, err := acts.Delegate(context.Background(), in); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// TestDelegateFetchRetried: a stored Request whose host answers 503 once
+// is fetched again; a 404 is not retried.
+func TestDelegateFetchRetried(t *testing.T) {
+	var n atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/gone" {
+			n.Add(100)
+			http.NotFound(w, r)
+			return
+		}
+		if n.Add(1) == 1 {
+			http.Error(w, "busy", http.StatusServiceUnavailable)
+			return
+		}
+		w.Write([]byte(speakerDoc))
+	}))
+	defer srv.Close()
+	loader := &Loader{Allow: []string{srv.Listener.Addr().String()}}
+	ts := &Toolset{Vessel: "v", Tools: []*Tool{
+		{Name: "send", Kind: DelegateKind, Delegate: srv.URL + "/speaker", Resolve: ResolveRuntime, Schema: mustJSON(t, `{"type":"object"}`)},
+		{Name: "gone", Kind: DelegateKind, Delegate: srv.URL + "/gone", Resolve: ResolveRuntime, Schema: mustJSON(t, `{"type":"object"}`)}}}
+	model := llmtest.New(t, llmtest.Fixed(`{"recipientId": "u", "messageBody": "hi"}`))
+	res, err := runDelegating(t, Input{Toolset: ts, Context: jsonv.ArrayValue(), Decision: mustJSON(t, `{"calls":[{"_tool":"send","text":"hi"}]}`)}, model, loader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := res.Calls[0]; c.Error != "" || n.Load() != 2 {
+		t.Errorf("call %+v after %d fetches, want success on the second", c, n.Load())
+	}
+	res, err = runDelegating(t, Input{Toolset: ts, Context: jsonv.ArrayValue(), Decision: mustJSON(t, `{"calls":[{"_tool":"gone"}]}`)}, model, loader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := res.Calls[0]; !strings.Contains(c.Error, "404 Not Found") || n.Load() != 102 {
+		t.Errorf("call %+v after %d fetches, want one 404", c, n.Load())
 	}
 }
