@@ -19,17 +19,10 @@ func MinimalContext(state jsonv.Value, refs []Ref) (jsonv.Value, error) {
 		if err != nil {
 			return jsonv.Value{}, fmt.Errorf("reference %s: no value in the process state: %w", r, err)
 		}
-		// Walk down, creating the objects on the way.
-		cur := out
-		for _, p := range path[:len(path)-1] {
-			next, ok := cur.Get(p)
-			if !ok || next.Object() == nil {
-				next = jsonv.NewObject(1).Value()
-				cur.Set(p, next)
-			}
-			cur = next.Object()
+		// A copy: the state is not ours to change.
+		if _, err := jsonv.SetAll(out.Value(), jsonv.PointerTo(path...), v.Clone()); err != nil {
+			return jsonv.Value{}, fmt.Errorf("reference %s: %w", r, err)
 		}
-		cur.Set(path[len(path)-1], v.Clone()) // a copy: the state is not ours to change
 	}
 	return out.Value(), nil
 }

@@ -167,6 +167,34 @@ func Set(root Value, p Pointer, x Value) (Value, error) {
 	return root, fmt.Errorf("%s: cannot set a member of a %s: %w", p.Parent(), parent.kind, ErrNotFound)
 }
 
+// SetAll is Set that first adds the objects missing on the way, as
+// os.MkdirAll adds directories: a missing member on the way becomes an empty
+// object. A member on the way that exists and is not an object is an error
+// wrapping ErrNotFound; nothing is replaced. Arrays on the way are not
+// entered.
+func SetAll(root Value, p Pointer, x Value) (Value, error) {
+	if p == "" {
+		return x, nil
+	}
+	cur, at := root, Pointer("")
+	for tok := range p.Parent().Tokens() {
+		if cur.kind != KindObject {
+			return root, fmt.Errorf("%s: %s, not an object: %w", at, cur.kind, ErrNotFound)
+		}
+		next, ok := cur.obj.Get(tok)
+		if !ok {
+			next = NewObject(1).Value()
+			cur.obj.Set(tok, next)
+		}
+		cur, at = next, at.Append(tok)
+	}
+	if cur.kind != KindObject {
+		return root, fmt.Errorf("%s: %s, not an object: %w", at, cur.kind, ErrNotFound)
+	}
+	cur.obj.Set(p.Last(), x)
+	return root, nil
+}
+
 // SkipChildren, returned by a Walk function, skips the members or elements
 // of the value just visited.
 var SkipChildren = errors.New("skip children")

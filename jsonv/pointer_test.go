@@ -3,6 +3,7 @@ package jsonv
 import (
 	"errors"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -73,6 +74,39 @@ func TestAtAndSet(t *testing.T) {
 	}
 	if root, _ := Set(v, "", IntValue(1)); root.Literal() != "1" {
 		t.Error("Set of the root")
+	}
+}
+
+func TestSetAll(t *testing.T) {
+	tests := []struct {
+		name, root string
+		p          Pointer
+		want, err  string
+	}{
+		{"adds the objects on the way", `{"z":1}`, "/a/b/c", `{"z":1,"a":{"b":{"c":true}}}`, ""},
+		{"keeps what is there", `{"a":{"x":1}}`, "/a/b", `{"a":{"x":1,"b":true}}`, ""},
+		{"replaces the last member", `{"a":{"b":1}}`, "/a/b", `{"a":{"b":true}}`, ""},
+		{"the root", `{"a":1}`, "", `true`, ""},
+		{"a number on the way", `{"a":1}`, "/a/b", "", "/a: number, not an object"},
+		{"an array on the way", `{"a":[]}`, "/a/0/b", "", "/a: array, not an object"},
+		{"a root that is no object", `[1]`, "/a", "", "/: array, not an object"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := SetAll(mustParse(t, tt.root), tt.p, BoolValue(true))
+			if tt.err != "" {
+				if err == nil || !errors.Is(err, ErrNotFound) || !strings.Contains(err.Error(), tt.err) {
+					t.Errorf("err = %v, want %q", err, tt.err)
+				}
+				if string(Marshal(got)) != string(Marshal(mustParse(t, tt.root))) {
+					t.Errorf("a failed SetAll changed the root: %s", Marshal(got))
+				}
+				return
+			}
+			if err != nil || string(Marshal(got)) != tt.want {
+				t.Errorf("SetAll = %s, %v; want %s", Marshal(got), err, tt.want)
+			}
+		})
 	}
 }
 

@@ -258,7 +258,10 @@ func (r *processRun) llmChunk(ctx workflow.Context, ch *compile.Chunk, first boo
 		if !ok {
 			return fmt.Errorf("chunk %s: the value has no step %q", ch.Name, s.Name)
 		}
-		out := r.keep(s, v)
+		out, err := r.keep(s, v)
+		if err != nil {
+			return err
+		}
 		if s.FireAndForget {
 			r.fireAndForget(ctx, s, out)
 		}
@@ -268,9 +271,11 @@ func (r *processRun) llmChunk(ctx workflow.Context, ch *compile.Chunk, first boo
 
 // keep stores a step's value: its output in state, its thinking fields and
 // metrics beside. It returns the output.
-func (r *processRun) keep(s *compile.Step, v jsonv.Value) jsonv.Value {
+func (r *processRun) keep(s *compile.Step, v jsonv.Value) (jsonv.Value, error) {
 	parts := compose.Split(v)
-	setPath(r.view.State, s.StatePath(), parts.Output)
+	if _, err := jsonv.SetAll(r.view.State, jsonv.PointerTo(s.StatePath()...), parts.Output); err != nil {
+		return jsonv.Value{}, fmt.Errorf("step %s: the process state has no place for its result: %w", s.QualifiedName(), err)
+	}
 	q := s.QualifiedName()
 	if len(parts.Thinking) > 0 {
 		r.view.Thinking.Object().Set(q, fields(parts.Thinking))
@@ -278,7 +283,7 @@ func (r *processRun) keep(s *compile.Step, v jsonv.Value) jsonv.Value {
 	if len(parts.Metrics) > 0 {
 		r.view.Metrics.Object().Set(q, fields(parts.Metrics))
 	}
-	return parts.Output
+	return parts.Output, nil
 }
 
 func fields(fs []compose.Field) jsonv.Value {
@@ -287,20 +292,6 @@ func fields(fs []compose.Field) jsonv.Value {
 		o.Set(strings.TrimPrefix(string(f.Path), "/"), f.Value)
 	}
 	return o.Value()
-}
-
-// setPath sets v at path inside the object root, creating objects on the way.
-func setPath(root jsonv.Value, path []string, v jsonv.Value) {
-	cur := root.Object()
-	for _, p := range path[:len(path)-1] {
-		next, ok := cur.Get(p)
-		if !ok || next.Object() == nil {
-			next = jsonv.NewObject(2).Value()
-			cur.Set(p, next)
-		}
-		cur = next.Object()
-	}
-	cur.Set(path[len(path)-1], v)
 }
 
 // fireAndForget starts a step's action as a child workflow the process does
@@ -361,7 +352,9 @@ func (r *processRun) serverChunk(ctx workflow.Context, ch *compile.Chunk) error 
 		if schema.Properties(s.Schema).Has("output") {
 			out = jsonv.ObjectValue(jsonv.Member{Name: "input", Value: in}, jsonv.Member{Name: "output", Value: out})
 		}
-		r.keep(s, out)
+		if _, err := r.keep(s, out); err != nil {
+			return err
+		}
 	}
 	return nil
 }
@@ -408,7 +401,9 @@ func (r *processRun) userChunk(ctx workflow.Context, ch *compile.Chunk) error {
 	answer := *r.answer
 	r.view.Waiting = nil
 	for _, s := range ch.Steps {
-		r.keep(s, answer.Lookup(s.Name))
+		if _, err := r.keep(s, answer.Lookup(s.Name)); err != nil {
+			return err
+		}
 	}
 	return nil
 }

@@ -280,15 +280,11 @@ func Scoped(scopes []string, msgs []*Message, state jsonv.Value, instance string
 			if err != nil {
 				return nil, fmt.Errorf("scope %s: the %s has no %s", sc, root, strings.Join(path, "."))
 			}
-			body := v.Clone()
-			for i := len(path) - 1; i >= 0; i-- {
-				body = jsonv.ObjectValue(jsonv.Member{Name: path[i], Value: body})
-			}
 			member := "data"
 			if root == ScopeInput {
 				member = "input"
 			}
-			out = append(out, jsonv.ObjectValue(jsonv.Member{Name: "type", Value: jsonv.StringValue(root)}, jsonv.Member{Name: member, Value: body}))
+			out = append(out, jsonv.ObjectValue(jsonv.Member{Name: "type", Value: jsonv.StringValue(root)}, jsonv.Member{Name: member, Value: nest(path, v.Clone())}))
 		case ScopeData, ScopeSystem:
 			for _, m := range msgs {
 				if m.IsState() || (m.Instance != "" && m.Instance != instance) {

@@ -80,10 +80,7 @@ func Write(state jsonv.Value, path []string, v jsonv.Value) (jsonv.Value, error)
 		}
 		cur = next
 	}
-	patch := v
-	for i := len(path) - 1; i >= 0; i-- {
-		patch = jsonv.ObjectValue(jsonv.Member{Name: path[i], Value: patch})
-	}
+	patch := nest(path, v)
 	if patch.Object() == nil {
 		return jsonv.Value{}, fmt.Errorf("cannot write %s over the whole state: give an _outputPath such as state.result", v.Kind())
 	}
@@ -122,4 +119,13 @@ func mergePatch(doc, patch jsonv.Value) jsonv.Value {
 		out.Set(m.Name, mergePatch(cur, m.Value))
 	}
 	return out.Value()
+}
+
+// nest is v inside objects, one per name of path: nest([a b], v) is
+// {"a": {"b": v}}.
+func nest(path []string, v jsonv.Value) jsonv.Value {
+	for i := len(path) - 1; i >= 0; i-- {
+		v = jsonv.ObjectValue(jsonv.Member{Name: path[i], Value: v})
+	}
+	return v
 }
