@@ -264,22 +264,33 @@ func (w *Workflows) Request(ctx workflow.Context, in Input) (Result, error) {
 func resultsMessage(calls []CallResult) jsonv.Value {
 	items := make([]jsonv.Value, len(calls))
 	for i, c := range calls {
-		o := jsonv.NewObject(4)
-		o.Set("tool", jsonv.StringValue(c.Tool))
-		if c.Instance != "" {
-			o.Set("_instance", jsonv.StringValue(c.Instance))
-		}
-		if c.Error != "" {
-			o.Set("error", jsonv.StringValue(c.Error))
-		} else {
-			o.Set("result", c.Result)
-		}
-		items[i] = o.Value()
+		items[i] = c.Summary()
 	}
 	return jsonv.ObjectValue(
 		jsonv.Member{Name: "type", Value: jsonv.StringValue(DataMessage)},
 		jsonv.Member{Name: "kind", Value: jsonv.StringValue("results")},
 		jsonv.Member{Name: "data", Value: jsonv.ArrayValue(items...)})
+}
+
+// Summary is what the call did, in order: tool, instance, params, output
+// path, then result or error. It leaves out Run, which names a workflow and
+// differs from run to run.
+func (c CallResult) Summary() jsonv.Value {
+	o := jsonv.NewObject(6)
+	o.Set("tool", jsonv.StringValue(c.Tool))
+	if c.Instance != "" {
+		o.Set("instance", jsonv.StringValue(c.Instance))
+	}
+	o.Set("params", c.Params)
+	if c.Output != "" {
+		o.Set("output", jsonv.StringValue(c.Output))
+	}
+	if c.Error != "" {
+		o.Set("error", jsonv.StringValue(c.Error))
+	} else {
+		o.Set("result", c.Result)
+	}
+	return o.Value()
 }
 
 // fill asks the model to fill a schema for the request.

@@ -306,24 +306,10 @@ func printResult(ctx context.Context, io stdio, eng *engine.Engine, in vessel.In
 	}
 	calls := make([]jsonv.Value, len(res.Calls))
 	for i, c := range res.Calls {
-		o := jsonv.NewObject(6)
-		o.Set("tool", jsonv.StringValue(c.Tool))
-		if c.Instance != "" {
-			o.Set("instance", jsonv.StringValue(c.Instance))
-		}
-		o.Set("params", c.Params)
-		if c.Output != "" {
-			o.Set("output", jsonv.StringValue(c.Output))
-		}
-		if c.Error != "" {
-			o.Set("error", jsonv.StringValue(c.Error))
-		} else {
-			o.Set("result", c.Result)
-		}
+		calls[i] = c.Summary()
 		if c.Run != "" {
-			o.Set("run", jsonv.StringValue(c.Run))
+			calls[i].Object().Set("run", jsonv.StringValue(c.Run))
 		}
-		calls[i] = o.Value()
 	}
 	err = writeJSON(io, jsonv.ObjectValue(
 		jsonv.Member{Name: "request", Value: jsonv.StringValue(id)},
