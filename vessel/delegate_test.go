@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -16,13 +15,8 @@ import (
 	"testing"
 	"time"
 
-	"go.temporal.io/sdk/log"
-	"go.temporal.io/sdk/testsuite"
-
 	"github.com/augceo/vibe/internal/llmtest"
 	"github.com/augceo/vibe/jsonv"
-	"github.com/augceo/vibe/llm/openai"
-	"github.com/augceo/vibe/process"
 	"github.com/augceo/vibe/registry"
 	"github.com/augceo/vibe/schema"
 )
@@ -78,24 +72,15 @@ func chats(t *testing.T, model *llmtest.Server) []chat {
 	return out
 }
 
-// runDelegating runs a request in Temporal's test environment with the
-// delegate activity loading through loader.
+// runDelegating runs a request with model (nil for none) and delegates
+// loaded through loader.
 func runDelegating(t *testing.T, in Input, model *llmtest.Server, loader *Loader) (Result, error) {
 	t.Helper()
-	var s testsuite.WorkflowTestSuite
-	s.SetLogger(log.NewStructuredLogger(slog.New(slog.DiscardHandler)))
-	env := s.NewTestWorkflowEnvironment()
-	acts := &process.Actions{}
-	acti := &process.Activities{Actions: acts, Logger: quiet()}
+	url := ""
 	if model != nil {
-		acti.Provider = openai.New(openai.Options{Model: "m", BaseURL: model.URL, APIKey: "k"})
+		url = model.URL
 	}
-	process.Register(env, acti)
-	Register(env, acts, &Activities{Loader: loader})
-	env.ExecuteWorkflow(WorkflowName, in)
-	var res Result
-	err := env.GetWorkflowResult(&res)
-	return res, err
+	return execute(t, in, url, nil, loader)
 }
 
 // writeFiles writes files (path → content) under dir.

@@ -85,8 +85,20 @@ func newChat(t *testing.T, decision string) *llmtest.Server {
 
 func quiet() *slog.Logger { return slog.New(slog.DiscardHandler) }
 
-// runRequest runs a request in Temporal's test environment.
+// runRequest runs a request in Temporal's test environment and fails the
+// test on a workflow error.
 func runRequest(t *testing.T, in Input, model string, acts *process.Actions) Result {
+	t.Helper()
+	res, err := execute(t, in, model, acts, &Loader{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
+}
+
+// execute runs a request in Temporal's test environment: the model at
+// model ("" for none), the actions acts, delegates loaded through loader.
+func execute(t *testing.T, in Input, model string, acts *process.Actions, loader *Loader) (Result, error) {
 	t.Helper()
 	var s testsuite.WorkflowTestSuite
 	s.SetLogger(log.NewStructuredLogger(slog.New(slog.DiscardHandler)))
@@ -99,13 +111,11 @@ func runRequest(t *testing.T, in Input, model string, acts *process.Actions) Res
 		acti.Provider = openai.New(openai.Options{Model: "m", BaseURL: model, APIKey: "k"})
 	}
 	process.Register(env, acti)
-	Register(env, acts, &Activities{})
+	Register(env, acts, &Activities{Loader: loader})
 	env.ExecuteWorkflow(WorkflowName, in)
 	var res Result
-	if err := env.GetWorkflowResult(&res); err != nil {
-		t.Fatal(err)
-	}
-	return res
+	err := env.GetWorkflowResult(&res)
+	return res, err
 }
 
 // TestModeration: 100 comments as 100 instances in one request — one model
@@ -193,13 +203,7 @@ func TestIsolation(t *testing.T) {
 		{"_tool":"note","_instance":"A","text":"†state.secret","_outputPath":"state.copy"},
 		{"_tool":"note","_instance":"B","text":"†state.secret","_outputPath":"state.copy"},
 		{"_tool":"note","_instance":"A","text":"†state.onlyB","_outputPath":"state.leak"}]}`)
-	var s testsuite.WorkflowTestSuite
-	s.SetLogger(log.NewStructuredLogger(slog.New(slog.DiscardHandler)))
-	env := s.NewTestWorkflowEnvironment()
-	process.Register(env, &process.Activities{Logger: quiet()})
-	Register(env, nil, &Activities{})
-	env.ExecuteWorkflow(WorkflowName, Input{Toolset: ts, Context: ctx, Decision: decision})
-	err := env.GetWorkflowError()
+	_, err := execute(t, Input{Toolset: ts, Context: ctx, Decision: decision}, "", nil, &Loader{})
 	// Reading onlyB from A is caught before anything runs: nothing writes it
 	// in A and A's state does not have it.
 	if err == nil || !strings.Contains(err.Error(), "call 3 (note, instance A) reads †state.onlyB, but no call writes it") {
