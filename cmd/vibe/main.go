@@ -1,6 +1,3 @@
-// Command vibe composes, compiles and runs Vibe instructions and processes.
-//
-// Run "vibe help" for the commands.
 package main
 
 import (

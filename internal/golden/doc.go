@@ -1,0 +1,3 @@
+// Package golden compares test output with golden files under testdata/,
+// and rewrites them when the tests run with -update.
+package golden
