@@ -245,18 +245,28 @@ const (
 	ScopeSystem = "system" // the parent's system messages
 )
 
-// checkScope reports whether a _scopes entry is one Vibe knows.
-func checkScope(s string) error {
-	root, _, _ := strings.Cut(s, ".")
+// parseScope splits a _scopes entry into its root (state, input, data,
+// system) and the path under it.
+func parseScope(s string) (root string, path []string, err error) {
+	root, rest, dotted := strings.Cut(s, ".")
 	switch root {
 	case ScopeState, ScopeInput:
-		return nil
 	case ScopeData, ScopeSystem:
-		if root == s {
-			return nil
+		if !dotted {
+			return root, nil, nil
 		}
+		fallthrough
+	default:
+		return "", nil, fmt.Errorf("unknown scope %q: want state, state.a.b, input, input.a.b, data or system", s)
 	}
-	return fmt.Errorf("unknown scope %q: want state, state.a.b, input, input.a.b, data or system", s)
+	if !dotted {
+		return root, nil, nil
+	}
+	path = strings.Split(rest, ".")
+	if slices.Contains(path, "") {
+		return "", nil, fmt.Errorf("scope %q has an empty part", s)
+	}
+	return root, path, nil
 }
 
 // Scoped returns the parent messages a delegate call sees: for each scope,
@@ -265,10 +275,9 @@ func checkScope(s string) error {
 func Scoped(scopes []string, msgs []*Message, state jsonv.Value, instance string) ([]jsonv.Value, error) {
 	var out []jsonv.Value
 	for _, sc := range scopes {
-		root, rest, _ := strings.Cut(sc, ".")
-		var path []string
-		if rest != "" {
-			path = strings.Split(rest, ".")
+		root, path, err := parseScope(sc)
+		if err != nil {
+			return nil, err
 		}
 		switch root {
 		case ScopeState, ScopeInput:
@@ -296,8 +305,6 @@ func Scoped(scopes []string, msgs []*Message, state jsonv.Value, instance string
 					out = append(out, raw.Value())
 				}
 			}
-		default:
-			return nil, checkScope(sc)
 		}
 	}
 	return out, nil

@@ -631,7 +631,7 @@ func TestFanOutBound(t *testing.T) {
 func TestBadDelegateTools(t *testing.T) {
 	dir := t.TempDir()
 	writeFiles(t, dir, map[string]string{
-		"registry/instructions/bad.json":  `{"_delegate": 3, "_scopes": ["state", "secrets", 4], "_resolve": "later", "type": "object"}`,
+		"registry/instructions/bad.json":  `{"_delegate": 3, "_scopes": ["state", "secrets", 4, "state..user"], "_resolve": "later", "type": "object"}`,
 		"registry/instructions/gone.json": `{"_delegate": "aug:requests/nobody", "_resolve": "ahead", "type": "object"}`,
 		"v.vessel.json":                   `{"name": "v", "tools": ["aug:instructions/bad", "aug:instructions/gone"]}`,
 	})
@@ -648,6 +648,7 @@ func TestBadDelegateTools(t *testing.T) {
 		`instructions/bad.json: /_delegate: _delegate must be a registry URI, a file path, an http(s) URL or "anonymous"`,
 		`instructions/bad.json: /_scopes/1: unknown scope "secrets": want state, state.a.b, input, input.a.b, data or system`,
 		`instructions/bad.json: /_scopes/2: a scope is a string such as "state.currentUser", not number`,
+		`instructions/bad.json: /_scopes/3: scope "state..user" has an empty part`,
 		`instructions/bad.json: /_resolve: _resolve must be "runtime" (the default) or "ahead", not "later"`,
 		`instructions/gone.json: /_delegate: resolving the delegate ahead of time: delegate aug:requests/nobody:`,
 	} {

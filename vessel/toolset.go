@@ -230,7 +230,7 @@ func delegateTool(ctx context.Context, v *Vessel, tool *Tool, s jsonv.Value, opt
 				errs.Add(file, at, "a scope is a string such as \"state.currentUser\", not %s", e.Kind())
 				continue
 			}
-			if err := checkScope(e.Str()); err != nil {
+			if _, _, err := parseScope(e.Str()); err != nil {
 				errs.Add(file, at, "%v", err)
 				continue
 			}
