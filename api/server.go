@@ -144,16 +144,6 @@ func (s *server) readBody(w http.ResponseWriter, r *http.Request) (jsonv.Value, 
 	return v, true
 }
 
-// startRequest is the body of POST /v1/processes.
-type startRequest struct {
-	Process  jsonv.Value `json:"process"`
-	Pipeline string      `json:"pipeline"`
-	Prompt   string      `json:"prompt"`
-	Input    jsonv.Value `json:"input"`
-	First    jsonv.Value `json:"first"`
-	System   string      `json:"system"`
-}
-
 func (s *server) start(w http.ResponseWriter, r *http.Request) {
 	body, ok := s.readBody(w, r)
 	if !ok {

@@ -185,3 +185,40 @@ func objectDepth(s jsonv.Value) int {
 	}
 	return d
 }
+
+// BatchCall is one multiplexed model call of a chunk run over many items:
+// items First+1 … First+Count (1-based) in one schema.
+type BatchCall struct {
+	Chunk  string
+	First  int // 0-based index of the first item
+	Count  int
+	Schema jsonv.Value // what the model is sent
+}
+
+// BatchCalls lists the model calls that run every LLM chunk of p over n
+// items: each chunk multiplexed in batches that keep within limits,
+// projected with popts.
+func (p *Process) BatchCalls(n int, limits Limits, popts ProjectOptions, mopts MultiplexOptions) ([]BatchCall, error) {
+	if n < 1 {
+		return nil, fmt.Errorf("%d items; give at least 1", n)
+	}
+	var calls []BatchCall
+	for _, ch := range p.Chunks {
+		if ch.Kind != LLM {
+			continue
+		}
+		loose := Project(p.Document.Lookup("$defs").Lookup(ch.Name), ProjectOptions{}).Schema
+		bs, err := Batches(loose, n, limits, mopts)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", ch.Name, err)
+		}
+		for _, b := range bs {
+			m, err := Multiplex(loose, b.Count, mopts)
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", ch.Name, err)
+			}
+			calls = append(calls, BatchCall{Chunk: ch.Name, First: b.First, Count: b.Count, Schema: Project(m, popts).Schema})
+		}
+	}
+	return calls, nil
+}

@@ -328,7 +328,7 @@ func (f *flattener) resolve(b *base, at jsonv.Pointer, v jsonv.Value) (tb *base,
 		return b, p, t, true
 	case registry.IsURI(ref):
 		if f.reg == nil {
-			f.errs.Add(b.file, at, "cannot resolve $ref %q: no registry given (use --registry DIR)", ref)
+			f.errs.Add(b.file, at, "cannot resolve $ref %q: %w", ref, registry.ErrNoRegistry)
 			return nil, "", jsonv.Value{}, false
 		}
 		t, err := f.reg.Resolve(ref)

@@ -141,7 +141,7 @@ func (l *lowering) instruction(c *Call, refs []string) jsonv.Value {
 // name is an error that suggests the closest known names.
 func FindInstruction(r *registry.Registry, name string) (*registry.Document, error) {
 	if r == nil {
-		return nil, fmt.Errorf("cannot resolve instruction %q: no registry given (use --registry DIR)", name)
+		return nil, fmt.Errorf("cannot resolve instruction %q: %w", name, registry.ErrNoRegistry)
 	}
 	uri := registry.Scheme + ":" + InstructionsFolder + "/" + name
 	doc, err := r.Document(uri)

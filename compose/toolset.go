@@ -46,7 +46,7 @@ func Toolset(uris []string, opts Options) ([]Tool, error) {
 
 func tool(uri string, opts Options) (Tool, error) {
 	if opts.Registry == nil {
-		return Tool{}, fmt.Errorf("cannot resolve %s: no registry given (use --registry DIR)", uri)
+		return Tool{}, fmt.Errorf("cannot resolve %s: %w", uri, registry.ErrNoRegistry)
 	}
 	u, err := registry.ParseURI(uri)
 	if err != nil {

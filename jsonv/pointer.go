@@ -5,7 +5,8 @@ import (
 	"fmt"
 	"iter"
 	"strconv"
-	"strings"
+
+	"github.com/go-json-experiment/json/jsontext"
 )
 
 // Pointer is an RFC 6901 JSON Pointer: "" is the whole value, "/a/0/b~1c"
@@ -15,13 +16,11 @@ type Pointer string
 // ParsePointer checks that s is a JSON Pointer ("" or starting with "/",
 // "~" only in "~0" and "~1").
 func ParsePointer(s string) (Pointer, error) {
-	if s != "" && s[0] != '/' {
-		return "", fmt.Errorf("JSON pointer %q does not start with \"/\"", s)
-	}
-	for i := 0; i < len(s); i++ {
-		if s[i] == '~' && (i+1 == len(s) || (s[i+1] != '0' && s[i+1] != '1')) {
-			return "", fmt.Errorf("JSON pointer %q has a \"~\" not followed by 0 or 1", s)
+	if !jsontext.Pointer(s).IsValid() {
+		if s != "" && s[0] != '/' {
+			return "", fmt.Errorf("JSON pointer %q does not start with \"/\"", s)
 		}
+		return "", fmt.Errorf("JSON pointer %q has a \"~\" not followed by 0 or 1, or is not UTF-8", s)
 	}
 	return Pointer(s), nil
 }
@@ -35,12 +34,9 @@ func PointerTo(tokens ...string) Pointer {
 	return p
 }
 
-var escaper = strings.NewReplacer("~", "~0", "/", "~1")
-var unescaper = strings.NewReplacer("~1", "/", "~0", "~")
-
 // Append returns p extended by the unescaped reference token tok.
 func (p Pointer) Append(tok string) Pointer {
-	return p + "/" + Pointer(escaper.Replace(tok))
+	return Pointer(jsontext.Pointer(p).AppendToken(tok))
 }
 
 // AppendIndex returns p extended by an array index.
@@ -49,35 +45,13 @@ func (p Pointer) AppendIndex(i int) Pointer {
 }
 
 // Tokens iterates over p's unescaped reference tokens.
-func (p Pointer) Tokens() iter.Seq[string] {
-	return func(yield func(string) bool) {
-		if p == "" {
-			return
-		}
-		for tok := range strings.SplitSeq(string(p[1:]), "/") {
-			if !yield(unescaper.Replace(tok)) {
-				return
-			}
-		}
-	}
-}
+func (p Pointer) Tokens() iter.Seq[string] { return jsontext.Pointer(p).Tokens() }
 
 // Parent returns p without its last token; the parent of "" is "".
-func (p Pointer) Parent() Pointer {
-	if i := strings.LastIndexByte(string(p), '/'); i >= 0 {
-		return p[:i]
-	}
-	return ""
-}
+func (p Pointer) Parent() Pointer { return Pointer(jsontext.Pointer(p).Parent()) }
 
 // Last returns p's last unescaped token, and "" for the whole value.
-func (p Pointer) Last() string {
-	i := strings.LastIndexByte(string(p), '/')
-	if i < 0 {
-		return ""
-	}
-	return unescaper.Replace(string(p[i+1:]))
-}
+func (p Pointer) Last() string { return jsontext.Pointer(p).LastToken() }
 
 // String returns p as written, and "/" for the whole value so that an error
 // line never shows an empty path.
@@ -197,6 +171,8 @@ func SetAll(root Value, p Pointer, x Value) (Value, error) {
 
 // SkipChildren, returned by a Walk function, skips the members or elements
 // of the value just visited.
+//
+//lint:ignore ST1012 a sentinel that is no failure, named like fs.SkipDir
 var SkipChildren = errors.New("skip children")
 
 // Walk calls fn for v and then, depth first in document order, for every
@@ -229,4 +205,22 @@ func walk(p Pointer, v Value, fn func(Pointer, Value) error) error {
 		}
 	}
 	return nil
+}
+
+// Pick returns a new object that holds, for each pointer, a copy of the
+// value v has there, at that same place and with the objects on the way:
+// Pick({"a": {"b": 1, "c": 2}, "d": 3}, "/a/b") is {"a": {"b": 1}}. A
+// pointer v has no value at is an error naming it.
+func Pick(v Value, ps ...Pointer) (Value, error) {
+	out := NewObject(len(ps)).Value()
+	for _, p := range ps {
+		x, err := v.At(p)
+		if err != nil {
+			return Value{}, err
+		}
+		if _, err := SetAll(out, p, x.Clone()); err != nil {
+			return Value{}, err
+		}
+	}
+	return out, nil
 }

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/augceo/vibe/compose"
@@ -82,7 +81,7 @@ func (e *InvalidAnswerError) Error() string {
 // thinking fields and metrics, and accounts tokens and latency. Provider
 // errors (after the provider's own retries) are returned as they are.
 func Fill(ctx context.Context, p Provider, t Task, opts Options) (*Result, error) {
-	v, err := validator(t.Schema)
+	v, err := schema.Cached(t.Schema)
 	if err != nil {
 		return nil, fmt.Errorf("step %s: %w", t.Name, err)
 	}
@@ -128,35 +127,4 @@ func Fill(ctx context.Context, p Provider, t Task, opts Options) (*Result, error
 				Message{Role: RoleAssistant, Content: resp.Content},
 				Message{Role: RoleUser, Content: repairMessage(parseErr, problems)})}
 	}
-}
-
-// validators caches compiled schemas by their bytes: a batch or a process
-// fills the same chunk schema many times, and compiling costs more than
-// validating.
-var validators struct {
-	sync.Mutex
-	m map[string]*schema.Validator
-}
-
-const maxValidators = 512 // bound the cache; it is refilled after a reset
-
-func validator(s jsonv.Value) (*schema.Validator, error) {
-	key := string(jsonv.Marshal(s))
-	validators.Lock()
-	v, ok := validators.m[key]
-	validators.Unlock()
-	if ok {
-		return v, nil
-	}
-	v, err := schema.NewValidator("schema", s, schema.ValidatorOptions{})
-	if err != nil {
-		return nil, err
-	}
-	validators.Lock()
-	if validators.m == nil || len(validators.m) >= maxValidators {
-		validators.m = make(map[string]*schema.Validator)
-	}
-	validators.m[key] = v
-	validators.Unlock()
-	return v, nil
 }

@@ -18,6 +18,7 @@ import (
 
 	"go.temporal.io/sdk/temporal"
 
+	"github.com/augceo/vibe/compile"
 	"github.com/augceo/vibe/jsonv"
 	"github.com/augceo/vibe/schema"
 )
@@ -111,6 +112,19 @@ func (a *Actions) Lookup(name string) (*Action, bool) {
 	defer a.mu.RUnlock()
 	act, ok := a.m[name]
 	return act, ok
+}
+
+// Resolve returns the action a step's action name runs: the action of that
+// name, or the one compile.MatchAction matches it to (a pipeline step
+// "step2_fetch_availability" runs FetchAvailability).
+func (a *Actions) Resolve(name string) (*Action, bool) {
+	if act, ok := a.Lookup(name); ok {
+		return act, true
+	}
+	if m, ok := compile.MatchAction(name, a.Names()); ok {
+		return a.Lookup(m)
+	}
+	return nil, false
 }
 
 // Names returns the registered names, sorted: the compiler's input

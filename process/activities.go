@@ -31,6 +31,10 @@ type Activities struct {
 	MaxRepairs int
 }
 
+// ErrNoProvider is the error of a model call on a worker that has no model
+// provider (Activities.Provider is nil).
+var ErrNoProvider = errors.New("no model provider configured on this worker")
+
 // FillInput is what the LLM activity needs: the chunk's projected schema,
 // the prompt, and the minimal context of the chunk's references.
 type FillInput struct {
@@ -57,7 +61,7 @@ type FillOutput struct {
 // retried by Temporal.
 func (a *Activities) Fill(ctx context.Context, in FillInput) (FillOutput, error) {
 	if a.Provider == nil {
-		return FillOutput{}, temporal.NewNonRetryableApplicationError("no model provider configured (use --llm)", "NoProvider", nil)
+		return FillOutput{}, temporal.NewNonRetryableApplicationError(ErrNoProvider.Error(), "NoProvider", ErrNoProvider)
 	}
 	logger := a.Logger
 	if logger == nil {
@@ -96,7 +100,7 @@ type ActionInput struct {
 
 // Action runs a step's server action and validates its result.
 func (a *Activities) Action(ctx context.Context, in ActionInput) (jsonv.Value, error) {
-	act, ok := a.Actions.Lookup(in.Action)
+	act, ok := a.Actions.Resolve(in.Action)
 	if !ok {
 		return jsonv.Value{}, temporal.NewNonRetryableApplicationError(
 			fmt.Sprintf("step %s: no action %q is registered on this worker (registered: %v)", in.Step, in.Action, a.Actions.Names()), "NoAction", nil)
@@ -106,14 +110,30 @@ func (a *Activities) Action(ctx context.Context, in ActionInput) (jsonv.Value, e
 		return jsonv.Value{}, err
 	}
 	if !in.Output.IsNull() {
-		v, err := schema.NewValidator(in.Step, in.Output, schema.ValidatorOptions{})
+		problems, err := schema.Check(in.Output, out)
 		if err != nil {
 			return jsonv.Value{}, temporal.NewNonRetryableApplicationError(fmt.Sprintf("step %s: its output schema is invalid: %v", in.Step, err), "BadSchema", err)
 		}
-		if err := v.Validate(out); err != nil {
+		if problems != nil {
+			err := &schema.ValidationError{Problems: problems}
 			return jsonv.Value{}, temporal.NewNonRetryableApplicationError(
-				fmt.Sprintf("step %s: action %s returned a result that breaks the step's output schema: %v", in.Step, in.Action, err), "BadOutput", err)
+				fmt.Sprintf("step %s: action %s returned a result that breaks the step's output schema: %v", in.Step, act.Name, err), "BadOutput", err)
 		}
 	}
 	return out, nil
+}
+
+// CheckInput is a value and the schema it must fit.
+type CheckInput struct {
+	Schema jsonv.Value `json:"schema"`
+	Value  jsonv.Value `json:"value"`
+}
+
+// CheckValue is the local activity that validates a value — a person's
+// answer, a call's parameters once its references hold values, a
+// delegate's result — against a schema, so that no workflow runs the
+// validator itself. It returns the problems by path, none when the value
+// fits.
+func CheckValue(_ context.Context, in CheckInput) ([]schema.Invalid, error) {
+	return schema.Check(in.Schema, in.Value)
 }

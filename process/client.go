@@ -2,12 +2,9 @@ package process
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"path"
-	"regexp"
 	"strings"
 	"time"
 
@@ -21,6 +18,7 @@ import (
 
 	"github.com/augceo/vibe/compile"
 	"github.com/augceo/vibe/engine"
+	"github.com/augceo/vibe/internal/wfid"
 	"github.com/augceo/vibe/jsonv"
 	"github.com/augceo/vibe/registry"
 	"github.com/augceo/vibe/schema"
@@ -81,7 +79,7 @@ func (c *Client) Start(ctx context.Context, opts StartOptions) (*Started, error)
 		p, err = compile.CompilePipeline(opts.Pipeline, copts)
 	case opts.Process != "":
 		if c.Registry == nil {
-			return nil, errors.New("no registry to find " + opts.Process + " in (use --registry)")
+			return nil, fmt.Errorf("cannot start %s: %w", opts.Process, registry.ErrNoRegistry)
 		}
 		var d *registry.Document
 		d, err = c.Registry.Document(opts.Process)
@@ -91,7 +89,7 @@ func (c *Client) Start(ctx context.Context, opts StartOptions) (*Started, error)
 		name = path.Base(d.URI.Path)
 		p, err = compile.Compile(d.File, d.Value, copts)
 	case opts.Document.Object() != nil:
-		name = slug(opts.Document.Lookup("title").Str())
+		name = wfid.Slug(opts.Document.Lookup("title").Str(), "process")
 		file := opts.File
 		if file == "" {
 			file = "process"
@@ -106,7 +104,7 @@ func (c *Client) Start(ctx context.Context, opts StartOptions) (*Started, error)
 	if p.Prompt != "" && opts.Prompt == "" {
 		opts.Prompt = p.Prompt
 	}
-	id := name + "-" + shortID()
+	id := wfid.New(name)
 	wf := WorkflowName
 	if p.Direct != nil {
 		wf = DirectCallName
@@ -116,31 +114,11 @@ func (c *Client) Start(ctx context.Context, opts StartOptions) (*Started, error)
 		TaskQueue:             TaskQueue,
 		Memo:                  map[string]any{"process": name},
 		TypedSearchAttributes: temporal.NewSearchAttributes(engine.ProcessAttribute.ValueSet(name), engine.StatusAttribute.ValueSet(string(Running))),
-	}, wf, Start{Name: name, Process: p.Document, Prompt: opts.Prompt, Input: opts.Input, First: opts.First, System: opts.System})
+	}, wf, Start{Name: name, Program: p.Program(), Prompt: opts.Prompt, Input: opts.Input, First: opts.First, System: opts.System})
 	if err != nil {
 		return nil, fmt.Errorf("start %s: %w", name, err)
 	}
 	return &Started{ID: id, Name: name, Direct: p.Direct != nil}, nil
-}
-
-var nonSlug = regexp.MustCompile(`[^a-z0-9]+`)
-
-// slug makes a workflow-id-friendly name of a title.
-func slug(title string) string {
-	s := strings.Trim(nonSlug.ReplaceAllString(strings.ToLower(title), "-"), "-")
-	if s == "" {
-		return "process"
-	}
-	if len(s) > 40 {
-		s = strings.TrimRight(s[:40], "-")
-	}
-	return s
-}
-
-func shortID() string {
-	b := make([]byte, 4)
-	rand.Read(b)
-	return hex.EncodeToString(b)
 }
 
 // memoProcess reads the process name from a workflow's memo.
@@ -188,7 +166,7 @@ func (c *Client) Get(ctx context.Context, id string) (*Info, error) {
 			}
 		} else if info.Status == Failed {
 			if err := c.Temporal.GetWorkflow(ctx, id, "").Get(ctx, nil); err != nil {
-				msg := errorText(err)
+				msg := ErrorText(err)
 				info.Error = &msg
 			}
 		}
@@ -292,7 +270,7 @@ func answerError(id string, err error) error {
 	if errors.As(err, &nf) {
 		return fmt.Errorf("%w: %s", ErrNotFound, id)
 	}
-	msg := errorText(err)
+	msg := ErrorText(err)
 	if i := strings.Index(msg, "the answer does not fit chunk "); i >= 0 {
 		return &RefusedError{Message: msg[i:], Err: err}
 	}

@@ -1,7 +1,9 @@
 // Package process runs compiled processes durably on Temporal.
 //
-// One workflow (Workflow) per process instance interprets a compiled
-// process (compile.Process) chunk by chunk, in execution order:
+// One workflow (Workflows.Process) per process instance runs a compiled
+// process, prepared before it starts (compile.Program: every chunk's schema
+// projected, every reference a state path, every action named), chunk by
+// chunk, in execution order:
 //
 //   - an LLM chunk is one activity (Activities.Fill) that sends the chunk's
 //     projected schema with the minimal context of its references;
@@ -12,12 +14,13 @@
 //     blocking, retried by Temporal, its result validated against the step's
 //     "output" schema;
 //   - a USER chunk waits for a person's answer, sent as the Temporal update
-//     "answer" and validated against the chunk's schema before it is
-//     accepted: a bad answer is refused with the validation errors and the
-//     process keeps waiting.
+//     "answer" and validated against the chunk's schema in a local activity
+//     (CheckValue): a bad answer is refused with the validation errors and
+//     the process keeps waiting.
 //
-// Workflow code only orchestrates; every outside effect — a model, an
-// action — is an activity, so a restart of the server replays the history
+// Workflow code only orchestrates: it neither compiles, projects nor
+// validates anything, and every outside effect — a model, an action — is
+// an activity, so a restart of the server replays the history
 // and repeats nothing. The process's state (every step's output, thinking
 // fields, metrics, token usage) lives in the workflow and is read with the
 // query "view". Ordered JSON (jsonv.Value) travels through Temporal's

@@ -132,15 +132,17 @@ func TestScheduleMeetingEndToEnd(t *testing.T) {
 		if got := string(jsonv.Marshal(v.Waiting.Context)); !strings.Contains(got, `"draftInvitation"`) || strings.Contains(got, "findCommonSlot") {
 			t.Errorf("waiting context %s", got)
 		}
+		// A bad answer is checked by a local activity after the update is
+		// accepted, and refused: the update completes with the problems.
 		env.UpdateWorkflow(UpdateAnswer, "bad", &testsuite.TestUpdateCallback{
-			OnReject: func(err error) {
-				rejected = strings.Contains(err.Error(), "/confirmInvitation/decision") && strings.Contains(err.Error(), "'Approve', 'Reject'")
+			OnReject: func(err error) { t.Errorf("the bad answer was rejected before it was checked: %v", err) },
+			OnAccept: func() {},
+			OnComplete: func(_ any, err error) {
+				rejected = err != nil && strings.Contains(err.Error(), "/confirmInvitation/decision") && strings.Contains(err.Error(), "'Approve', 'Reject'")
 				if !rejected {
-					t.Errorf("rejection %v", err)
+					t.Errorf("refusal %v", err)
 				}
 			},
-			OnAccept:   func() { t.Error("a bad answer was accepted") },
-			OnComplete: func(any, error) {},
 		}, mustParse(t, `{"confirmInvitation":{"decision":"Maybe"}}`))
 		env.UpdateWorkflow(UpdateAnswer, "good", &testsuite.TestUpdateCallback{
 			OnReject:   func(err error) { t.Errorf("good answer rejected: %v", err) },
@@ -149,7 +151,7 @@ func TestScheduleMeetingEndToEnd(t *testing.T) {
 		}, mustParse(t, `{"confirmInvitation":{"decision":"Approve"}}`))
 	}, time.Hour)
 
-	env.ExecuteWorkflow(WorkflowName, Start{Name: "schedule-meeting", Process: p.Document, Prompt: "Schedule a meeting between Alice and Bob"})
+	env.ExecuteWorkflow(WorkflowName, Start{Name: "schedule-meeting", Program: p.Program(), Prompt: "Schedule a meeting between Alice and Bob"})
 	if err := env.GetWorkflowError(); err != nil {
 		t.Fatal(err)
 	}
@@ -195,7 +197,7 @@ func TestActionFailsForGood(t *testing.T) {
 	}})
 	acts.Register(Action{Name: "sendInvitation", Run: func(ctx context.Context, in jsonv.Value) (jsonv.Value, error) { return in, nil }})
 	env := newEnv(t, &scripted{answers: meetingAnswers}, &acts)
-	env.ExecuteWorkflow(WorkflowName, Start{Name: "schedule-meeting", Process: meeting(t).Document})
+	env.ExecuteWorkflow(WorkflowName, Start{Name: "schedule-meeting", Program: meeting(t).Program()})
 	err := env.GetWorkflowError()
 	if err == nil || !strings.Contains(err.Error(), "step serverContext1.FetchAvailability_Activity") || !strings.Contains(err.Error(), "calendar says: no such user") {
 		t.Fatalf("err = %v", err)
@@ -209,7 +211,7 @@ func TestBadActionOutput(t *testing.T) {
 	}})
 	acts.Register(Action{Name: "sendInvitation", Run: func(ctx context.Context, in jsonv.Value) (jsonv.Value, error) { return in, nil }})
 	env := newEnv(t, &scripted{answers: meetingAnswers}, &acts)
-	env.ExecuteWorkflow(WorkflowName, Start{Name: "schedule-meeting", Process: meeting(t).Document})
+	env.ExecuteWorkflow(WorkflowName, Start{Name: "schedule-meeting", Program: meeting(t).Program()})
 	err := env.GetWorkflowError()
 	if err == nil || !strings.Contains(err.Error(), "breaks the step's output schema") || !strings.Contains(err.Error(), "/organizerSlots") {
 		t.Fatalf("err = %v", err)
@@ -228,7 +230,7 @@ func TestFirstChunkGiven(t *testing.T) {
 	}, time.Minute)
 	first := mustParse(t, `{"_considerations":"both work 9-17","identifyParticipants":{"organizer":"a@x.org","attendee":"b@x.org"},`+
 		`"fetchAvailability":{"organizerId":"a","attendeeId":"b","timeRange":{"start":"2024-03-20T09:00:00Z","end":"2024-03-20T17:00:00Z"}},"_feedback":"ok"}`)
-	env.ExecuteWorkflow(WorkflowName, Start{Name: "schedule-meeting", Process: meeting(t).Document, First: first})
+	env.ExecuteWorkflow(WorkflowName, Start{Name: "schedule-meeting", Program: meeting(t).Program(), First: first})
 	var v View
 	if err := env.GetWorkflowResult(&v); err != nil {
 		t.Fatal(err)
@@ -268,7 +270,7 @@ func TestFireAndForgetAndDirectCall(t *testing.T) {
 		t.Fatalf("%v %v", err, direct)
 	}
 	env := newEnv(t, model, &acts)
-	env.ExecuteWorkflow(DirectCallName, Start{Name: "pipeline", Process: direct.Document})
+	env.ExecuteWorkflow(DirectCallName, Start{Name: "pipeline", Program: direct.Program()})
 	var res DirectResult
 	if err := env.GetWorkflowResult(&res); err != nil {
 		t.Fatal(err)
@@ -284,7 +286,7 @@ func TestFireAndForgetAndDirectCall(t *testing.T) {
 	}
 	model.answers["LLM_step1_compose_like"] = `{"step1_compose_like":{"_why":"nice","postId":"p42"},"step2_send_like":{"postId":"p42"},"step3_thank":{"note":"thanks"}}`
 	env = newEnv(t, model, &acts)
-	env.ExecuteWorkflow(WorkflowName, Start{Name: "pipeline", Process: ff.Document})
+	env.ExecuteWorkflow(WorkflowName, Start{Name: "pipeline", Program: ff.Program()})
 	var v View
 	if err := env.GetWorkflowResult(&v); err != nil {
 		t.Fatal(err)
@@ -308,7 +310,7 @@ func TestAnswerWhenNotWaiting(t *testing.T) {
 		env.UpdateWorkflow(UpdateAnswer, "a", &testsuite.TestUpdateCallback{OnReject: func(err error) { t.Error(err) }, OnAccept: func() {}, OnComplete: func(any, error) {}},
 			mustParse(t, `{"confirmInvitation":{"decision":"Approve"}}`))
 	}, time.Hour)
-	env.ExecuteWorkflow(WorkflowName, Start{Name: "schedule-meeting", Process: meeting(t).Document})
+	env.ExecuteWorkflow(WorkflowName, Start{Name: "schedule-meeting", Program: meeting(t).Program()})
 	if err := env.GetWorkflowError(); err != nil {
 		t.Fatal(err)
 	}

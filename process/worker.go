@@ -6,8 +6,10 @@ import (
 	"go.temporal.io/sdk/workflow"
 )
 
-// RegisterWorkflows registers Vibe's workflows only: a worker that answers
-// queries (vibe show) without running any model call or action.
+// RegisterWorkflows registers Vibe's process workflows and the local
+// activity they check values with: a worker that answers queries (vibe
+// show) without running any model call or action. The Vessel workflow
+// (package request) uses that local activity too.
 func RegisterWorkflows(w worker.WorkflowRegistry, actions *Actions) {
 	if actions == nil {
 		actions = &Actions{}
@@ -16,6 +18,11 @@ func RegisterWorkflows(w worker.WorkflowRegistry, actions *Actions) {
 	w.RegisterWorkflowWithOptions(wf.Process, workflow.RegisterOptions{Name: WorkflowName})
 	w.RegisterWorkflowWithOptions(wf.DirectCall, workflow.RegisterOptions{Name: DirectCallName})
 	w.RegisterWorkflowWithOptions(wf.FireAndForget, workflow.RegisterOptions{Name: FireAndForgetName})
+	// The workflows check values in a local activity, which runs on the
+	// workflow's own worker; a replayer has no activities and needs none.
+	if ar, ok := w.(worker.ActivityRegistry); ok {
+		ar.RegisterActivityWithOptions(CheckValue, activity.RegisterOptions{Name: CheckName})
+	}
 }
 
 // Register registers Vibe's workflows and acts's activities on a worker
@@ -25,6 +32,6 @@ func Register(w worker.Registry, acts *Activities) {
 		acts.Actions = &Actions{}
 	}
 	RegisterWorkflows(w, acts.Actions)
-	w.RegisterActivityWithOptions(acts.Fill, activity.RegisterOptions{Name: fillName})
-	w.RegisterActivityWithOptions(acts.Action, activity.RegisterOptions{Name: actionName})
+	w.RegisterActivityWithOptions(acts.Fill, activity.RegisterOptions{Name: FillName})
+	w.RegisterActivityWithOptions(acts.Action, activity.RegisterOptions{Name: ActionName})
 }

@@ -3,7 +3,6 @@ package process
 import (
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 	"time"
 
@@ -16,92 +15,9 @@ import (
 	"github.com/augceo/vibe/engine"
 	"github.com/augceo/vibe/jsonv"
 	"github.com/augceo/vibe/llm"
-	"github.com/augceo/vibe/schema"
 )
 
-// Names shared by workflows, workers and clients.
-const (
-	// TaskQueue is the task queue Vibe's workers poll.
-	TaskQueue = "vibe"
-	// WorkflowName, DirectCallName and FireAndForgetName are the workflow
-	// types.
-	WorkflowName      = "vibe.Process"
-	DirectCallName    = "vibe.DirectCall"
-	FireAndForgetName = "vibe.FireAndForget"
-	// QueryView is the query that returns a process's View.
-	QueryView = "view"
-	// UpdateAnswer is the update that carries a person's answer to a USER
-	// chunk.
-	UpdateAnswer = "answer"
-	// fillName and actionName are the activity types.
-	fillName   = "vibe.Fill"
-	actionName = "vibe.Action"
-)
-
-// Status is a process's status.
-type Status string
-
-// The statuses of a process.
-const (
-	Running   Status = "running"
-	Waiting   Status = "waiting" // for a person's answer
-	Completed Status = "completed"
-	Failed    Status = "failed"
-)
-
-// Start is a process workflow's input.
-type Start struct {
-	// Name names the process (schedule-meeting); it is shown and searchable.
-	Name string `json:"name"`
-	// Process is the compiled process document.
-	Process jsonv.Value `json:"process"`
-	// Prompt is the person's request.
-	Prompt string `json:"prompt,omitempty"`
-	// Input is data the process starts with, kept in state under "input".
-	Input jsonv.Value `json:"input,omitempty"`
-	// First is the value of the first LLM chunk when it was filled already —
-	// by a Vessel's LaunchProcess tool — so that no model is asked for it.
-	First jsonv.Value `json:"first,omitempty"`
-	// System is the system text of the process's model calls.
-	System string `json:"system,omitempty"`
-}
-
-// View is what a process shows: its status, what it waits for, its state.
-type View struct {
-	Status Status `json:"status"`
-	// Chunk is the chunk running or waited on; "" when finished.
-	Chunk string `json:"chunk,omitempty"`
-	// Done lists the finished chunks in order.
-	Done []string `json:"done"`
-	// Waiting is set while the process waits for a person.
-	Waiting *Pending `json:"waiting"`
-	// State holds every step's output: state[context][step], or state[step]
-	// for a plain step; the process's input under "input".
-	State jsonv.Value `json:"state"`
-	// Thinking holds the "_" fields of each step and chunk, by qualified name.
-	Thinking jsonv.Value `json:"thinking"`
-	// Metrics holds the "$" fields of each step, by qualified name.
-	Metrics jsonv.Value `json:"metrics"`
-	// Usage totals the process's model calls; Steps has them by chunk.
-	Usage llm.Usage            `json:"usage"`
-	Steps map[string]llm.Usage `json:"chunkUsage,omitempty"`
-	// Replayed is true when any model answer came from a recording.
-	Replayed bool `json:"replayed,omitempty"`
-	// Actions has the status of each fire-and-forget action by step:
-	// "started", "completed" or "failed: …".
-	Actions map[string]string `json:"actions,omitempty"`
-	// Error says why the process failed; null while it has not.
-	Error *string `json:"error"`
-}
-
-// Pending describes a USER chunk waiting for its answer.
-type Pending struct {
-	Chunk   string      `json:"chunk"`
-	Schema  jsonv.Value `json:"schema"`
-	Context jsonv.Value `json:"context"`
-}
-
-// ActivityTimeouts bound the activities of a process.
+// Activity options of a process's activities.
 var (
 	// FillTimeout bounds one attempt of an LLM chunk, repair turns included.
 	FillTimeout = 10 * time.Minute
@@ -110,59 +26,28 @@ var (
 	FillRetry = &temporal.RetryPolicy{InitialInterval: 2 * time.Second, BackoffCoefficient: 2, MaximumInterval: time.Minute, MaximumAttempts: 5}
 )
 
-// WithActionOptions sets the activity options of an action on ctx: its
-// retry policy and timeout from the worker's registry, or the defaults.
-func WithActionOptions(ctx workflow.Context, acts *Actions, name string) workflow.Context {
-	retry, timeout := DefaultRetry, DefaultActionTimeout
-	if a, ok := acts.Lookup(name); ok {
-		if a.Retry != nil {
-			retry = a.Retry
-		}
-		if a.Timeout > 0 {
-			timeout = a.Timeout
-		}
-	}
-	return workflow.WithActivityOptions(ctx, workflow.ActivityOptions{StartToCloseTimeout: timeout, RetryPolicy: retry})
-}
-
-// processRun is one process's interpreter.
-type processRun struct {
-	in   Start
-	proc *compile.Process
-	acts *Actions
-	view View
-	// answer is the person's accepted answer, set by the update handler.
-	answer *jsonv.Value
-	// upserted is set once the search attributes were first written.
-	upserted bool
-}
-
 // Workflows holds the workflow functions; they need the worker's actions
 // only for their retry policies and timeouts.
 type Workflows struct {
 	Actions *Actions
 }
 
-// Process is the process workflow.
+// Process is the process workflow: it runs the prepared program chunk by
+// chunk — a model fills an LLM chunk, the server runs a SERVER chunk's
+// actions, a person answers a USER chunk — and keeps every step's result.
 func (w *Workflows) Process(ctx workflow.Context, in Start) (View, error) {
-	r := &processRun{in: in, acts: w.Actions}
-	r.view = View{Status: Running, Done: []string{}, State: jsonv.NewObject(4).Value(),
-		Thinking: jsonv.NewObject(4).Value(), Metrics: jsonv.NewObject(4).Value(), Steps: map[string]llm.Usage{}}
+	r := &processRun{in: in, acts: w.Actions, view: newView(in)}
 	if err := workflow.SetQueryHandler(ctx, QueryView, func() (View, error) { return r.view, nil }); err != nil {
 		return r.view, err
 	}
 	if err := workflow.SetUpdateHandlerWithOptions(ctx, UpdateAnswer, r.accept, workflow.UpdateHandlerOptions{Validator: r.validate}); err != nil {
 		return r.view, err
 	}
-	proc, err := compile.Decode(in.Process)
-	if err != nil {
-		return r.fail(ctx, temporal.NewNonRetryableApplicationError("the process document is not a compiled process: "+err.Error(), "BadProcess", err))
+	if in.Program == nil || len(in.Program.Chunks) == 0 {
+		return r.fail(ctx, temporal.NewNonRetryableApplicationError("the process has no program: start it with process.Client or a Vessel's launch", "BadProcess", nil))
 	}
-	r.proc = proc
-	if !in.Input.IsNull() {
-		r.view.State.Object().Set("input", in.Input)
-	}
-	for i, ch := range proc.Chunks {
+	for i := range in.Program.Chunks {
+		ch := &in.Program.Chunks[i]
 		r.view.Chunk = ch.Name
 		r.setStatus(ctx, Running)
 		var err error
@@ -184,11 +69,19 @@ func (w *Workflows) Process(ctx workflow.Context, in Start) (View, error) {
 	return r.view, nil
 }
 
+// processRun is one process's interpreter.
+type processRun struct {
+	in   Start
+	acts *Actions
+	view View
+	// answer is the person's accepted answer, set by the update handler.
+	answer *jsonv.Value
+	// upserted is set once the search attributes were first written.
+	upserted bool
+}
+
 func (r *processRun) setStatus(ctx workflow.Context, s Status) {
-	if r.view.Status == s && s != Running {
-		return
-	}
-	if r.view.Status == s && r.upserted {
+	if r.view.Status == s && (s != Running || r.upserted) {
 		return
 	}
 	r.upserted = true
@@ -198,14 +91,15 @@ func (r *processRun) setStatus(ctx workflow.Context, s Status) {
 }
 
 func (r *processRun) fail(ctx workflow.Context, err error) (View, error) {
-	msg := errorText(err)
+	msg := ErrorText(err)
 	r.view.Error = &msg
 	r.setStatus(ctx, Failed)
 	return r.view, err
 }
 
-// errorText is an activity error without Temporal's wrapping.
-func errorText(err error) string {
+// ErrorText is an activity's or child workflow's error as its own message,
+// without Temporal's wrapping.
+func ErrorText(err error) string {
 	var ae *temporal.ApplicationError
 	if errors.As(err, &ae) {
 		return ae.Error()
@@ -215,22 +109,14 @@ func errorText(err error) string {
 
 // llmChunk fills an LLM chunk (or takes the value a Vessel already filled),
 // keeps its steps' outputs, and starts its fire-and-forget actions.
-func (r *processRun) llmChunk(ctx workflow.Context, ch *compile.Chunk, first bool) error {
-	var value jsonv.Value
-	if first && !r.in.First.IsNull() {
-		value = r.in.First
-	} else {
-		mctx, err := compile.MinimalContext(r.view.State, ch.References)
+func (r *processRun) llmChunk(ctx workflow.Context, ch *compile.ProgramChunk, first bool) error {
+	value := r.in.First
+	if !first || value.IsNull() {
+		mctx, err := r.view.context(ch.References)
 		if err != nil {
 			return fmt.Errorf("chunk %s: %w", ch.Name, err)
 		}
-		def := r.in.Process.Lookup("$defs").Lookup(ch.Name)
-		actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{StartToCloseTimeout: FillTimeout, RetryPolicy: FillRetry})
-		var out FillOutput
-		err = workflow.ExecuteActivity(actx, fillName, FillInput{
-			Process: workflow.GetInfo(ctx).WorkflowExecution.ID, Chunk: ch.Name, System: r.in.System,
-			Prompt: r.in.Prompt, Context: mctx, Schema: compile.Project(def, compile.ProjectOptions{}).Schema,
-		}).Get(ctx, &out)
+		out, err := ExecuteFill(ctx, FillInput{Chunk: ch.Name, System: r.in.System, Prompt: r.in.Prompt, Context: mctx, Schema: ch.Schema})
 		if err != nil {
 			return fmt.Errorf("chunk %s: %w", ch.Name, err)
 		}
@@ -239,69 +125,26 @@ func (r *processRun) llmChunk(ctx workflow.Context, ch *compile.Chunk, first boo
 		r.view.Steps[ch.Name] = r.view.Steps[ch.Name].Add(out.Usage)
 		r.view.Replayed = r.view.Replayed || out.Replayed
 	}
-	if value.Object() == nil {
-		return fmt.Errorf("chunk %s: the value is %s, not an object of its steps", ch.Name, value.Kind())
+	outs, err := r.view.keepChunk(ch, value)
+	if err != nil {
+		return err
 	}
-	// Members that are not steps — a mixin's _considerations — are the
-	// chunk's own thinking.
-	rest := jsonv.NewObject(0)
-	for name, v := range value.Members() {
-		if !slices.ContainsFunc(ch.Steps, func(s *compile.Step) bool { return s.Name == name }) {
-			rest.Set(name, v)
-		}
-	}
-	if rest.Len() > 0 {
-		r.view.Thinking.Object().Set(ch.Name, rest.Value())
-	}
-	for _, s := range ch.Steps {
-		v, ok := value.Get(s.Name)
-		if !ok {
-			return fmt.Errorf("chunk %s: the value has no step %q", ch.Name, s.Name)
-		}
-		out, err := r.keep(s, v)
-		if err != nil {
-			return err
-		}
-		if s.FireAndForget {
-			r.fireAndForget(ctx, s, out)
+	for i := range ch.Steps {
+		if ch.Steps[i].FireAndForget {
+			r.fireAndForget(ctx, &ch.Steps[i], outs[i])
 		}
 	}
 	return nil
 }
 
-// keep stores a step's value: its output in state, its thinking fields and
-// metrics beside. It returns the output.
-func (r *processRun) keep(s *compile.Step, v jsonv.Value) (jsonv.Value, error) {
-	parts := compose.Split(v)
-	if _, err := jsonv.SetAll(r.view.State, jsonv.PointerTo(s.StatePath()...), parts.Output); err != nil {
-		return jsonv.Value{}, fmt.Errorf("step %s: the process state has no place for its result: %w", s.QualifiedName(), err)
-	}
-	q := s.QualifiedName()
-	if len(parts.Thinking) > 0 {
-		r.view.Thinking.Object().Set(q, fields(parts.Thinking))
-	}
-	if len(parts.Metrics) > 0 {
-		r.view.Metrics.Object().Set(q, fields(parts.Metrics))
-	}
-	return parts.Output, nil
-}
-
-func fields(fs []compose.Field) jsonv.Value {
-	o := jsonv.NewObject(len(fs))
-	for _, f := range fs {
-		o.Set(strings.TrimPrefix(string(f.Path), "/"), f.Value)
-	}
-	return o.Value()
-}
-
 // fireAndForget starts a step's action as a child workflow the process does
 // not wait for; it outlives the process (ParentClosePolicy ABANDON) and its
 // failure is recorded, not fatal.
-func (r *processRun) fireAndForget(ctx workflow.Context, s *compile.Step, out jsonv.Value) {
+func (r *processRun) fireAndForget(ctx workflow.Context, s *compile.ProgramStep, out jsonv.Value) {
 	if r.view.Actions == nil {
 		r.view.Actions = map[string]string{}
 	}
-	q := s.QualifiedName()
+	q := s.Qualified()
 	id := workflow.GetInfo(ctx).WorkflowExecution.ID + "-" + strings.ReplaceAll(q, ".", "-")
 	cctx := workflow.WithChildOptions(ctx, workflow.ChildWorkflowOptions{
 		WorkflowID:        id,
@@ -314,12 +157,12 @@ func (r *processRun) fireAndForget(ctx workflow.Context, s *compile.Step, out js
 	// Make sure the child exists before the process may close; then watch
 	// it in the background.
 	if err := f.GetChildWorkflowExecution().Get(ctx, nil); err != nil {
-		r.view.Actions[q] = "failed: " + errorText(err)
+		r.view.Actions[q] = "failed: " + ErrorText(err)
 		return
 	}
 	workflow.Go(ctx, func(ctx workflow.Context) {
 		if err := f.Get(ctx, nil); err != nil {
-			r.view.Actions[q] = "failed: " + errorText(err)
+			r.view.Actions[q] = "failed: " + ErrorText(err)
 			return
 		}
 		r.view.Actions[q] = "completed"
@@ -327,32 +170,25 @@ func (r *processRun) fireAndForget(ctx workflow.Context, s *compile.Step, out js
 }
 
 // serverChunk runs each step's action in order, blocking.
-func (r *processRun) serverChunk(ctx workflow.Context, ch *compile.Chunk) error {
-	for _, s := range ch.Steps {
+func (r *processRun) serverChunk(ctx workflow.Context, ch *compile.ProgramChunk) error {
+	for i := range ch.Steps {
+		s := &ch.Steps[i]
 		in, err := r.actionInput(s)
 		if err != nil {
 			return err
 		}
 		action := s.Action
 		if action == "" {
-			if a, ok := compile.MatchAction(s.Name, r.acts.Names()); ok {
-				action = a
-			} else {
-				action = s.Name
-			}
+			action = s.Name // the worker matches it to one of its actions
 		}
-		var out jsonv.Value
-		err = workflow.ExecuteActivity(WithActionOptions(ctx, r.acts, action), actionName, ActionInput{
-			Process: workflow.GetInfo(ctx).WorkflowExecution.ID, Step: s.QualifiedName(), Action: action,
-			Input: in, Output: outputSchema(s),
-		}).Get(ctx, &out)
+		out, err := ExecuteAction(ctx, r.acts, ActionInput{Step: s.Qualified(), Action: action, Input: in, Output: s.Output})
 		if err != nil {
-			return fmt.Errorf("step %s: %w", s.QualifiedName(), err)
+			return fmt.Errorf("step %s: %w", s.Qualified(), err)
 		}
-		if schema.Properties(s.Schema).Has("output") {
+		if s.Blocking {
 			out = jsonv.ObjectValue(jsonv.Member{Name: "input", Value: in}, jsonv.Member{Name: "output", Value: out})
 		}
-		if _, err := r.keep(s, out); err != nil {
+		if _, err := r.view.keep(s, out); err != nil {
 			return err
 		}
 	}
@@ -361,97 +197,46 @@ func (r *processRun) serverChunk(ctx workflow.Context, ch *compile.Chunk) error 
 
 // actionInput is a server step's input: the minimal context of its
 // references, or the process's input when it has none.
-func (r *processRun) actionInput(s *compile.Step) (jsonv.Value, error) {
+func (r *processRun) actionInput(s *compile.ProgramStep) (jsonv.Value, error) {
 	if len(s.References) == 0 {
 		if in, ok := r.view.State.Get("input"); ok {
 			return in, nil
 		}
 		return jsonv.NewObject(0).Value(), nil
 	}
-	v, err := compile.MinimalContext(r.view.State, s.References)
+	v, err := r.view.context(s.References)
 	if err != nil {
-		return jsonv.Value{}, fmt.Errorf("step %s: %w", s.QualifiedName(), err)
+		return jsonv.Value{}, fmt.Errorf("step %s: %w", s.Qualified(), err)
 	}
 	return v, nil
 }
 
-// outputSchema is the schema an action's result must fit: the step's
-// "output" property without null (the model's placeholder), or the step's
-// own schema.
-func outputSchema(s *compile.Step) jsonv.Value {
-	if o, ok := schema.Properties(s.Schema).Get("output"); ok {
-		return compile.Project(o, compile.ProjectOptions{}).Schema
-	}
-	return compile.Project(s.Schema, compile.ProjectOptions{}).Schema
-}
-
 // userChunk waits for a person's answer to the chunk.
-func (r *processRun) userChunk(ctx workflow.Context, ch *compile.Chunk) error {
-	mctx, err := compile.MinimalContext(r.view.State, ch.References)
+func (r *processRun) userChunk(ctx workflow.Context, ch *compile.ProgramChunk) error {
+	mctx, err := r.view.context(ch.References)
 	if err != nil {
 		return fmt.Errorf("chunk %s: %w", ch.Name, err)
 	}
-	def := r.in.Process.Lookup("$defs").Lookup(ch.Name)
 	r.answer = nil
-	r.view.Waiting = &Pending{Chunk: ch.Name, Schema: compile.Project(def, compile.ProjectOptions{}).Schema, Context: mctx}
+	r.view.Waiting = &Pending{Chunk: ch.Name, Schema: ch.Schema, Context: mctx}
 	r.setStatus(ctx, Waiting)
 	if err := workflow.Await(ctx, func() bool { return r.answer != nil }); err != nil {
 		return err
 	}
 	answer := *r.answer
 	r.view.Waiting = nil
-	for _, s := range ch.Steps {
-		if _, err := r.keep(s, answer.Lookup(s.Name)); err != nil {
+	for i := range ch.Steps {
+		if _, err := r.view.keep(&ch.Steps[i], answer.Lookup(ch.Steps[i].Name)); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// validate refuses an answer when the process waits for none, or when it
-// breaks the waited chunk's schema; the process keeps waiting.
-func (r *processRun) validate(answer jsonv.Value) error {
-	if r.view.Waiting == nil {
-		return fmt.Errorf("process is not waiting for an answer (status %s)", r.view.Status)
-	}
-	v, err := schema.NewValidator(r.view.Waiting.Chunk, r.view.Waiting.Schema, schema.ValidatorOptions{})
-	if err != nil {
-		return err
-	}
-	if err := v.Validate(answer); err != nil {
-		return &AnswerError{Chunk: r.view.Waiting.Chunk, Problems: err.(*schema.ValidationError).Problems}
-	}
-	return nil
-}
-
-func (r *processRun) accept(ctx workflow.Context, answer jsonv.Value) (View, error) {
-	r.answer = &answer
-	// Let the workflow take the answer before the update returns, so that
-	// the view it returns shows the process moving on.
-	_ = workflow.Await(ctx, func() bool { return r.view.Waiting == nil || r.view.Waiting.Chunk != r.view.Chunk })
-	return r.view, nil
-}
-
-// AnswerError is a person's answer that breaks the waited chunk's schema.
-type AnswerError struct {
-	Chunk    string
-	Problems []schema.Invalid
-}
-
-func (e *AnswerError) Error() string {
-	lines := make([]string, len(e.Problems))
-	for i, p := range e.Problems {
-		lines[i] = p.String()
-	}
-	return fmt.Sprintf("the answer does not fit chunk %s: %s", e.Chunk, strings.Join(lines, "; "))
-}
-
 // FireAndForget runs one action with retries: the workflow of a
 // fire-and-forget step.
 func (w *Workflows) FireAndForget(ctx workflow.Context, in ActionInput) (jsonv.Value, error) {
-	var out jsonv.Value
-	err := workflow.ExecuteActivity(WithActionOptions(ctx, w.Actions, in.Action), actionName, in).Get(ctx, &out)
-	return out, err
+	return ExecuteAction(ctx, w.Actions, in)
 }
 
 // DirectResult is what a direct server call did.
@@ -466,27 +251,55 @@ type DirectResult struct {
 // instruction (unless Start.First holds it already), then the action runs
 // with the last step's value, with retries. It keeps no process state.
 func (w *Workflows) DirectCall(ctx workflow.Context, in Start) (DirectResult, error) {
-	proc, err := compile.Decode(in.Process)
-	if err != nil || proc.Direct == nil {
-		return DirectResult{}, temporal.NewNonRetryableApplicationError("the document is not a compiled direct server call", "BadProcess", err)
+	if in.Program == nil || in.Program.Direct == nil {
+		return DirectResult{}, temporal.NewNonRetryableApplicationError("the process is not a direct server call", "BadProcess", nil)
 	}
-	d := proc.Direct
+	d := in.Program.Direct
+	ch := &in.Program.Chunks[d.Chunk]
 	res := DirectResult{Action: d.Action, Value: in.First}
 	if in.First.IsNull() {
-		def := in.Process.Lookup("$defs").Lookup(d.Chunk.Name)
-		actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{StartToCloseTimeout: FillTimeout, RetryPolicy: FillRetry})
-		var out FillOutput
-		if err := workflow.ExecuteActivity(actx, fillName, FillInput{
-			Process: workflow.GetInfo(ctx).WorkflowExecution.ID, Chunk: d.Chunk.Name, System: in.System, Prompt: in.Prompt,
-			Context: jsonv.NewObject(0).Value(), Schema: compile.Project(def, compile.ProjectOptions{}).Schema,
-		}).Get(ctx, &out); err != nil {
+		out, err := ExecuteFill(ctx, FillInput{Chunk: ch.Name, System: in.System, Prompt: in.Prompt, Context: jsonv.NewObject(0).Value(), Schema: ch.Schema})
+		if err != nil {
 			return res, err
 		}
 		res.Value, res.Usage = out.Value, out.Usage
 	}
-	input := compose.Split(res.Value.Lookup(d.Step.Name)).Output
-	err = workflow.ExecuteActivity(WithActionOptions(ctx, w.Actions, d.Action), actionName, ActionInput{
-		Process: workflow.GetInfo(ctx).WorkflowExecution.ID, Step: d.Step.Name, Action: d.Action, Input: input, Output: jsonv.NullValue(),
-	}).Get(ctx, &res.Result)
+	input := compose.Split(res.Value.Lookup(d.Step)).Output
+	out, err := ExecuteAction(ctx, w.Actions, ActionInput{Step: d.Step, Action: d.Action, Input: input, Output: jsonv.NullValue()})
+	res.Result = out
 	return res, err
+}
+
+// ExecuteFill runs the model-call activity: the one way every workflow of
+// Vibe asks a model. The workflow's id is filled in for logs and metrics.
+func ExecuteFill(ctx workflow.Context, in FillInput) (FillOutput, error) {
+	in.Process = workflow.GetInfo(ctx).WorkflowExecution.ID
+	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{StartToCloseTimeout: FillTimeout, RetryPolicy: FillRetry})
+	var out FillOutput
+	err := workflow.ExecuteActivity(actx, FillName, in).Get(ctx, &out)
+	return out, err
+}
+
+// ExecuteAction runs a server action as an activity, with the action's
+// retry policy and timeout from acts (or the defaults): the one way every
+// workflow of Vibe runs an action. The workflow's id is filled in.
+func ExecuteAction(ctx workflow.Context, acts *Actions, in ActionInput) (jsonv.Value, error) {
+	if in.Process == "" {
+		in.Process = workflow.GetInfo(ctx).WorkflowExecution.ID
+	}
+	retry, timeout := DefaultRetry, DefaultActionTimeout
+	// An exact lookup: a name the worker resolves another way (a pipeline
+	// step's) runs with the default options.
+	if a, ok := acts.Lookup(in.Action); ok {
+		if a.Retry != nil {
+			retry = a.Retry
+		}
+		if a.Timeout > 0 {
+			timeout = a.Timeout
+		}
+	}
+	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{StartToCloseTimeout: timeout, RetryPolicy: retry})
+	var out jsonv.Value
+	err := workflow.ExecuteActivity(actx, ActionName, in).Get(ctx, &out)
+	return out, err
 }

@@ -20,6 +20,10 @@ import (
 // a fragment that names nothing.
 var ErrNotFound = errors.New("not found")
 
+// ErrNoRegistry is wrapped by the errors of a reference to the registry
+// (an aug: URI, an instruction name) when no registry was given.
+var ErrNoRegistry = errors.New("no registry given")
+
 // Document is one registry document.
 type Document struct {
 	// URI is the document's canonical URI, with the version it resolved to

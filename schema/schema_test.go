@@ -168,3 +168,20 @@ func TestValidator(t *testing.T) {
 		t.Error("aug: reference not applied")
 	}
 }
+
+func TestSkeleton(t *testing.T) {
+	for _, c := range []struct{ schema, want string }{
+		{`{"type":"object","properties":{"decision":{"enum":["Approve","Reject"]},"note":{"type":"string"},"n":{"type":"integer"},"ok":{"type":"boolean"},"tags":{"type":"array"},"k":{"const":3}}}`,
+			`{"decision":"Approve","note":"…","n":0,"ok":true,"tags":[],"k":3}`},
+		{`{"properties":{"a":{"properties":{"b":{"type":"number"}}}}}`, `{"a":{"b":0}}`},
+		{`{}`, `"…"`},
+	} {
+		s, err := jsonv.Parse([]byte(c.schema))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := string(jsonv.Marshal(Skeleton(s))); got != c.want {
+			t.Errorf("Skeleton(%s) = %s, want %s", c.schema, got, c.want)
+		}
+	}
+}

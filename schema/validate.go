@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
@@ -39,8 +40,8 @@ type Validator struct {
 
 // Invalid is one way an instance breaks a schema.
 type Invalid struct {
-	Path    jsonv.Pointer // where in the instance
-	Message string        // what is wrong
+	Path    jsonv.Pointer `json:"path"`    // where in the instance
+	Message string        `json:"message"` // what is wrong
 }
 
 func (i Invalid) String() string { return i.Path.String() + ": " + i.Message }
@@ -80,6 +81,53 @@ func NewValidator(file string, s jsonv.Value, opts ValidatorOptions) (*Validator
 		return nil, compileError(file, err)
 	}
 	return &Validator{s: compiled}, nil
+}
+
+// cache holds compiled validators by the schema's bytes: a batch or a
+// process validates many values against the same few schemas, and
+// compiling costs far more than validating. It is reset when full, which
+// bounds it without bookkeeping.
+var cache struct {
+	sync.Mutex
+	m map[string]*Validator
+}
+
+const maxCached = 512
+
+// Cached returns a validator for s with the zero ValidatorOptions, compiled
+// once per distinct schema. Errors are NewValidator's, with file "schema".
+func Cached(s jsonv.Value) (*Validator, error) {
+	key := string(jsonv.Marshal(s))
+	cache.Lock()
+	v, ok := cache.m[key]
+	cache.Unlock()
+	if ok {
+		return v, nil
+	}
+	v, err := NewValidator("schema", s, ValidatorOptions{})
+	if err != nil {
+		return nil, err
+	}
+	cache.Lock()
+	if cache.m == nil || len(cache.m) >= maxCached {
+		cache.m = make(map[string]*Validator)
+	}
+	cache.m[key] = v
+	cache.Unlock()
+	return v, nil
+}
+
+// Check validates x against s and returns what is wrong with it, by
+// instance path; nil when it fits. The validator comes from Cached.
+func Check(s, x jsonv.Value) ([]Invalid, error) {
+	v, err := Cached(s)
+	if err != nil {
+		return nil, err
+	}
+	if err := v.Validate(x); err != nil {
+		return err.(*ValidationError).Problems, nil
+	}
+	return nil, nil
 }
 
 type augLoader Loader

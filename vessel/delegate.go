@@ -64,7 +64,7 @@ func (l *Loader) Load(ctx context.Context, ref string) (*Delegate, error) {
 		return &Delegate{ID: Anonymous, Name: Anonymous, Context: jsonv.ArrayValue(), Vessel: &Vessel{Name: Anonymous}}, nil
 	case registry.IsURI(ref):
 		if l.Registry == nil {
-			return nil, fmt.Errorf("delegate %s: no registry to load it from (use --registry)", ref)
+			return nil, fmt.Errorf("delegate %s: %w", ref, registry.ErrNoRegistry)
 		}
 		d, err := l.Registry.Document(ref)
 		if err != nil {
@@ -132,7 +132,7 @@ func (l *Loader) fetch(ctx context.Context, ref string) (*Delegate, error) {
 		return nil, fmt.Errorf("delegate %s: not a URL", ref)
 	}
 	if !l.allowed(u) {
-		return nil, fmt.Errorf("delegate %s: host %s is %w: only hosts on the allow-list (--delegate-allow HOST,…) are fetched from", ref, u.Host, ErrNotAllowed)
+		return nil, fmt.Errorf("delegate %s: host %s is %w: only hosts on the allow-list are fetched from", ref, u.Host, ErrNotAllowed)
 	}
 	timeout := l.Timeout
 	if timeout <= 0 {
@@ -328,3 +328,88 @@ func SubRequest(d *Delegate, scoped []jsonv.Value, params jsonv.Value) jsonv.Val
 
 // DefaultOutput is what a delegate without "_output" fills: any object.
 var DefaultOutput = mustParse(`{"type": "object", "description": "The result of the task given in the input message."}`)
+
+// withoutThinking is a result schema as the caller sees the result: its
+// thinking fields and metrics, which the delegate fills and the engine
+// splits off, neither listed nor required.
+func withoutThinking(s jsonv.Value) jsonv.Value {
+	switch s.Kind() {
+	case jsonv.KindArray:
+		out := make([]jsonv.Value, s.Len())
+		for i, e := range s.Array() {
+			out[i] = withoutThinking(e)
+		}
+		return jsonv.ArrayValue(out...)
+	case jsonv.KindObject:
+	default:
+		return s
+	}
+	out := jsonv.NewObject(s.Len())
+	for name, v := range s.Members() {
+		switch name {
+		case "properties":
+			props := jsonv.NewObject(v.Len())
+			for p, ps := range v.Members() {
+				if !schema.IsThinking(p) && !schema.IsMetric(p) {
+					props.Set(p, withoutThinking(ps))
+				}
+			}
+			out.Set(name, props.Value())
+		case "required":
+			var keep []jsonv.Value
+			for _, r := range v.Array() {
+				if !schema.IsThinking(r.Str()) && !schema.IsMetric(r.Str()) {
+					keep = append(keep, r)
+				}
+			}
+			out.Set(name, jsonv.ArrayValue(keep...))
+		default:
+			out.Set(name, withoutThinking(v))
+		}
+	}
+	return out.Value()
+}
+
+// Prepare builds a delegate call's isolated sub-request, ready to run: the
+// delegate's own toolset (built with opts), the context SubRequest
+// assembles from the scoped parent messages and the call's parameters, and
+// the schema of its result — the delegate's _output, else the tool's, else
+// DefaultOutput. An anonymous delegate's input schema is the tool's own.
+func (d *Delegate) Prepare(ctx context.Context, t *Tool, scoped []jsonv.Value, params jsonv.Value, opts BuildOptions) (*Request, error) {
+	ts := &Toolset{Vessel: d.Name}
+	if len(d.Vessel.Tools) > 0 || len(d.Vessel.Processes) > 0 {
+		var err error
+		if ts, err = Build(ctx, d.Vessel, opts); err != nil {
+			return nil, err
+		}
+	}
+	if d.ID == Anonymous {
+		d.Input = t.Schema
+	}
+	output := d.Output
+	if output.IsNull() {
+		output = t.Output
+	}
+	if output.IsNull() {
+		output = DefaultOutput
+	}
+	return NewRequest(ts, SubRequest(d, scoped, params), RequestOptions{File: d.ID, Output: output})
+}
+
+// Nest makes r the sub-request of delegate id inside parent: one level
+// deeper, under the parent's bounds. A delegate already in the parent's
+// chain (A → B → A) is a cycle, refused with the chain.
+func (r *Request) Nest(parent *Request, id string) error {
+	if id != Anonymous && slices.Contains(parent.Chain, id) {
+		return fmt.Errorf("delegate cycle: %s", ChainText(parent.Chain, id))
+	}
+	r.Chain = append(slices.Clone(parent.Chain), id)
+	r.Depth = parent.Depth + 1
+	r.MaxDepth, r.MaxFanOut = parent.MaxDepth, parent.MaxFanOut
+	return nil
+}
+
+// ChainText shows a chain of delegates and the next one: "a → b → c".
+func ChainText(chain []string, next string) string {
+	return strings.Join(append(slices.Clone(chain), next), " → ")
+}

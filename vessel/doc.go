@@ -43,13 +43,14 @@
 // "anonymous". The sub-request holds the delegate's own messages, the
 // parent data its "_scopes" select for the call's instance (Scoped), and an
 // input message with the call's parameters and the delegate's input schema
-// (SubRequest). With "_resolve": "ahead" the delegate is loaded when the
-// toolset is built: its input becomes the tool's parameters and its
-// _output the result's contract. The generic activity vibe.Delegate
-// assembles the sub-request, which runs as a child workflow one level
-// deeper; depth, fan-out and cycles are bounded.
+// (SubRequest, Delegate.Prepare). With "_resolve": "ahead" the delegate is
+// loaded when the toolset is built: its input becomes the tool's
+// parameters and its _output the result's contract.
 //
-// A request runs as a Temporal workflow (Workflow): the model's decision and
-// every call are activities or child workflows, so a batch of a hundred
-// instances is retried and resumable like any process.
+// This package is the model-facing logic only, and knows nothing of
+// Temporal: NewRequest prepares a request (its context parsed, its
+// instances' states folded, a plan or a given decision assembled and
+// checked), ParseDecision checks a model's decision, and the state helpers
+// (ResolveRefs, Write, MergePatch) are what a runtime applies between
+// calls. Package request runs a prepared Request durably.
 package vessel

@@ -2,131 +2,30 @@ package vessel
 
 import (
 	"fmt"
+	"io"
 	"maps"
 	"slices"
 	"strings"
+	"text/tabwriter"
 
 	"github.com/augceo/vibe/jsonv"
 	"github.com/augceo/vibe/schema"
 )
 
-// Call is one tool call of a decision or a plan.
-type Call struct {
-	// Index is the call's position in its decision or plan.
-	Index int    `json:"index"`
-	Tool  string `json:"tool"`
-	// Instance is the instance the call is for; "" for a global call.
-	Instance string `json:"instance,omitempty"`
-	// Output is where the result goes in state (nil: nowhere).
-	Output []string `json:"output,omitempty"`
-	// Params are the call's parameters, without the call's own fields.
-	Params jsonv.Value `json:"params"`
-	// Path is where the call is in its file.
-	Path jsonv.Pointer `json:"path"`
-}
-
-// Name is how errors name a call: "call 3 (sendReport)".
-func (c *Call) Name() string {
-	s := fmt.Sprintf("call %d (%s", c.Index+1, c.Tool)
-	if c.Instance != "" {
-		s += ", instance " + c.Instance
-	}
-	return s + ")"
-}
-
-// OutputString is the call's output path as written.
-func (c *Call) OutputString() string {
-	if c.Output == nil {
-		return ""
-	}
-	return strings.Join(append([]string{"state"}, c.Output...), ".")
-}
-
-// Reads are the state paths the call's parameters read.
-func (c *Call) Reads() map[string][]string {
-	out := map[string][]string{}
-	for name, v := range c.Params.Members() {
-		if IsRef(v) {
-			if p, err := ParsePath(v.Str()); err == nil {
-				out[name] = p
-			}
-		}
-	}
-	return out
-}
-
-// ParseCalls reads the calls of a decision or a plan.
-func ParseCalls(file string, at jsonv.Pointer, v jsonv.Value) ([]*Call, error) {
-	var errs schema.ErrorList
-	var calls []*Call
-	for i, raw := range v.Array() {
-		p := at.AppendIndex(i)
-		if raw.Object() == nil {
-			errs.Add(file, p, "a call is an object with \"_tool\", not %s", raw.Kind())
-			continue
-		}
-		c := &Call{Index: i, Path: p}
-		params := jsonv.NewObject(raw.Len())
-		for name, val := range raw.Members() {
-			switch name {
-			case "_tool":
-				c.Tool = val.Str()
-			case "_instance":
-				if val.Kind() != jsonv.KindString {
-					errs.Add(file, p.Append(name), "_instance must be a string")
-				}
-				c.Instance = val.Str()
-			case "_outputPath":
-				path, err := ParsePath(val.Str())
-				if err != nil {
-					errs.Add(file, p.Append(name), "%v", err)
-					continue
-				}
-				c.Output = path
-			case "output":
-				// "output": "†state…" is the seed's other way to write an
-				// output path.
-				if val.Kind() == jsonv.KindString && strings.HasPrefix(val.Str(), "†") {
-					path, err := ParsePath(val.Str())
-					if err != nil {
-						errs.Add(file, p.Append(name), "%v", err)
-						continue
-					}
-					c.Output = path
-					continue
-				}
-				params.Set(name, val)
-			default:
-				params.Set(name, val)
-			}
-		}
-		if c.Tool == "" {
-			errs.Add(file, p, "a call needs \"_tool\": the name of the tool to call")
-			continue
-		}
-		c.Params = params.Value()
-		calls = append(calls, c)
-	}
-	if err := errs.Err(); err != nil {
-		return nil, err
-	}
-	return calls, nil
-}
-
 // Graph is calls wired through state: a call that reads a variable
 // depends on the earlier calls of its instance that write it (or a part of
 // it), and calls that write the same variable keep their order.
 type Graph struct {
-	Calls []*Call
+	Calls []*Call `json:"calls"`
 	// Deps[i] are the calls call i waits for, with the variable each edge
 	// carries.
-	Deps [][]Edge
+	Deps [][]Edge `json:"deps"`
 }
 
 // Edge is a dependency: From must run before the call, because of Var.
 type Edge struct {
-	From int
-	Var  string
+	From int    `json:"from"`
+	Var  string `json:"var"`
 }
 
 // overlap reports whether one state path contains the other.
@@ -299,6 +198,44 @@ func (g *Graph) Layers() [][]int {
 	return layers
 }
 
+// AssemblePlan reads the plan message of a parsed context and checks it
+// before anything runs: the plan's calls, once per instance (Expand), wired
+// (NewGraph) and validated against the toolset and each instance's initial
+// state (Graph.Validate). Every problem is reported with file and JSON path.
+// It is the one place a plan is assembled: for the command line's dry run
+// and picture as for a request that runs it.
+func AssemblePlan(file string, msgs []*Message, ts *Toolset) (*Graph, error) {
+	var plan *Message
+	for _, m := range msgs {
+		if m.Type == PlanMessage {
+			if plan != nil {
+				return nil, &schema.Error{File: file, Path: m.Path, Message: "the context holds two plans; a request runs one"}
+			}
+			plan = m
+		}
+	}
+	if plan == nil {
+		return nil, &schema.Error{File: file, Message: "the context holds no plan message ({\"type\": \"plan\", \"calls\": [...]})"}
+	}
+	calls, err := ParseCalls(file, plan.Path.Append("calls"), plan.Data)
+	if err != nil {
+		return nil, err
+	}
+	expanded, err := Expand(calls, Instances(msgs))
+	if err != nil {
+		return nil, &schema.Error{File: file, Path: plan.Path, Message: err.Error()}
+	}
+	states, err := InitialStates(msgs)
+	if err != nil {
+		return nil, &schema.Error{File: file, Message: err.Error()}
+	}
+	g := NewGraph(expanded)
+	if err := g.Validate(file, ts, states); err != nil {
+		return nil, err
+	}
+	return g, nil
+}
+
 // Expand turns a plan into the calls it makes: the plan once per instance
 // (or once, globally, without instances). A plan is never instanced
 // itself, so its calls name no instance.
@@ -321,6 +258,34 @@ func Expand(plan []*Call, instances []string) ([]*Call, error) {
 		}
 	}
 	return out, nil
+}
+
+// WriteTable writes the calls in the order they run, one line each: its
+// layer (calls of one layer run in parallel), number, tool, instance, the
+// variables it reads and writes, and the calls it waits for.
+func (g *Graph) WriteTable(w io.Writer) error {
+	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "STEP\tCALL\tTOOL\tINSTANCE\tREADS\tWRITES\tAFTER")
+	dash := func(s string) string {
+		if s == "" {
+			return "-"
+		}
+		return s
+	}
+	for n, layer := range g.Layers() {
+		for _, i := range layer {
+			c := g.Calls[i]
+			var reads, after []string
+			for _, p := range sortedReads(c) {
+				reads = append(reads, "state."+strings.Join(p, "."))
+			}
+			for _, e := range g.Deps[i] {
+				after = append(after, fmt.Sprint(e.From+1))
+			}
+			fmt.Fprintf(tw, "%d\t%d\t%s\t%s\t%s\t%s\t%s\n", n+1, i+1, c.Tool, dash(c.Instance), dash(strings.Join(reads, ", ")), dash(c.OutputString()), dash(strings.Join(after, ", ")))
+		}
+	}
+	return tw.Flush()
 }
 
 // Dot writes the graph for Graphviz: one node per call, one edge per

@@ -1,6 +1,8 @@
 package vessel
 
 import (
+	"cmp"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -53,52 +55,86 @@ func ParseContext(file string, at jsonv.Pointer, v jsonv.Value) ([]*Message, err
 	}
 	var msgs []*Message
 	for i, raw := range v.Array() {
-		p := at.AppendIndex(i)
-		if raw.Object() == nil {
-			errs.Add(file, p, "a message is an object with a \"type\", not %s", raw.Kind())
-			continue
+		if m := parseMessage(file, at.AppendIndex(i), raw, &errs); m != nil {
+			msgs = append(msgs, m)
 		}
-		m := &Message{Type: raw.Lookup("type").Str(), Kind: raw.Lookup("kind").Str(), Raw: raw, Path: p, Schema: raw.Lookup("schema")}
-		if inst, ok := raw.Get("_instance"); ok {
-			if inst.Kind() != jsonv.KindString || inst.Str() == "" {
-				errs.Add(file, p.Append("_instance"), "_instance must be a non-empty string")
-				continue
-			}
-			m.Instance = inst.Str()
-		}
-		switch m.Type {
-		case SystemMessage:
-			msg, ok := raw.Get("message")
-			if !ok || msg.Kind() != jsonv.KindString {
-				errs.Add(file, p, "a system message needs a \"message\" string")
-				continue
-			}
-			m.Data = msg
-		case InputMessage:
-			m.Data = payload(raw, "input")
-		case StateMessage, DataMessage:
-			m.Data = payload(raw, "data")
-		case PlanMessage:
-			calls, ok := raw.Get("calls")
-			if !ok || calls.Kind() != jsonv.KindArray {
-				errs.Add(file, p, "a plan message needs \"calls\": an array of calls")
-				continue
-			}
-			if m.Instance != "" {
-				errs.Add(file, p.Append("_instance"), "a plan is never instanced: one plan serves every instance")
-				continue
-			}
-			m.Data = calls
-		default:
-			errs.Add(file, p.Append("type"), "unknown message type %q (want system, input, state, data or plan)", m.Type)
-			continue
-		}
-		msgs = append(msgs, m)
 	}
 	if err := errs.Err(); err != nil {
 		return nil, err
 	}
 	return msgs, nil
+}
+
+// parseMessage reads one message at p; a message with a problem is
+// reported in errs and gives nil.
+func parseMessage(file string, p jsonv.Pointer, raw jsonv.Value, errs *schema.ErrorList) *Message {
+	if raw.Object() == nil {
+		errs.Add(file, p, "a message is an object with a \"type\", not %s", raw.Kind())
+		return nil
+	}
+	m := &Message{Type: raw.Lookup("type").Str(), Kind: raw.Lookup("kind").Str(), Raw: raw, Path: p, Schema: raw.Lookup("schema")}
+	if inst, ok := raw.Get("_instance"); ok {
+		if inst.Kind() != jsonv.KindString || inst.Str() == "" {
+			errs.Add(file, p.Append("_instance"), "_instance must be a non-empty string")
+			return nil
+		}
+		m.Instance = inst.Str()
+	}
+	switch m.Type {
+	case SystemMessage:
+		msg, ok := raw.Get("message")
+		if !ok || msg.Kind() != jsonv.KindString {
+			errs.Add(file, p, "a system message needs a \"message\" string")
+			return nil
+		}
+		m.Data = msg
+	case InputMessage:
+		m.Data = payload(raw, "input")
+	case StateMessage, DataMessage:
+		m.Data = payload(raw, "data")
+	case PlanMessage:
+		calls, ok := raw.Get("calls")
+		if !ok || calls.Kind() != jsonv.KindArray {
+			errs.Add(file, p, "a plan message needs \"calls\": an array of calls")
+			return nil
+		}
+		if m.Instance != "" {
+			errs.Add(file, p.Append("_instance"), "a plan is never instanced: one plan serves every instance")
+			return nil
+		}
+		m.Data = calls
+	default:
+		errs.Add(file, p.Append("type"), "unknown message type %q (want system, input, state, data or plan)", m.Type)
+		return nil
+	}
+	return m
+}
+
+// messageJSON is how a message travels in a workflow's input: as given,
+// with its place; the rest is derived again when it is read.
+type messageJSON struct {
+	Path    jsonv.Pointer `json:"path"`
+	Message jsonv.Value   `json:"message"`
+}
+
+// MarshalJSON writes the message as given, with its path.
+func (m *Message) MarshalJSON() ([]byte, error) {
+	return json.Marshal(messageJSON{Path: m.Path, Message: m.Raw})
+}
+
+// UnmarshalJSON reads what MarshalJSON wrote.
+func (m *Message) UnmarshalJSON(b []byte) error {
+	var j messageJSON
+	if err := json.Unmarshal(b, &j); err != nil {
+		return err
+	}
+	var errs schema.ErrorList
+	got := parseMessage("message", j.Path, j.Message, &errs)
+	if got == nil {
+		return errs.Err()
+	}
+	*m = *got
+	return nil
 }
 
 // payload is a message's data: its named member, or else its members other
@@ -218,4 +254,153 @@ func System(vesselSystem string, msgs []*Message) string {
 	}
 	parts = append(parts, Guidance)
 	return strings.Join(parts, "\n\n")
+}
+
+// Request is a Vessel request prepared to run (NewRequest): its toolset,
+// its parsed context, each instance's initial state and — for a plan or a
+// decision given in advance — its calls, already checked. It is the input
+// of the durable runtime's workflow (package request), which only
+// orchestrates: everything that can be worked out before the request runs
+// is worked out here.
+type Request struct {
+	Toolset *Toolset   `json:"toolset"`
+	Context []*Message `json:"context"`
+	// Prompt is the person's request.
+	Prompt string `json:"prompt,omitempty"`
+	// File names the context in errors.
+	File string `json:"file,omitempty"`
+	// Instances lists the instance ids of the context in order; States
+	// holds each one's initial state, "" the global one.
+	Instances []string               `json:"instances,omitempty"`
+	States    map[string]jsonv.Value `json:"states"`
+	// Calls are the calls to run without asking the model: a plan's (once
+	// per instance) or a decision given in advance. Nil: the model decides.
+	Calls *Graph `json:"calls,omitempty"`
+	// Decision is the plan's calls or the given decision as written.
+	Decision jsonv.Value `json:"decision,omitzero"`
+	// Output is the schema of the request's result. A request with no tools
+	// (a delegate's sub-request) is one model call that fills it; with
+	// tools, the model fills it once the calls are done.
+	Output jsonv.Value `json:"output,omitzero"`
+	// Chain lists the delegates this request runs inside, outermost first;
+	// Depth is their number.
+	Chain []string `json:"chain,omitempty"`
+	Depth int      `json:"depth,omitempty"`
+	// MaxDepth bounds how deep delegates nest (0: DefaultMaxDepth) and
+	// MaxFanOut how many delegate calls one request makes (0:
+	// DefaultMaxFanOut).
+	MaxDepth  int `json:"maxDepth,omitempty"`
+	MaxFanOut int `json:"maxFanOut,omitempty"`
+}
+
+// Bounds of delegation.
+const (
+	DefaultMaxDepth  = 4
+	DefaultMaxFanOut = 128
+)
+
+// RequestOptions configures NewRequest. The zero value asks the model to
+// decide, with the default bounds.
+type RequestOptions struct {
+	// Prompt is the person's request.
+	Prompt string
+	// File names the context in errors; "" means "request".
+	File string
+	// Decision, when set, is the decision to run instead of asking the
+	// model: {"calls": [ … ]}.
+	Decision jsonv.Value
+	// Output is Request.Output.
+	Output jsonv.Value
+	// MaxDepth and MaxFanOut are Request's.
+	MaxDepth, MaxFanOut int
+}
+
+// NewRequest prepares a request of ts over the context messages ctx (a
+// JSON array): it parses them, folds each instance's initial state, and
+// assembles and checks a plan message or the given decision. Every
+// problem is reported with the file and JSON path.
+func NewRequest(ts *Toolset, ctx jsonv.Value, opts RequestOptions) (*Request, error) {
+	file := opts.File
+	if file == "" {
+		file = "request"
+	}
+	if ctx.IsNull() {
+		ctx = jsonv.ArrayValue()
+	}
+	msgs, err := ParseContext(file, "", ctx)
+	if err != nil {
+		return nil, err
+	}
+	states, err := InitialStates(msgs)
+	if err != nil {
+		return nil, &schema.Error{File: file, Message: err.Error(), Err: err}
+	}
+	r := &Request{Toolset: ts, Context: msgs, Prompt: opts.Prompt, File: file, Instances: Instances(msgs), States: states,
+		Output: opts.Output, MaxDepth: opts.MaxDepth, MaxFanOut: opts.MaxFanOut}
+	hasPlan := slices.ContainsFunc(msgs, func(m *Message) bool { return m.Type == PlanMessage })
+	switch {
+	case hasPlan:
+		if r.Calls, err = AssemblePlan(file, msgs, ts); err != nil {
+			return nil, err
+		}
+		for _, m := range msgs {
+			if m.Type == PlanMessage {
+				r.Decision = jsonv.ObjectValue(jsonv.Member{Name: "calls", Value: m.Data})
+			}
+		}
+	case !opts.Decision.IsNull():
+		if r.Calls, err = ParseDecision("decision", opts.Decision, ts, states); err != nil {
+			return nil, err
+		}
+		r.Decision = opts.Decision
+	}
+	if r.Calls != nil {
+		if n, bound := r.DelegateCalls(r.Calls.Calls), r.FanOut(); n > bound {
+			return nil, &schema.Error{File: file, Message: fmt.Sprintf("the request makes %d delegate calls; at most %d may run from one request (fan-out bound)", n, bound)}
+		}
+	}
+	return r, nil
+}
+
+// System is the system text the request's model is sent: the Vessel's,
+// the context's system messages, and Guidance.
+func (r *Request) System() string { return System(r.Toolset.System, r.Context) }
+
+// Text is the prompt the request's model is sent, with extra messages (a
+// "results" message) at the end of its context.
+func (r *Request) Text(extra ...jsonv.Value) string {
+	msgs := r.Context
+	if len(extra) > 0 {
+		msgs = slices.Clone(msgs)
+		for _, e := range extra {
+			msgs = append(msgs, &Message{Type: e.Lookup("type").Str(), Raw: e})
+		}
+	}
+	return Prompt(msgs, r.Prompt)
+}
+
+// FanOut is the bound on the request's delegate calls.
+func (r *Request) FanOut() int { return cmp.Or(max(r.MaxFanOut, 0), DefaultMaxFanOut) }
+
+// MaxNesting is the bound on how deep its delegates nest.
+func (r *Request) MaxNesting() int { return cmp.Or(max(r.MaxDepth, 0), DefaultMaxDepth) }
+
+// DelegateCalls counts the calls of calls that go to a delegate.
+func (r *Request) DelegateCalls(calls []*Call) int {
+	n := 0
+	for _, c := range calls {
+		if t := r.Toolset.Tool(c.Tool); t != nil && t.Kind == DelegateKind {
+			n++
+		}
+	}
+	return n
+}
+
+// ContextValue is the request's context as given: the array of messages.
+func (r *Request) ContextValue() jsonv.Value {
+	msgs := make([]jsonv.Value, len(r.Context))
+	for i, m := range r.Context {
+		msgs[i] = m.Raw
+	}
+	return jsonv.ArrayValue(msgs...)
 }

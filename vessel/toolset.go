@@ -56,11 +56,12 @@ type Tool struct {
 	Schema jsonv.Value `json:"schema"`
 	// Action is the action an Action tool runs.
 	Action string `json:"action,omitempty"`
-	// Process is a Launch tool's compiled process; ProcessName names it and
-	// Entry is the parameter holding its entry chunk (llmContext1).
-	Process     jsonv.Value `json:"process,omitempty"`
-	ProcessName string      `json:"processName,omitempty"`
-	Entry       string      `json:"entry,omitempty"`
+	// Program is a Launch tool's compiled process, prepared to run;
+	// ProcessName names it and Entry is the parameter holding its entry
+	// chunk (llmContext1).
+	Program     *compile.Program `json:"program,omitempty"`
+	ProcessName string           `json:"processName,omitempty"`
+	Entry       string           `json:"entry,omitempty"`
 	// Delegate is a delegate tool's _delegate: a registry URI, an absolute
 	// file path, an http(s) URL, or "anonymous".
 	Delegate string `json:"delegate,omitempty"`
@@ -69,8 +70,12 @@ type Tool struct {
 	// Resolve is ResolveRuntime or ResolveAhead.
 	Resolve string `json:"resolve,omitempty"`
 	// Output is the schema of the result: the tool's _output, or with
-	// ResolveAhead the delegate's; a result that breaks it is an error.
-	Output jsonv.Value `json:"output,omitempty"`
+	// ResolveAhead the delegate's.
+	Output jsonv.Value `json:"output,omitzero"`
+	// Contract, with ResolveAhead, is Output as the caller sees the result
+	// (its thinking fields and metrics neither listed nor required): a
+	// result that breaks it is the call's error.
+	Contract jsonv.Value `json:"contract,omitzero"`
 }
 
 // Toolset is a Vessel's tools, side by side.
@@ -267,6 +272,9 @@ func delegateTool(ctx context.Context, v *Vessel, tool *Tool, s jsonv.Value, opt
 	if !d.Output.IsNull() {
 		tool.Output = d.Output
 	}
+	if !tool.Output.IsNull() {
+		tool.Contract = withoutThinking(tool.Output)
+	}
 	if d.Input.IsNull() {
 		return s, nil
 	}
@@ -331,7 +339,7 @@ func ProcessName(uri string) string {
 // llmContext1: <entry chunk in the Vessel's mixins>}.
 func launchTool(v *Vessel, uri string, opts BuildOptions) (*Tool, error) {
 	if opts.Registry == nil {
-		return nil, fmt.Errorf("cannot launch %s: no registry given (use --registry DIR)", uri)
+		return nil, fmt.Errorf("cannot launch %s: %w", uri, registry.ErrNoRegistry)
 	}
 	d, err := opts.Registry.Document(uri)
 	if err != nil {
@@ -380,57 +388,5 @@ func launchTool(v *Vessel, uri string, opts BuildOptions) (*Tool, error) {
 		desc += " " + pd
 	}
 	o.Insert(1, "description", jsonv.StringValue(desc))
-	return &Tool{Name: name, Kind: Launch, URI: uri, Schema: flat, Process: p.Document, ProcessName: path.Base(d.URI.Path), Entry: entry}, nil
-}
-
-// refPattern matches a parameter written as a state variable reference.
-const refPattern = "^†state(\\.|$)"
-
-// DecisionSchema is the schema the model fills to decide: {"_reasoning",
-// "calls": [ … ]}, each call one of the tools — its _tool, the _instance it
-// targets, the _outputPath it writes, its parameters (each also allowed as
-// a "†state.…" reference).
-func (ts *Toolset) DecisionSchema() jsonv.Value {
-	items := make([]jsonv.Value, 0, len(ts.Tools))
-	for _, t := range ts.Tools {
-		items = append(items, callSchema(t))
-	}
-	return mustParseWith(`{
-  "type": "object",
-  "properties": {
-    "_reasoning": {"type": "string", "description": "Decide what to do: which tools to call, for which instances, in which order, and where their results go in state."},
-    "calls": {"type": "array", "description": "The tool calls to make, in order.", "items": {"anyOf": []}}
-  },
-  "required": ["_reasoning", "calls"]
-}`, func(v jsonv.Value) {
-		v.Lookup("properties").Lookup("calls").Lookup("items").Object().Set("anyOf", jsonv.ArrayValue(items...))
-	})
-}
-
-func mustParseWith(s string, edit func(jsonv.Value)) jsonv.Value {
-	v := mustParse(s)
-	edit(v)
-	return v
-}
-
-// callSchema is one tool as a call item.
-func callSchema(t *Tool) jsonv.Value {
-	out := jsonv.NewObject(6)
-	for _, kw := range []string{"title", "description"} {
-		if v, ok := t.Schema.Get(kw); ok {
-			out.Set(kw, v)
-		}
-	}
-	out.Set("type", jsonv.StringValue("object"))
-	props := jsonv.NewObject(8)
-	props.Set("_tool", jsonv.ObjectValue(jsonv.Member{Name: "const", Value: jsonv.StringValue(t.Name)}))
-	props.Set("_instance", mustParse(`{"type": "string", "description": "The _instance of the input or state this call is for; leave out for a global call."}`))
-	props.Set("_outputPath", mustParse(`{"type": "string", "description": "Where in the instance's state to write the result: \"state\" or \"state.a.b\"; leave out to keep it only in the call's result."}`))
-	ref := jsonv.ObjectValue(jsonv.Member{Name: "type", Value: jsonv.StringValue("string")}, jsonv.Member{Name: "pattern", Value: jsonv.StringValue(refPattern)})
-	for name, p := range schema.Properties(t.Schema).All() {
-		props.Set(name, jsonv.ObjectValue(jsonv.Member{Name: "anyOf", Value: jsonv.ArrayValue(p, ref)}))
-	}
-	out.Set("properties", props.Value())
-	out.Set("required", schema.StringArray(append([]string{"_tool"}, schema.Required(t.Schema)...)))
-	return out.Value()
+	return &Tool{Name: name, Kind: Launch, URI: uri, Schema: flat, Program: p.Program(), ProcessName: path.Base(d.URI.Path), Entry: entry}, nil
 }

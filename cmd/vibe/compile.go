@@ -88,34 +88,20 @@ func splitList(s string) []string {
 	return out
 }
 
-// batches lists the calls that run every LLM chunk over n items: each
+// batches prints the calls that run every LLM chunk over n items: each
 // call's chunk, its items (1-based, inclusive) and the schema it sends.
 func batches(p *compile.Process, n int, popts compile.ProjectOptions, mopts compile.MultiplexOptions) (jsonv.Value, error) {
-	if n < 1 {
-		return jsonv.Value{}, fmt.Errorf("--batch: %d items; give at least 1", n)
+	calls, err := p.BatchCalls(n, compile.Limits{}, popts, mopts)
+	if err != nil {
+		return jsonv.Value{}, fmt.Errorf("--batch: %w", err)
 	}
-	var calls []jsonv.Value
-	for _, ch := range p.Chunks {
-		if ch.Kind != compile.LLM {
-			continue
-		}
-		def := p.Document.Lookup("$defs").Lookup(ch.Name)
-		loose := compile.Project(def, compile.ProjectOptions{}).Schema
-		bs, err := compile.Batches(loose, n, compile.Limits{}, mopts)
-		if err != nil {
-			return jsonv.Value{}, fmt.Errorf("%s: %w", ch.Name, err)
-		}
-		for _, b := range bs {
-			m, err := compile.Multiplex(loose, b.Count, mopts)
-			if err != nil {
-				return jsonv.Value{}, fmt.Errorf("%s: %w", ch.Name, err)
-			}
-			calls = append(calls, jsonv.ObjectValue(
-				jsonv.Member{Name: "chunk", Value: jsonv.StringValue(ch.Name)},
-				jsonv.Member{Name: "items", Value: jsonv.ArrayValue(jsonv.IntValue(int64(b.First+1)), jsonv.IntValue(int64(b.First+b.Count)))},
-				jsonv.Member{Name: "schema", Value: compile.Project(m, popts).Schema},
-			))
-		}
+	out := make([]jsonv.Value, len(calls))
+	for i, c := range calls {
+		out[i] = jsonv.ObjectValue(
+			jsonv.Member{Name: "chunk", Value: jsonv.StringValue(c.Chunk)},
+			jsonv.Member{Name: "items", Value: jsonv.ArrayValue(jsonv.IntValue(int64(c.First+1)), jsonv.IntValue(int64(c.First+c.Count)))},
+			jsonv.Member{Name: "schema", Value: c.Schema},
+		)
 	}
-	return jsonv.ArrayValue(calls...), nil
+	return jsonv.ArrayValue(out...), nil
 }

@@ -13,8 +13,11 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/augceo/vibe/llm/replay"
+	"github.com/augceo/vibe/process"
 	"github.com/augceo/vibe/registry"
 	"github.com/augceo/vibe/schema"
+	"github.com/augceo/vibe/vessel"
 )
 
 // Exit statuses.
@@ -58,12 +61,38 @@ func Main(args []string, in io.Reader, out, errOut io.Writer) int {
 	var list schema.ErrorList
 	if errors.As(err, &list) || errors.As(err, &located) {
 		for _, e := range schema.Errors(err, "") {
-			fmt.Fprintln(errOut, e.Error())
+			fmt.Fprintln(errOut, e.Error()+hint(e))
 		}
 		return exitError
 	}
-	fmt.Fprintf(errOut, "vibe: %v\n", err)
+	fmt.Fprintf(errOut, "vibe: %v%s\n", err, hint(err))
 	return exitError
+}
+
+// hints say which flag mends an error the library reports in its own
+// terms. An error that crossed the engine has lost its type, so its text
+// is matched too.
+var hints = []struct {
+	err    error
+	byText bool // its text is distinct enough to be found in a message
+	hint   string
+}{
+	{registry.ErrNoRegistry, true, " (use --registry DIR)"},
+	{vessel.ErrNotAllowed, false, " (allow a host with --delegate-allow HOST,…)"},
+	{process.ErrNoProvider, true, " (give the worker a model with --llm)"},
+}
+
+func hint(err error) string {
+	var missing *replay.MissingError
+	if errors.As(err, &missing) || strings.Contains(err.Error(), "no recorded answer for step") {
+		return " (record it by running the same command with VIBE_LLM_RECORD=FILE and a live --llm provider)"
+	}
+	for _, h := range hints {
+		if errors.Is(err, h.err) || (h.byText && strings.Contains(err.Error(), h.err.Error())) {
+			return h.hint
+		}
+	}
+	return ""
 }
 
 // isCobraUsage reports whether err is cobra's own complaint about flags or

@@ -294,36 +294,9 @@ func askOnTerminal(ctx context.Context, io stdio, p processes, id string, w *pro
 	}
 }
 
-// answerSkeleton is a skeleton answer for a schema: its properties with a
-// placeholder or the first enum value.
-func answerSkeleton(s jsonv.Value) string {
-	var fill func(s jsonv.Value) jsonv.Value
-	fill = func(s jsonv.Value) jsonv.Value {
-		if e := s.Lookup("enum").Array(); len(e) > 0 {
-			return e[0]
-		}
-		if c, ok := s.Get("const"); ok {
-			return c
-		}
-		if props := schema.Properties(s); props != nil {
-			o := jsonv.NewObject(props.Len())
-			for name, sub := range props.All() {
-				o.Set(name, fill(sub))
-			}
-			return o.Value()
-		}
-		switch s.Lookup("type").Str() {
-		case "boolean":
-			return jsonv.BoolValue(true)
-		case "integer", "number":
-			return jsonv.IntValue(0)
-		case "array":
-			return jsonv.ArrayValue()
-		}
-		return jsonv.StringValue("…")
-	}
-	return string(jsonv.Marshal(fill(s)))
-}
+// answerSkeleton is a skeleton answer for a schema, for the person to
+// edit.
+func answerSkeleton(s jsonv.Value) string { return string(jsonv.Marshal(schema.Skeleton(s))) }
 
 // writeAny prints a Go value as indented JSON (jsonv values inside keep
 // their order).

@@ -3,15 +3,10 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"log/slog"
-	"net"
-	"net/http"
 	"os"
-	"path/filepath"
 	"strings"
-	"time"
 
 	"github.com/spf13/cobra"
 	"go.temporal.io/sdk/worker"
@@ -22,6 +17,7 @@ import (
 	"github.com/augceo/vibe/process"
 	"github.com/augceo/vibe/registry"
 	"github.com/augceo/vibe/schema"
+	"github.com/augceo/vibe/server"
 	"github.com/augceo/vibe/vessel"
 )
 
@@ -72,24 +68,17 @@ func (f *workerFlags) actions() (*process.Actions, error) {
 	return acts, nil
 }
 
-// apiAddrFile, in the data directory, holds the address of the `vibe serve`
-// that has it, so that other commands talk to that server.
-const apiAddrFile = "api.addr"
-
 // runningServer returns a client for the vibe serve that has the data
 // directory, if one does.
 func (f *engineFlags) runningServer() (*api.Client, bool) {
 	if f.temporal != "" {
 		return nil, false
 	}
-	b, err := os.ReadFile(filepath.Join(f.data, apiAddrFile))
-	if err != nil {
+	addr, ok := server.RunningAPI(f.data)
+	if !ok {
 		return nil, false
 	}
-	if _, ok := engine.RunningAddr(f.data); !ok {
-		return nil, false // left by a server that died
-	}
-	return &api.Client{BaseURL: "http://" + strings.TrimSpace(string(b)), Token: f.token}, true
+	return &api.Client{BaseURL: "http://" + addr, Token: f.token}, true
 }
 
 // local is an engine and a worker started by this command.
@@ -120,80 +109,28 @@ func startLocal(ctx context.Context, io stdio, ef *engineFlags, wf *workerFlags,
 		return nil, err
 	}
 	l := &local{eng: eng, client: &process.Client{Temporal: eng.Client(), Registry: reg}}
-	if wf == nil {
-		w := worker.New(eng.Client(), process.TaskQueue, worker.Options{})
-		process.RegisterWorkflows(w, nil)
-		if err := w.Start(); err != nil {
-			l.Close()
-			return nil, fmt.Errorf("start the worker: %w", err)
-		}
-		l.worker = w
-		return l, nil
-	}
-	acts, err := wf.actions()
-	if err != nil {
-		l.Close()
-		return nil, err
-	}
-	acti := &process.Activities{Actions: acts, Logger: logger}
-	if wf.llm.spec != "" {
-		// Without a model a worker still runs actions and waits for people;
-		// an LLM chunk fails with a message that says to give --llm.
-		p, err := wf.llm.provider(io)
-		if err != nil {
+	opts := server.WorkerOptions{Logger: logger, QueryOnly: wf == nil}
+	if wf != nil {
+		if opts.Actions, err = wf.actions(); err != nil {
 			l.Close()
 			return nil, err
 		}
-		acti.Provider = p
-	}
-	l.client.Actions = acts.Names()
-	w := worker.New(eng.Client(), process.TaskQueue, worker.Options{})
-	process.Register(w, acti)
-	vessel.Register(w, acts, &vessel.Activities{Actions: acts.Names(),
-		Loader: &vessel.Loader{Registry: reg, Allow: splitList(wf.delegateAllow)}})
-	if err := w.Start(); err != nil {
-		l.Close()
-		return nil, fmt.Errorf("start the worker: %w", err)
-	}
-	l.worker = w
-	return l, nil
-}
-
-// serveAPI serves the API on addr until ctx ends.
-func serveAPI(ctx context.Context, addr string, h http.Handler, ready func(net.Addr)) error {
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return fmt.Errorf("listen on %s: %w", addr, err)
-	}
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
-	ready(ln.Addr())
-	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
-	select {
-	case <-ctx.Done():
-		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		srv.Shutdown(sctx)
-		return nil
-	case err := <-errc:
-		if errors.Is(err, http.ErrServerClosed) {
-			return nil
+		if wf.llm.spec != "" {
+			// Without a model a worker still runs actions and waits for
+			// people; an LLM chunk fails saying so.
+			if opts.Provider, err = wf.llm.provider(io); err != nil {
+				l.Close()
+				return nil, err
+			}
 		}
-		return err
+		opts.Loader = &vessel.Loader{Registry: reg, Allow: splitList(wf.delegateAllow)}
+		l.client.Actions = opts.Actions.Names()
 	}
-}
-
-// loopback reports whether addr listens on loopback only.
-func loopback(addr string) bool {
-	host, _, err := net.SplitHostPort(addr)
-	if err != nil {
-		return false
+	if l.worker, err = server.StartWorker(eng.Client(), opts); err != nil {
+		l.Close()
+		return nil, err
 	}
-	if host == "localhost" {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
+	return l, nil
 }
 
 // parseJSONArg reads a JSON argument: inline JSON, or @FILE.

@@ -5,12 +5,12 @@ import (
 	"log/slog"
 	"net"
 	"os"
-	"path/filepath"
 
 	"github.com/spf13/cobra"
 
 	"github.com/augceo/vibe/api"
 	"github.com/augceo/vibe/engine"
+	"github.com/augceo/vibe/server"
 )
 
 func newServeCmd(io stdio) *cobra.Command {
@@ -37,7 +37,7 @@ Off loopback every request needs a token (--token or $VIBE_TOKEN); without one
 serve refuses to listen off loopback.`,
 		Args: exactArgs(0),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if !loopback(addr) && ef.token == "" {
+			if !server.IsLoopback(addr) && ef.token == "" {
 				return usageError{fmt.Errorf("--addr %s is not on loopback: give a --token (or set VIBE_TOKEN) so that every request must carry it", addr)}
 			}
 			reg, err := openRegistry(regDir)
@@ -51,14 +51,12 @@ serve refuses to listen off loopback.`,
 				return err
 			}
 			defer l.Close()
-			if err := os.MkdirAll(ef.data, 0o755); err != nil {
-				return err
+			dataDir := ef.data
+			if ef.temporal != "" {
+				dataDir = "" // other commands find a cluster by its flag
 			}
-			addrPath := filepath.Join(ef.data, apiAddrFile)
-			defer os.Remove(addrPath)
 			h := api.Handler(l.client, api.Options{Token: ef.token, Logger: logger})
-			return serveAPI(ctx, addr, h, func(a net.Addr) {
-				os.WriteFile(addrPath, []byte(a.String()+"\n"), 0o644)
+			return server.Serve(ctx, addr, dataDir, h, func(a net.Addr) {
 				mode := "embedded engine in " + ef.data
 				if ef.temporal != "" {
 					mode = "Temporal at " + ef.temporal

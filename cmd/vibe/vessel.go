@@ -5,15 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
-	"strings"
-	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 
 	"github.com/augceo/vibe/engine"
 	"github.com/augceo/vibe/jsonv"
 	"github.com/augceo/vibe/registry"
-	"github.com/augceo/vibe/schema"
+	"github.com/augceo/vibe/request"
 	"github.com/augceo/vibe/vessel"
 )
 
@@ -61,18 +59,17 @@ system, input, state, data and plan messages; any may carry "_instance".`,
 				}
 				file = inputName(ctxFile)
 			}
-			in := vessel.Input{Toolset: ts, Context: msgs, Prompt: prompt, File: file, MaxDepth: bounds.depth, MaxFanOut: bounds.fanOut}
+			req, err := vessel.NewRequest(ts, msgs, vessel.RequestOptions{Prompt: prompt, File: file, MaxDepth: bounds.depth, MaxFanOut: bounds.fanOut})
+			if err != nil {
+				return err
+			}
 			if showPrompt {
-				parsed, err := vessel.ParseContext(file, "", msgs)
-				if err != nil {
-					return err
-				}
 				return writeJSON(io, jsonv.ObjectValue(
-					jsonv.Member{Name: "system", Value: jsonv.StringValue(vessel.System(ts.System, parsed))},
-					jsonv.Member{Name: "prompt", Value: jsonv.StringValue(vessel.Prompt(parsed, prompt))},
+					jsonv.Member{Name: "system", Value: jsonv.StringValue(req.System())},
+					jsonv.Member{Name: "prompt", Value: jsonv.StringValue(req.Text())},
 					jsonv.Member{Name: "schema", Value: ts.DecisionSchema()}))
 			}
-			return runRequest(cmd.Context(), io, &ef, &wf, reg, in)
+			return runRequest(cmd.Context(), io, &ef, &wf, reg, req)
 		},
 	}
 	ef.add(cmd)
@@ -141,7 +138,7 @@ FILE) or a bare array of messages with --vessel.
 			if err != nil {
 				return err
 			}
-			g, err := planGraph(file, parsed, ts)
+			g, err := vessel.AssemblePlan(file, parsed, ts)
 			if err != nil {
 				return err
 			}
@@ -150,9 +147,13 @@ FILE) or a bare array of messages with --vessel.
 				_, err := io.out.Write([]byte(g.Dot()))
 				return err
 			case dryRun:
-				return printLayers(io, g)
+				return g.WriteTable(io.out)
 			}
-			return runRequest(cmd.Context(), io, &ef, &wf, reg, vessel.Input{Toolset: ts, Context: msgs, File: file, MaxDepth: bounds.depth, MaxFanOut: bounds.fanOut})
+			req, err := vessel.NewRequest(ts, msgs, vessel.RequestOptions{File: file, MaxDepth: bounds.depth, MaxFanOut: bounds.fanOut})
+			if err != nil {
+				return err
+			}
+			return runRequest(cmd.Context(), io, &ef, &wf, reg, req)
 		},
 	}
 	ef.add(cmd)
@@ -192,69 +193,10 @@ func readContext(io stdio, name string) (jsonv.Value, error) {
 	return doc, nil
 }
 
-// planGraph validates the plan message of a context.
-func planGraph(file string, msgs []*vessel.Message, ts *vessel.Toolset) (*vessel.Graph, error) {
-	var plan *vessel.Message
-	for _, m := range msgs {
-		if m.Type == vessel.PlanMessage {
-			if plan != nil {
-				return nil, &schema.Error{File: file, Path: m.Path, Message: "the context holds two plans; a request runs one"}
-			}
-			plan = m
-		}
-	}
-	if plan == nil {
-		return nil, &schema.Error{File: file, Message: "the context holds no plan message ({\"type\": \"plan\", \"calls\": [...]})"}
-	}
-	calls, err := vessel.ParseCalls(file, plan.Path.Append("calls"), plan.Data)
-	if err != nil {
-		return nil, err
-	}
-	expanded, err := vessel.Expand(calls, vessel.Instances(msgs))
-	if err != nil {
-		return nil, &schema.Error{File: file, Path: plan.Path, Message: err.Error()}
-	}
-	states, err := vessel.InitialStates(msgs)
-	if err != nil {
-		return nil, &schema.Error{File: file, Message: err.Error()}
-	}
-	g := vessel.NewGraph(expanded)
-	if err := g.Validate(file, ts, states); err != nil {
-		return nil, err
-	}
-	return g, nil
-}
-
-func printLayers(io stdio, g *vessel.Graph) error {
-	tw := tabwriter.NewWriter(io.out, 2, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "STEP\tCALL\tTOOL\tINSTANCE\tREADS\tWRITES\tAFTER")
-	for n, layer := range g.Layers() {
-		for _, i := range layer {
-			c := g.Calls[i]
-			var reads, after []string
-			for _, p := range c.Reads() {
-				reads = append(reads, "state."+strings.Join(p, "."))
-			}
-			for _, e := range g.Deps[i] {
-				after = append(after, fmt.Sprint(e.From+1))
-			}
-			fmt.Fprintf(tw, "%d\t%d\t%s\t%s\t%s\t%s\t%s\n", n+1, i+1, c.Tool, orDash(c.Instance), orDash(strings.Join(reads, ", ")), orDash(c.OutputString()), orDash(strings.Join(after, ", ")))
-		}
-	}
-	return tw.Flush()
-}
-
-func orDash(s string) string {
-	if s == "" {
-		return "-"
-	}
-	return s
-}
-
 // runRequest runs a request on the vibe serve's engine when one has the
 // data directory, else on the embedded engine with a worker here, and
 // prints what it did.
-func runRequest(ctx context.Context, io stdio, ef *engineFlags, wf *workerFlags, reg *registry.Registry, in vessel.Input) error {
+func runRequest(ctx context.Context, io stdio, ef *engineFlags, wf *workerFlags, reg *registry.Registry, in *vessel.Request) error {
 	if hp, ok := engine.RunningAddr(ef.data); ok && ef.temporal == "" {
 		// A vibe serve runs: its worker does the work.
 		eng, err := engine.Start(ctx, engine.Options{HostPort: hp, Namespace: ef.namespace, Logger: quietLogger()})
@@ -272,8 +214,8 @@ func runRequest(ctx context.Context, io stdio, ef *engineFlags, wf *workerFlags,
 	return printResult(ctx, io, l.eng, in)
 }
 
-func printResult(ctx context.Context, io stdio, eng *engine.Engine, in vessel.Input) error {
-	res, id, err := vessel.Run(ctx, eng.Client(), in)
+func printResult(ctx context.Context, io stdio, eng *engine.Engine, in *vessel.Request) error {
+	res, id, err := request.Run(ctx, eng.Client(), in)
 	if err != nil {
 		return fmt.Errorf("request %s: %w", id, err)
 	}
@@ -301,7 +243,7 @@ func printResult(ctx context.Context, io stdio, eng *engine.Engine, in vessel.In
 	if g, ok := res.States[""]; ok && g.Len() > 0 {
 		states.Set("", g)
 	}
-	for _, m := range vesselInstances(in) {
+	for _, m := range in.Instances {
 		states.Set(m, res.States[m])
 	}
 	calls := make([]jsonv.Value, len(res.Calls))
@@ -323,14 +265,6 @@ func printResult(ctx context.Context, io stdio, eng *engine.Engine, in vessel.In
 		return fmt.Errorf("%d of %d calls failed", failed, len(res.Calls))
 	}
 	return err
-}
-
-func vesselInstances(in vessel.Input) []string {
-	msgs, err := vessel.ParseContext("request", "", in.Context)
-	if err != nil {
-		return nil
-	}
-	return vessel.Instances(msgs)
 }
 
 // delegateBounds bound a request's delegation.

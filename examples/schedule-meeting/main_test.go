@@ -71,7 +71,7 @@ func runInTestEnv(t *testing.T, model llm.Provider) process.View {
 			OnReject: func(err error) { t.Error(err) }, OnAccept: func() {}, OnComplete: func(any, error) {},
 		}, answer)
 	}, time.Hour)
-	env.ExecuteWorkflow(process.WorkflowName, process.Start{Name: "schedule-meeting", Process: p.Document, Prompt: Prompt})
+	env.ExecuteWorkflow(process.WorkflowName, process.Start{Name: "schedule-meeting", Program: p.Program(), Prompt: Prompt})
 	var v process.View
 	if err := env.GetWorkflowResult(&v); err != nil {
 		t.Fatal(err)

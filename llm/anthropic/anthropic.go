@@ -83,7 +83,7 @@ func New(opts Options) *Provider {
 // error is an *llm.APIError; a cancelled ctx returns ctx's error.
 func (p *Provider) Complete(ctx context.Context, req *llm.Request) (*llm.Response, error) {
 	if p.opts.Model == "" {
-		return nil, errors.New("anthropic: no model: use --llm anthropic:MODEL")
+		return nil, errors.New("anthropic: no model given (Options.Model)")
 	}
 	schema, err := objectSchema(req.Schema)
 	if err != nil {

@@ -95,7 +95,7 @@ func New(opts Options) *Provider {
 // error is an *llm.APIError; a cancelled ctx returns ctx's error.
 func (p *Provider) Complete(ctx context.Context, req *llm.Request) (*llm.Response, error) {
 	if p.opts.Model == "" {
-		return nil, errors.New("openai: no model: use --llm openai:MODEL")
+		return nil, errors.New("openai: no model given (Options.Model)")
 	}
 	schemaBytes := []byte(req.Schema)
 	var proj *compile.Projection

@@ -44,7 +44,7 @@ func (e *MissingError) Error() string {
 		h = h[:12]
 	}
 	return fmt.Sprintf("no recorded answer for step %q (request %s) in %s: the step, its prompt, context or schema differ from what was recorded; "+
-		"record it by running the same command with VIBE_LLM_RECORD=%s and a real --llm provider",
+		"record it again against a live model (replay.Record to %s)",
 		e.Step, h, e.Path, e.Path)
 }
 

@@ -1,4 +1,4 @@
-package vessel
+package request
 
 import (
 	"context"
@@ -16,6 +16,7 @@ import (
 	"github.com/augceo/vibe/jsonv"
 	"github.com/augceo/vibe/llm/openai"
 	"github.com/augceo/vibe/process"
+	"github.com/augceo/vibe/vessel"
 )
 
 // tally is an action that records each call's n as it finishes; after
@@ -50,7 +51,7 @@ func startWorker(t *testing.T, eng *engine.Engine, acti *process.Activities) wor
 	t.Helper()
 	w := worker.New(eng.Client(), process.TaskQueue, worker.Options{})
 	process.Register(w, acti)
-	Register(w, acti.Actions, &Activities{})
+	Register(w, &Activities{Process: acti})
 	if err := w.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -66,12 +67,15 @@ func TestResumeMidBatch(t *testing.T) {
 	}
 	dir := t.TempDir()
 	ctx := context.Background()
-	ts := &Toolset{Vessel: "batch", Tools: []*Tool{{Name: "tally", Kind: Action, Action: "tally", Schema: mustJSON(t, `{"type":"object","properties":{"n":{"type":"integer"}},"required":["n"]}`)}}}
+	ts := &vessel.Toolset{Vessel: "batch", Tools: []*vessel.Tool{{Name: "tally", Kind: vessel.Action, Action: "tally", Schema: mustJSON(t, `{"type":"object","properties":{"n":{"type":"integer"}},"required":["n"]}`)}}}
 	var calls []string
 	for i := 1; i <= 40; i++ {
 		calls = append(calls, fmt.Sprintf(`{"_tool":"tally","n":%d}`, i))
 	}
-	in := Input{Toolset: ts, Context: mustJSON(t, `[]`), Decision: mustJSON(t, `{"calls":[`+strings.Join(calls, ",")+`]}`)}
+	in, err := vessel.NewRequest(ts, mustJSON(t, `[]`), vessel.RequestOptions{Decision: mustJSON(t, `{"calls":[`+strings.Join(calls, ",")+`]}`)})
+	if err != nil {
+		t.Fatal(err)
+	}
 	actions := func(ta *tally) *process.Actions {
 		var acts process.Actions
 		acts.Register(process.Action{Name: "tally", Run: ta.run, Timeout: 3 * time.Second,
@@ -108,7 +112,7 @@ func TestResumeMidBatch(t *testing.T) {
 	defer eng.Close()
 	w = startWorker(t, eng, &process.Activities{Actions: actions(second), Logger: quiet()})
 	defer w.Stop()
-	var res Result
+	var res vessel.Result
 	wctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
 	if err := eng.Client().GetWorkflow(wctx, run.GetID(), "").Get(wctx, &res); err != nil {
@@ -157,7 +161,11 @@ func TestLaunch(t *testing.T) {
 	}})
 	w := startWorker(t, eng, &process.Activities{Provider: openai.New(openai.Options{Model: "m", BaseURL: model.URL, APIKey: "k"}), Actions: &acts, Logger: quiet()})
 	defer w.Stop()
-	res, _, err := Run(ctx, eng.Client(), Input{Toolset: ts, Context: mustJSON(t, `[]`), Prompt: "Billing report for cust-042, Q1 2026, in euros."})
+	req, err := vessel.NewRequest(ts, mustJSON(t, `[]`), vessel.RequestOptions{Prompt: "Billing report for cust-042, Q1 2026, in euros."})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, _, err := Run(ctx, eng.Client(), req)
 	if err != nil {
 		t.Fatal(err)
 	}

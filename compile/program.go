@@ -1,0 +1,134 @@
+package compile
+
+import (
+	"strings"
+
+	"github.com/augceo/vibe/jsonv"
+	"github.com/augceo/vibe/schema"
+)
+
+// Program is a compiled process in the form the runtime runs it: every
+// chunk's schema already projected for whoever fills it, every reference a
+// path in process state, every action named. It is made once, when the
+// process is launched, and travels as JSON in the workflow's input, so the
+// workflow itself neither decodes, projects nor resolves anything — and a
+// change to the compiler never changes what a running process does when
+// its history is replayed.
+type Program struct {
+	// Document is the compiled document (Process.Document), kept for
+	// people and pictures; the runtime does not read it.
+	Document jsonv.Value `json:"document"`
+	// Prompt is a pipeline's quoted prompt, or "".
+	Prompt string `json:"prompt,omitempty"`
+	// Chunks in execution order.
+	Chunks []ProgramChunk `json:"chunks"`
+	// Direct is set when the process reduced to a direct server call.
+	Direct *ProgramDirect `json:"direct,omitempty"`
+}
+
+// ProgramChunk is one chunk as the runtime runs it.
+type ProgramChunk struct {
+	// Name is the chunk's definition in "$defs": LLM_…, SERVER_…, USER_….
+	Name string `json:"name"`
+	Kind Kind   `json:"kind"`
+	// Schema is what fills the chunk is given: the projected chunk for a
+	// model (LLM) or a person (USER); null for a SERVER chunk.
+	Schema jsonv.Value `json:"schema,omitzero"`
+	// References are the state paths of the values from outside the chunk
+	// its steps need, in order of first use: its minimal context.
+	References []Path `json:"references,omitempty"`
+	Steps      []ProgramStep `json:"steps"`
+}
+
+// ProgramStep is one step as the runtime runs it.
+type ProgramStep struct {
+	// Name is the step's property name.
+	Name string `json:"name"`
+	// State is where its result goes in process state (Step.StatePath).
+	State Path `json:"state"`
+	// Action is the registered action a SERVER or fire-and-forget step
+	// runs; "" when the compiler was not told the actions, in which case
+	// the worker matches the step's name (MatchAction).
+	Action        string `json:"action,omitempty"`
+	FireAndForget bool   `json:"fireAndForget,omitempty"`
+	// Blocking marks a SERVER step with a top-level "output" property: its
+	// state holds {"input", "output"}.
+	Blocking bool `json:"blocking,omitempty"`
+	// References are the state paths of the values it needs.
+	References []Path `json:"references,omitempty"`
+	// Output is the schema a SERVER step's result must fit: its "output"
+	// property, or its own schema, projected.
+	Output jsonv.Value `json:"output,omitzero"`
+}
+
+// Path is a path in process state: ["llmContext1", "identifyParticipants",
+// "emails"].
+type Path []string
+
+// Pointer is the path as a JSON Pointer into the state.
+func (p Path) Pointer() jsonv.Pointer { return jsonv.PointerTo(p...) }
+
+// String is the dotted form, "llmContext1.identifyParticipants.emails".
+func (p Path) String() string { return strings.Join(p, ".") }
+
+// Qualified is the step's name with its context, as errors and the process
+// view name it: "llmContext1.identifyParticipants".
+func (s *ProgramStep) Qualified() string { return s.State.String() }
+
+// ProgramDirect is a direct server call: the model fills Chunk, then Action
+// runs with Step's value.
+type ProgramDirect struct {
+	Action string `json:"action"`
+	Step   string `json:"step"`
+	Chunk  int    `json:"chunk"` // index in Program.Chunks
+}
+
+// Program prepares p for the runtime.
+func (p *Process) Program() *Program {
+	defs := p.Document.Lookup("$defs")
+	prog := &Program{Document: p.Document, Prompt: p.Prompt, Chunks: make([]ProgramChunk, len(p.Chunks))}
+	for i, ch := range p.Chunks {
+		pc := ProgramChunk{Name: ch.Name, Kind: ch.Kind, References: paths(ch.References), Steps: make([]ProgramStep, len(ch.Steps))}
+		if ch.Kind != Server {
+			pc.Schema = Project(defs.Lookup(ch.Name), ProjectOptions{}).Schema
+		}
+		for j, s := range ch.Steps {
+			ps := ProgramStep{Name: s.Name, State: s.StatePath(), Action: s.Action, FireAndForget: s.FireAndForget, References: paths(s.References)}
+			if ch.Kind == Server {
+				out, blocking := schema.Properties(s.Schema).Get("output")
+				if !blocking {
+					out = s.Schema
+				}
+				ps.Blocking = blocking
+				ps.Output = Project(out, ProjectOptions{}).Schema
+			}
+			pc.Steps[j] = ps
+		}
+		prog.Chunks[i] = pc
+		if p.Direct != nil && p.Direct.Chunk == ch {
+			prog.Direct = &ProgramDirect{Action: p.Direct.Action, Step: p.Direct.Step.Name, Chunk: i}
+		}
+	}
+	return prog
+}
+
+func paths(refs []Ref) []Path {
+	if len(refs) == 0 {
+		return nil
+	}
+	out := make([]Path, len(refs))
+	for i, r := range refs {
+		out[i] = r.Path()
+	}
+	return out
+}
+
+// Step returns the chunk's step of that name, or nil.
+func (c *ProgramChunk) Step(name string) *ProgramStep {
+	for i := range c.Steps {
+		if c.Steps[i].Name == name {
+			return &c.Steps[i]
+		}
+	}
+	return nil
+}

@@ -1,0 +1,152 @@
+package process
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/augceo/vibe/compile"
+	"github.com/augceo/vibe/compose"
+	"github.com/augceo/vibe/jsonv"
+	"github.com/augceo/vibe/llm"
+)
+
+// Status is a process's status.
+type Status string
+
+// The statuses of a process.
+const (
+	Running   Status = "running"
+	Waiting   Status = "waiting" // for a person's answer
+	Completed Status = "completed"
+	Failed    Status = "failed"
+)
+
+// Start is a process workflow's input: everything the workflow needs,
+// prepared before it starts (Client.Start, or a Vessel's launch).
+type Start struct {
+	// Name names the process (schedule-meeting); it is shown and searchable.
+	Name string `json:"name"`
+	// Program is the compiled process, prepared for the runtime.
+	Program *compile.Program `json:"program"`
+	// Prompt is the person's request.
+	Prompt string `json:"prompt,omitempty"`
+	// Input is data the process starts with, kept in state under "input".
+	Input jsonv.Value `json:"input,omitzero"`
+	// First is the value of the first LLM chunk when it was filled already —
+	// by a Vessel's LaunchProcess tool — so that no model is asked for it.
+	First jsonv.Value `json:"first,omitzero"`
+	// System is the system text of the process's model calls.
+	System string `json:"system,omitempty"`
+}
+
+// View is what a process shows: its status, what it waits for, its state.
+type View struct {
+	Status Status `json:"status"`
+	// Chunk is the chunk running or waited on; "" when finished.
+	Chunk string `json:"chunk,omitempty"`
+	// Done lists the finished chunks in order.
+	Done []string `json:"done"`
+	// Waiting is set while the process waits for a person.
+	Waiting *Pending `json:"waiting"`
+	// State holds every step's output: state[context][step], or state[step]
+	// for a plain step; the process's input under "input".
+	State jsonv.Value `json:"state"`
+	// Thinking holds the "_" fields of each step and chunk, by qualified name.
+	Thinking jsonv.Value `json:"thinking"`
+	// Metrics holds the "$" fields of each step, by qualified name.
+	Metrics jsonv.Value `json:"metrics"`
+	// Usage totals the process's model calls; Steps has them by chunk.
+	Usage llm.Usage            `json:"usage"`
+	Steps map[string]llm.Usage `json:"chunkUsage,omitempty"`
+	// Replayed is true when any model answer came from a recording.
+	Replayed bool `json:"replayed,omitempty"`
+	// Actions has the status of each fire-and-forget action by step:
+	// "started", "completed" or "failed: …".
+	Actions map[string]string `json:"actions,omitempty"`
+	// Error says why the process failed; null while it has not.
+	Error *string `json:"error"`
+}
+
+// Pending describes a USER chunk waiting for its answer.
+type Pending struct {
+	Chunk   string      `json:"chunk"`
+	Schema  jsonv.Value `json:"schema"`
+	Context jsonv.Value `json:"context"`
+}
+
+// newView is the view of a process that has just started.
+func newView(in Start) View {
+	v := View{Status: Running, Done: []string{}, State: jsonv.NewObject(4).Value(),
+		Thinking: jsonv.NewObject(4).Value(), Metrics: jsonv.NewObject(4).Value(), Steps: map[string]llm.Usage{}}
+	if !in.Input.IsNull() {
+		v.State.Object().Set("input", in.Input)
+	}
+	return v
+}
+
+// keep stores a step's value: its output in state, its thinking fields and
+// metrics beside, under the step's qualified name. It returns the output.
+func (v *View) keep(s *compile.ProgramStep, value jsonv.Value) (jsonv.Value, error) {
+	parts := compose.Split(value)
+	if _, err := jsonv.SetAll(v.State, s.State.Pointer(), parts.Output); err != nil {
+		return jsonv.Value{}, fmt.Errorf("step %s: the process state has no place for its result: %w", s.Qualified(), err)
+	}
+	q := s.Qualified()
+	if len(parts.Thinking) > 0 {
+		v.Thinking.Object().Set(q, fields(parts.Thinking))
+	}
+	if len(parts.Metrics) > 0 {
+		v.Metrics.Object().Set(q, fields(parts.Metrics))
+	}
+	return parts.Output, nil
+}
+
+// keepChunk stores an LLM chunk's value: each step's part, and the members
+// that are no step — a mixin's _considerations — as the chunk's own
+// thinking.
+func (v *View) keepChunk(ch *compile.ProgramChunk, value jsonv.Value) ([]jsonv.Value, error) {
+	if value.Object() == nil {
+		return nil, fmt.Errorf("chunk %s: the value is %s, not an object of its steps", ch.Name, value.Kind())
+	}
+	rest := jsonv.NewObject(0)
+	for name, m := range value.Members() {
+		if ch.Step(name) == nil {
+			rest.Set(name, m)
+		}
+	}
+	if rest.Len() > 0 {
+		v.Thinking.Object().Set(ch.Name, rest.Value())
+	}
+	outs := make([]jsonv.Value, len(ch.Steps))
+	for i := range ch.Steps {
+		s := &ch.Steps[i]
+		m, ok := value.Get(s.Name)
+		if !ok {
+			return nil, fmt.Errorf("chunk %s: the value has no step %q", ch.Name, s.Name)
+		}
+		out, err := v.keep(s, m)
+		if err != nil {
+			return nil, err
+		}
+		outs[i] = out
+	}
+	return outs, nil
+}
+
+// context is the minimal context of a chunk or step: the values of its
+// references in the state, each at its own path.
+func (v *View) context(refs []compile.Path) (jsonv.Value, error) {
+	ps := make([]jsonv.Pointer, len(refs))
+	for i, r := range refs {
+		ps[i] = r.Pointer()
+	}
+	return jsonv.Pick(v.State, ps...)
+}
+
+func fields(fs []compose.Field) jsonv.Value {
+	o := jsonv.NewObject(len(fs))
+	for _, f := range fs {
+		o.Set(strings.TrimPrefix(string(f.Path), "/"), f.Value)
+	}
+	return o.Value()
+}

@@ -1,0 +1,112 @@
+package request
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/augceo/vibe/jsonv"
+	"github.com/augceo/vibe/llm"
+	"github.com/augceo/vibe/process"
+	"github.com/augceo/vibe/vessel"
+)
+
+// Activities are the Vessel runtime's own activities: the decision and the
+// delegate. Model calls and actions are process.Activities'.
+type Activities struct {
+	// Process holds the model provider and its options (and the actions);
+	// Decide asks the model through it.
+	Process *process.Activities
+	// Loader loads delegates: the registry, files, allowed URLs.
+	Loader *vessel.Loader
+	// Actions are the registered actions' names, for a delegate's own
+	// toolset.
+	Actions []string
+}
+
+// DecideInput is what a decision needs: the toolset it chooses from, each
+// instance's state (for the calls that read it), and the text the model is
+// sent.
+type DecideInput struct {
+	Process string                 `json:"process"` // the workflow id, for logs and metrics
+	Toolset *vessel.Toolset        `json:"toolset"`
+	States  map[string]jsonv.Value `json:"states"`
+	System  string                 `json:"system"`
+	Prompt  string                 `json:"prompt"`
+	// MaxFanOut bounds the delegate calls the decision may make.
+	MaxFanOut int `json:"maxFanOut"`
+}
+
+// DecideOutput is a checked decision: as the model wrote it, and its calls
+// wired into a graph.
+type DecideOutput struct {
+	Decision jsonv.Value   `json:"decision"`
+	Calls    *vessel.Graph `json:"calls"`
+	Usage    llm.Usage     `json:"usage"`
+	Replayed bool          `json:"replayed,omitempty"`
+}
+
+// Decide asks the model for a decision on the toolset's decision schema
+// and checks it (vessel.ParseDecision): every call names a tool and an
+// instance there is, fits its tool, reads only what the state has or an
+// earlier call writes, and the calls form no cycle. A decision that breaks
+// these fails the request with every problem named.
+func (a *Activities) Decide(ctx context.Context, in DecideInput) (DecideOutput, error) {
+	out, err := a.Process.Fill(ctx, process.FillInput{Process: in.Process, Chunk: "decision", System: in.System, Prompt: in.Prompt,
+		Context: jsonv.NewObject(0).Value(), Schema: in.Toolset.DecisionSchema()})
+	if err != nil {
+		return DecideOutput{}, err
+	}
+	g, err := vessel.ParseDecision("decision", out.Value, in.Toolset, in.States)
+	if err != nil {
+		return DecideOutput{}, temporal.NewNonRetryableApplicationError(err.Error(), "BadDecision", err)
+	}
+	req := vessel.Request{Toolset: in.Toolset, MaxFanOut: in.MaxFanOut}
+	if n, bound := req.DelegateCalls(g.Calls), req.FanOut(); n > bound {
+		err := fmt.Errorf("the request makes %d delegate calls; at most %d may run from one request (fan-out bound)", n, bound)
+		return DecideOutput{}, temporal.NewNonRetryableApplicationError(err.Error(), "BadDecision", err)
+	}
+	return DecideOutput{Decision: out.Value, Calls: g, Usage: out.Usage, Replayed: out.Replayed}, nil
+}
+
+// DelegateInput is the generic delegate activity's three arguments (SPEC
+// §8): the call, the tool, and the scoped parent context.
+type DelegateInput struct {
+	Call    *vessel.Call  `json:"call"`
+	Params  jsonv.Value   `json:"params"` // the call's parameters, references resolved
+	Tool    *vessel.Tool  `json:"tool"`
+	Context []jsonv.Value `json:"context"` // the scoped parent messages
+}
+
+// DelegateOutput is a delegate call's isolated sub-request.
+type DelegateOutput struct {
+	ID      string          `json:"id"` // where the delegate was loaded from
+	Name    string          `json:"name"`
+	Request *vessel.Request `json:"request"`
+}
+
+// Delegate is the generic delegate activity: it loads the delegate the
+// tool names and prepares the call's isolated sub-request
+// (vessel.Delegate.Prepare). A delegate that cannot be loaded, or that the
+// allow-list refuses, fails the call at once; a network failure is
+// retried.
+func (a *Activities) Delegate(ctx context.Context, in DelegateInput) (DelegateOutput, error) {
+	loader := a.Loader
+	if loader == nil {
+		loader = &vessel.Loader{}
+	}
+	d, err := loader.Load(ctx, in.Tool.Delegate)
+	if errors.Is(err, vessel.ErrTransient) {
+		return DelegateOutput{}, err // Temporal retries it
+	}
+	if err != nil {
+		return DelegateOutput{}, temporal.NewNonRetryableApplicationError(err.Error(), "BadDelegate", err)
+	}
+	sub, err := d.Prepare(ctx, in.Tool, in.Context, in.Params, vessel.BuildOptions{Registry: loader.Registry, Loader: loader, Actions: a.Actions})
+	if err != nil {
+		return DelegateOutput{}, temporal.NewNonRetryableApplicationError(err.Error(), "BadDelegate", err)
+	}
+	return DelegateOutput{ID: d.ID, Name: d.Name, Request: sub}, nil
+}

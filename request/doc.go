@@ -1,0 +1,28 @@
+// Package request runs Vessel requests durably on Temporal: the workflow
+// that orchestrates a request, the activities that decide and delegate, and
+// the client that starts one and waits for its result.
+//
+// What a request means — its toolset, context, state, instances, plans,
+// delegates, and how a decision is checked — is package vessel's, which
+// knows nothing of Temporal. A request reaches this package prepared
+// (vessel.NewRequest), and the workflow (Workflows.Request) only sequences:
+//
+//   - the decision is an activity (Activities.Decide) that asks the model
+//     and checks its answer (vessel.ParseDecision), unless the request
+//     brings its calls: a plan, or a decision given in advance;
+//   - the calls run layer by layer (vessel.Graph.Layers), up to MaxParallel
+//     at a time: an instruction gives its filled value, an action is
+//     process's action activity (with the action's retry policy), a launch
+//     starts a process as a child workflow that outlives the request, and a
+//     delegate call runs the delegate activity, which prepares the isolated
+//     sub-request, and then that sub-request as a child workflow one level
+//     deeper;
+//   - results are written into each instance's state in call order
+//     (vessel.Write), a call whose dependency failed is not run;
+//   - a sub-request with an output schema has the model fill it with the
+//     calls' results in view.
+//
+// Every outside effect is an activity and every value a check needs is
+// checked in one (a local activity where it is cheap), so a restart of
+// the server replays the history and repeats nothing.
+package request

@@ -1,0 +1,16 @@
+package request
+
+// The names of the Vessel runtime on Temporal, in one place. A request's
+// model calls and actions are process's activities (process.FillName,
+// process.ActionName) and its launches process's workflows.
+const (
+	// WorkflowName is the workflow type of a Vessel request
+	// (Workflows.Request); a delegate's sub-request is one too.
+	WorkflowName = "vibe.Vessel"
+	// DecideName is the activity type of a request's decision
+	// (Activities.Decide).
+	DecideName = "vibe.Decide"
+	// DelegateName is the activity type that loads a delegate and prepares
+	// its sub-request (Activities.Delegate).
+	DelegateName = "vibe.Delegate"
+)

@@ -1,0 +1,59 @@
+package server
+
+import (
+	"fmt"
+	"log/slog"
+
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/worker"
+
+	"github.com/augceo/vibe/llm"
+	"github.com/augceo/vibe/process"
+	"github.com/augceo/vibe/request"
+	"github.com/augceo/vibe/vessel"
+)
+
+// WorkerOptions configures NewWorker. The zero value is a worker with no
+// model, no actions and delegates loaded from files only.
+type WorkerOptions struct {
+	// Provider answers model calls; nil fails them with
+	// process.ErrNoProvider (a worker without a model still runs actions
+	// and waits for people).
+	Provider llm.Provider
+	// Actions are the server actions; nil means none.
+	Actions *process.Actions
+	// Loader loads delegates; nil means files only.
+	Loader *vessel.Loader
+	// Logger receives the per-call records; nil means slog.Default().
+	Logger *slog.Logger
+	// QueryOnly registers the workflows and no activity: a worker that only
+	// replays workflows to answer queries (vibe show) and runs nothing.
+	QueryOnly bool
+}
+
+// NewWorker returns a worker on Vibe's task queue with every workflow and
+// activity registered, not yet started.
+func NewWorker(c client.Client, opts WorkerOptions) worker.Worker {
+	if opts.Actions == nil {
+		opts.Actions = &process.Actions{}
+	}
+	w := worker.New(c, process.TaskQueue, worker.Options{})
+	if opts.QueryOnly {
+		process.RegisterWorkflows(w, opts.Actions)
+		request.RegisterWorkflow(w, opts.Actions)
+		return w
+	}
+	acts := &process.Activities{Provider: opts.Provider, Actions: opts.Actions, Logger: opts.Logger}
+	process.Register(w, acts)
+	request.Register(w, &request.Activities{Process: acts, Loader: opts.Loader, Actions: opts.Actions.Names()})
+	return w
+}
+
+// StartWorker is NewWorker, started.
+func StartWorker(c client.Client, opts WorkerOptions) (worker.Worker, error) {
+	w := NewWorker(c, opts)
+	if err := w.Start(); err != nil {
+		return nil, fmt.Errorf("start the worker: %w", err)
+	}
+	return w, nil
+}

@@ -1,0 +1,179 @@
+package vessel
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/augceo/vibe/jsonv"
+	"github.com/augceo/vibe/llm"
+	"github.com/augceo/vibe/schema"
+)
+
+// Call is one tool call of a decision or a plan.
+type Call struct {
+	// Index is the call's position in its decision or plan.
+	Index int    `json:"index"`
+	Tool  string `json:"tool"`
+	// Instance is the instance the call is for; "" for a global call.
+	Instance string `json:"instance,omitempty"`
+	// Output is where the result goes in state (nil: nowhere).
+	Output []string `json:"output"` // no omitempty: [] (the whole state) is not nil
+	// Params are the call's parameters, without the call's own fields.
+	Params jsonv.Value `json:"params"`
+	// Path is where the call is in its file.
+	Path jsonv.Pointer `json:"path"`
+}
+
+// Name is how errors name a call: "call 3 (sendReport)".
+func (c *Call) Name() string {
+	s := fmt.Sprintf("call %d (%s", c.Index+1, c.Tool)
+	if c.Instance != "" {
+		s += ", instance " + c.Instance
+	}
+	return s + ")"
+}
+
+// OutputString is the call's output path as written.
+func (c *Call) OutputString() string {
+	if c.Output == nil {
+		return ""
+	}
+	return strings.Join(append([]string{"state"}, c.Output...), ".")
+}
+
+// Reads are the state paths the call's parameters read.
+func (c *Call) Reads() map[string][]string {
+	out := map[string][]string{}
+	for name, v := range c.Params.Members() {
+		if IsRef(v) {
+			if p, err := ParsePath(v.Str()); err == nil {
+				out[name] = p
+			}
+		}
+	}
+	return out
+}
+
+// ParseCalls reads the calls of a decision or a plan.
+func ParseCalls(file string, at jsonv.Pointer, v jsonv.Value) ([]*Call, error) {
+	var errs schema.ErrorList
+	var calls []*Call
+	for i, raw := range v.Array() {
+		p := at.AppendIndex(i)
+		if raw.Object() == nil {
+			errs.Add(file, p, "a call is an object with \"_tool\", not %s", raw.Kind())
+			continue
+		}
+		c := &Call{Index: i, Path: p}
+		params := jsonv.NewObject(raw.Len())
+		for name, val := range raw.Members() {
+			switch name {
+			case "_tool":
+				c.Tool = val.Str()
+			case "_instance":
+				if val.Kind() != jsonv.KindString {
+					errs.Add(file, p.Append(name), "_instance must be a string")
+				}
+				c.Instance = val.Str()
+			case "_outputPath":
+				path, err := ParsePath(val.Str())
+				if err != nil {
+					errs.Add(file, p.Append(name), "%v", err)
+					continue
+				}
+				c.Output = path
+			case "output":
+				// "output": "†state…" is the seed's other way to write an
+				// output path.
+				if val.Kind() == jsonv.KindString && strings.HasPrefix(val.Str(), "†") {
+					path, err := ParsePath(val.Str())
+					if err != nil {
+						errs.Add(file, p.Append(name), "%v", err)
+						continue
+					}
+					c.Output = path
+					continue
+				}
+				params.Set(name, val)
+			default:
+				params.Set(name, val)
+			}
+		}
+		if c.Tool == "" {
+			errs.Add(file, p, "a call needs \"_tool\": the name of the tool to call")
+			continue
+		}
+		c.Params = params.Value()
+		calls = append(calls, c)
+	}
+	if err := errs.Err(); err != nil {
+		return nil, err
+	}
+	return calls, nil
+}
+
+// CallResult is what one call did.
+type CallResult struct {
+	Index    int         `json:"index"`
+	Tool     string      `json:"tool"`
+	Instance string      `json:"instance,omitempty"`
+	Params   jsonv.Value `json:"params"` // with the state references resolved
+	Output   string      `json:"output,omitempty"`
+	Result   jsonv.Value `json:"result"`
+	Error    string      `json:"error,omitempty"`
+	// Run is the workflow id of a delegate call's sub-request, or of a
+	// launched process.
+	Run string `json:"run,omitempty"`
+	// Usage is what a delegate call's sub-request (and its own delegates)
+	// spent.
+	Usage llm.Usage `json:"usage,omitzero"`
+}
+
+// Summary is what the call did, in order: tool, instance, params, output
+// path, then result or error. It leaves out Run, which names a workflow and
+// differs from run to run.
+func (c CallResult) Summary() jsonv.Value {
+	o := jsonv.NewObject(6)
+	o.Set("tool", jsonv.StringValue(c.Tool))
+	if c.Instance != "" {
+		o.Set("instance", jsonv.StringValue(c.Instance))
+	}
+	o.Set("params", c.Params)
+	if c.Output != "" {
+		o.Set("output", jsonv.StringValue(c.Output))
+	}
+	if c.Error != "" {
+		o.Set("error", jsonv.StringValue(c.Error))
+	} else {
+		o.Set("result", c.Result)
+	}
+	return o.Value()
+}
+
+// ResultsMessage is a data message of kind "results": what a request's
+// calls gave, for the model that fills the request's output.
+func ResultsMessage(calls []CallResult) jsonv.Value {
+	items := make([]jsonv.Value, len(calls))
+	for i, c := range calls {
+		items[i] = c.Summary()
+	}
+	return jsonv.ObjectValue(
+		jsonv.Member{Name: "type", Value: jsonv.StringValue(DataMessage)},
+		jsonv.Member{Name: "kind", Value: jsonv.StringValue("results")},
+		jsonv.Member{Name: "data", Value: jsonv.ArrayValue(items...)})
+}
+
+// Result is what a request did.
+type Result struct {
+	// Decision is the model's decision (or the plan's calls).
+	Decision jsonv.Value `json:"decision"`
+	// Output is the request's result when it has an Output schema.
+	Output jsonv.Value  `json:"output,omitzero"`
+	Calls  []CallResult `json:"calls"`
+	// States holds each instance's final state; "" is the global one.
+	States map[string]jsonv.Value `json:"states"`
+	// Usage totals the request's model calls, its delegates' included.
+	Usage llm.Usage `json:"usage"`
+	// Replayed is true when the decision came from a recording.
+	Replayed bool `json:"replayed,omitempty"`
+}
