@@ -119,8 +119,9 @@
 // The engine registers two keyword search attributes on its namespace,
 // [ProcessAttribute] (VibeProcess) and [StatusAttribute] (VibeStatus), so that
 // Vibe processes can be listed and filtered in Temporal's own UI and CLI, e.g.
-// `temporal workflow list --query 'VibeStatus = "waiting"'`. SQLite visibility
-// supports up to ten custom keyword attributes per namespace.
+// `temporal workflow list --query 'VibeStatus = "waiting"'` (against the
+// embedded engine with the TLS flags shown at [Engine.HostPort]). SQLite
+// visibility supports up to ten custom keyword attributes per namespace.
 //
 // # Limits
 //
