@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -45,13 +46,13 @@ const (
 	readyTimeout = 30 * time.Second
 )
 
-// Options configures Start. The zero value starts an embedded server on
-// ./.vibe with namespace "default" on a free loopback port.
+// Options configures Start and Attach. The zero value starts an embedded
+// server on ./.vibe with namespace "default" on a free loopback port.
 type Options struct {
 	// DataDir holds the embedded server's files: temporal.db (SQLite),
-	// temporal.log (the server's own logs), engine.lock and engine.addr.
-	// It is created if missing. Empty means DefaultDataDir. Unused when
-	// HostPort is set.
+	// temporal.log (the server's own logs), engine.lock, engine.addr and
+	// the tls directory. It is created if missing. Empty means
+	// DefaultDataDir. Unused when HostPort is set; Attach reads it.
 	DataDir string
 
 	// Namespace is the Temporal namespace the client uses. Empty means
@@ -61,18 +62,36 @@ type Options struct {
 
 	// HostPort, if set, is the frontend address ("host:port") of an existing
 	// Temporal cluster: Start dials it and starts no server. Empty means
-	// start the embedded server.
+	// start the embedded server. To reach the embedded engine another
+	// process runs on DataDir, use Attach instead.
 	HostPort string
+
+	// TLS, if set, is the TLS configuration of the client to the cluster at
+	// HostPort, e.g. from LoadClientTLS: the client certificate copied from
+	// a serving machine's DataDir/tls, or a Temporal Cloud namespace's.
+	// Nil means plain text, unless ClientOptions.ConnectionOptions.TLS is
+	// set. The embedded engine's own client, and Attach, always use the
+	// data directory's certificates instead.
+	TLS *tls.Config
 
 	// Logger is Vibe's own logger; the SDK client and its workers log here
 	// too. Nil means slog.Default(). The embedded server's logs never go
 	// here; they go to DataDir/temporal.log.
 	Logger *slog.Logger
 
-	// FrontendPort fixes the embedded frontend's port on 127.0.0.1, e.g. 7233
-	// so that the Temporal CLI and UI find it at their default address. Zero
-	// means a free port. The other services always use free ports.
+	// FrontendPort fixes the embedded frontend's port, e.g. 7233 so that
+	// the Temporal CLI and UI find it at their default address. Zero means
+	// a free port. The other services always use free ports.
 	FrontendPort int
+
+	// ListenHost is the IP address the embedded frontend listens on, so
+	// that workers on other machines can reach it: "0.0.0.0" or "::" for
+	// every interface, or one interface's address. Empty means 127.0.0.1.
+	// The other services always listen on 127.0.0.1. Clients need the data
+	// directory's client certificate either way (see ClientCertFiles), and
+	// the server certificate lists this address (for a wildcard, the host
+	// name and the interfaces' addresses) so that they can verify it.
+	ListenHost string
 
 	// ServerLogLevel is the level of the embedded server's log file: "debug",
 	// "info", "warn" or "error". Empty means "warn", which keeps the file
@@ -86,9 +105,14 @@ type Options struct {
 
 	// ClientOptions are passed to the SDK client, for a data converter,
 	// interceptors and the like. HostPort and Namespace are always set by
-	// the engine; a nil Logger is replaced by one writing to Logger.
+	// the engine, and ConnectionOptions.TLS by the embedded engine, Attach
+	// and a non-nil TLS; a nil Logger is replaced by one writing to Logger.
 	ClientOptions client.Options
 }
+
+// ErrNotRunning is returned (wrapped) by Attach when no engine runs on the
+// data directory.
+var ErrNotRunning = errors.New("no vibe engine is running on the data directory")
 
 // Engine is a running Temporal engine: an SDK client, and in embedded mode
 // the server it talks to. Its methods are safe for concurrent use.
@@ -113,8 +137,8 @@ type Engine struct {
 // serves requests for the namespace. The caller must Close the engine.
 //
 // A data directory can be used by one engine at a time; Start fails if
-// another process (or another Engine in this process) has it. Use
-// RunningAddr to find and connect to that engine instead.
+// another process (or another Engine in this process) has it. Use Attach to
+// connect to that engine instead.
 func Start(ctx context.Context, opts Options) (*Engine, error) {
 	if opts.Namespace == "" {
 		opts.Namespace = DefaultNamespace
@@ -129,6 +153,9 @@ func Start(ctx context.Context, opts Options) (*Engine, error) {
 	}
 	if opts.HostPort != "" {
 		co.HostPort = opts.HostPort
+		if opts.TLS != nil {
+			co.ConnectionOptions.TLS = opts.TLS
+		}
 		return startExternal(ctx, opts, co)
 	}
 	if opts.DataDir == "" {
@@ -166,8 +193,16 @@ func startExternal(ctx context.Context, opts Options, co client.Options) (*Engin
 func startEmbedded(ctx context.Context, opts Options, co client.Options) (_ *Engine, err error) {
 	t0 := time.Now()
 	dir := opts.DataDir
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, fmt.Errorf("create data dir: %w", err)
+	listen, err := parseListenHost(opts.ListenHost)
+	if err != nil {
+		return nil, err
+	}
+	tightened, err := makePrivateDir(dir)
+	if err != nil {
+		return nil, fmt.Errorf("data dir: %w", err)
+	}
+	if tightened {
+		opts.Logger.Warn("restricted the data dir to its owner (mode 0700): it holds every prompt and the engine's keys", "dataDir", dir)
 	}
 	lock, err := lockDir(dir)
 	if err != nil {
@@ -179,8 +214,19 @@ func startEmbedded(ctx context.Context, opts Options, co client.Options) (_ *Eng
 			_ = e.close()
 		}
 	}()
+	files, err := tightenDataFiles(dir)
+	if err != nil {
+		return nil, err
+	}
+	if len(files) > 0 {
+		opts.Logger.Warn("restricted files in the data dir to their owner (mode 0600)", "files", files)
+	}
+	certs, err := setupTLS(filepath.Join(dir, tlsDir), serverNames(opts.ListenHost), opts.Logger)
+	if err != nil {
+		return nil, fmt.Errorf("engine certificates: %w", err)
+	}
 
-	emb, err := newServer(opts)
+	emb, err := newServer(opts, listen, certs)
 	if err != nil {
 		return nil, err
 	}
@@ -193,6 +239,7 @@ func startEmbedded(ctx context.Context, opts Options, co client.Options) (_ *Eng
 	e.server, e.hostPort = emb.server, hostPort
 
 	co.HostPort = hostPort
+	co.ConnectionOptions.TLS = certs.clientConfig()
 	if e.client, err = client.NewLazyClient(co); err != nil {
 		return nil, fmt.Errorf("create temporal client: %w", err)
 	}
@@ -208,6 +255,37 @@ func startEmbedded(ctx context.Context, opts Options, co client.Options) (_ *Eng
 	e.logger.Info("temporal engine started", "addr", hostPort, "namespace", opts.Namespace,
 		"dataDir", dir, "took", time.Since(t0).Round(time.Millisecond))
 	return e, nil
+}
+
+// Attach connects to the embedded engine that another process (or another
+// Engine in this process) runs on opts.DataDir (empty means DefaultDataDir),
+// such as a CLI command beside a running `vibe serve`. It dials the address
+// in DataDir/engine.addr with the client certificate in DataDir/tls, so it
+// needs the same read access to the data directory as the engine itself.
+// The returned Engine is a client only: Embedded reports false and Close
+// leaves the other engine running.
+//
+// If no engine holds the data directory, Attach returns an error wrapping
+// ErrNotRunning; a caller that wants an engine either way then calls Start.
+// Options.HostPort and Options.TLS must be empty: the data directory
+// supplies both.
+func Attach(ctx context.Context, opts Options) (*Engine, error) {
+	if opts.HostPort != "" || opts.TLS != nil {
+		return nil, errors.New("attach: Options.HostPort and Options.TLS must be empty; the data directory supplies them")
+	}
+	if opts.DataDir == "" {
+		opts.DataDir = DefaultDataDir
+	}
+	addr, ok := RunningAddr(opts.DataDir)
+	if !ok {
+		return nil, fmt.Errorf("data dir %s: %w", opts.DataDir, ErrNotRunning)
+	}
+	cfg, err := LoadClientTLS(ClientCertFiles(opts.DataDir))
+	if err != nil {
+		return nil, fmt.Errorf("attach to the engine on %s: %w", opts.DataDir, err)
+	}
+	opts.HostPort, opts.TLS = addr, cfg
+	return Start(ctx, opts)
 }
 
 // waitReady polls the frontend's health check until it serves.
@@ -231,9 +309,14 @@ func waitReady(ctx context.Context, c client.Client, hostPort string) error {
 // until Close; do not close it yourself.
 func (e *Engine) Client() client.Client { return e.client }
 
-// HostPort returns the frontend address, "127.0.0.1:<port>" when embedded.
-// The Temporal CLI reaches the engine with
-// `temporal --address <HostPort> --namespace <Namespace> workflow list`.
+// HostPort returns the frontend address clients dial: when embedded,
+// "127.0.0.1:<port>", or Options.ListenHost's address if that is not a
+// wildcard. The Temporal CLI reaches an embedded engine with the data
+// directory's client certificate (see ClientCertFiles):
+//
+//	temporal --address <HostPort> --namespace <Namespace> \
+//	  --tls-cert-path .vibe/tls/client.pem --tls-key-path .vibe/tls/client-key.pem \
+//	  --tls-ca-path .vibe/tls/ca.pem workflow list
 func (e *Engine) HostPort() string { return e.hostPort }
 
 // Namespace returns the Temporal namespace the client uses.
@@ -287,9 +370,9 @@ func (e *Engine) close() error {
 }
 
 // RunningAddr returns the frontend host:port of the embedded engine running
-// on dataDir (empty means DefaultDataDir), if there is one, so that a second
-// command, such as a CLI listing processes, can connect to it through
-// Options.HostPort instead of failing to take the data directory. It reads
+// on dataDir (empty means DefaultDataDir), if there is one: a second
+// command, such as a CLI listing processes, can then connect to it with
+// Attach instead of failing to take the data directory. It reads
 // DataDir/engine.addr and believes it only while the directory's lock is
 // held: a file left behind by a killed process does not count. The engine
 // may stop right after RunningAddr returns, so callers must still handle a
@@ -316,14 +399,4 @@ func readPID(path string) string {
 		return pid
 	}
 	return "unknown"
-}
-
-// writeFileAtomic writes data to path through a temporary file and a rename,
-// so readers never see a partial file.
-func writeFileAtomic(path string, data []byte) error {
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, data, 0o644); err != nil {
-		return err
-	}
-	return os.Rename(tmp, path)
 }

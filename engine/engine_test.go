@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -45,6 +46,17 @@ func startEngine(t testing.TB, opts Options) *Engine {
 		}
 	})
 	return e
+}
+
+// clientTLS returns a TLS configuration with the client certificate of the
+// embedded engine e, as a worker on another machine would load it.
+func clientTLS(t testing.TB, e *Engine) *tls.Config {
+	t.Helper()
+	cfg, err := LoadClientTLS(ClientCertFiles(e.dataDir))
+	if err != nil {
+		t.Fatalf("LoadClientTLS: %v", err)
+	}
+	return cfg
 }
 
 // testLogger shows warnings in the test's output (on failure or with -v).
@@ -102,7 +114,7 @@ func runGreet(t testing.TB, c client.Client, name string) {
 
 func TestEmbeddedRunsWorkflow(t *testing.T) {
 	t.Parallel()
-	fixed, err := freePort()
+	fixed, err := freePort(loopback)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -314,7 +326,7 @@ func TestExternal(t *testing.T) {
 	startWorker(t, a.Client(), []any{Greet}, []any{Hello})
 
 	unused := filepath.Join(t.TempDir(), "unused")
-	b := startEngine(t, Options{HostPort: a.HostPort(), DataDir: unused})
+	b := startEngine(t, Options{HostPort: a.HostPort(), TLS: clientTLS(t, a), DataDir: unused})
 	if b.Embedded() {
 		t.Error("external engine: Embedded() = true")
 	}
@@ -335,7 +347,7 @@ func TestExternal(t *testing.T) {
 func TestExternalErrors(t *testing.T) {
 	t.Parallel()
 	a := startEngine(t, Options{})
-	closed, err := freePort()
+	closed, err := freePort(loopback)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -345,7 +357,9 @@ func TestExternalErrors(t *testing.T) {
 		wantErr string
 	}{
 		{"unreachable", Options{HostPort: hostPort(closed)}, "connect to temporal at " + hostPort(closed)},
-		{"unknown namespace", Options{HostPort: a.HostPort(), Namespace: "nope"}, `has no namespace "nope"`},
+		{"unknown namespace", Options{HostPort: a.HostPort(), TLS: clientTLS(t, a), Namespace: "nope"}, `has no namespace "nope"`},
+		// The embedded frontend refuses clients without its certificate.
+		{"no client certificate", Options{HostPort: a.HostPort()}, "connect to temporal at " + a.HostPort()},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -409,7 +423,7 @@ func TestSearchAttributes(t *testing.T) {
 					ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 					defer cancel()
 					var err error
-					e, err = Start(ctx, Options{HostPort: a.HostPort(), Namespace: tt.namespace, Logger: testLogger(t)})
+					e, err = Start(ctx, Options{HostPort: a.HostPort(), TLS: clientTLS(t, a), Namespace: tt.namespace, Logger: testLogger(t)})
 					return err
 				})
 				t.Cleanup(func() { e.Close() })

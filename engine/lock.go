@@ -22,7 +22,7 @@ type dirLock struct {
 // this process) holds it, the error names the directory and the holder's pid.
 func lockDir(dir string) (*dirLock, error) {
 	path := filepath.Join(dir, lockFile)
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, privateFileMode)
 	if err != nil {
 		return nil, fmt.Errorf("open lock file: %w", err)
 	}

@@ -1,9 +1,7 @@
 package engine
 
 import (
-	"errors"
 	"fmt"
-	"io/fs"
 	"net"
 	"os"
 	"path/filepath"
@@ -29,8 +27,33 @@ import (
 // in the database on first start and must never change afterwards.
 const clusterName = "active"
 
-// loopback is where every service of the embedded server listens.
+// loopback is where every service of the embedded server listens, except
+// the frontend when Options.ListenHost says otherwise.
 const loopback = "127.0.0.1"
+
+// frontendHost is where the embedded frontend listens and where its
+// clients, the server's own included, dial it.
+type frontendHost struct {
+	bind string // IP address the frontend listens on
+	dial string // IP address clients dial: bind, or loopback for a wildcard
+}
+
+// parseListenHost checks Options.ListenHost.
+func parseListenHost(listenHost string) (frontendHost, error) {
+	if listenHost == "" {
+		return frontendHost{bind: loopback, dial: loopback}, nil
+	}
+	ip := net.ParseIP(listenHost)
+	switch {
+	case ip == nil:
+		return frontendHost{}, fmt.Errorf("listen host %q is not an IP address", listenHost)
+	case ip.IsUnspecified() && ip.To4() != nil:
+		return frontendHost{bind: ip.String(), dial: loopback}, nil
+	case ip.IsUnspecified():
+		return frontendHost{bind: ip.String(), dial: "::1"}, nil
+	}
+	return frontendHost{bind: ip.String(), dial: ip.String()}, nil
+}
 
 // embedded is a configured, not yet started, in-process Temporal server.
 type embedded struct {
@@ -82,24 +105,24 @@ func (s *logSink) Close() error {
 
 // newServer prepares the SQLite file (schema on a new file, the namespace)
 // and builds the server. The caller holds the data directory's lock.
-func newServer(opts Options) (_ *embedded, err error) {
+func newServer(opts Options, fh frontendHost, certs *engineTLS) (_ *embedded, err error) {
 	frontendPort := opts.FrontendPort
 	if frontendPort != 0 {
 		// The server would log.Fatal the whole process on a taken port.
-		if err := checkPortFree(frontendPort); err != nil {
+		if err := checkPortFree(fh.bind, frontendPort); err != nil {
 			return nil, err
 		}
-	} else if frontendPort, err = freePort(); err != nil {
+	} else if frontendPort, err = freePort(fh.bind); err != nil {
 		return nil, err
 	}
 	ports := map[primitives.ServiceName]int{primitives.FrontendService: frontendPort}
 	for _, svc := range []primitives.ServiceName{primitives.HistoryService, primitives.MatchingService, primitives.WorkerService} {
-		if ports[svc], err = freePort(); err != nil {
+		if ports[svc], err = freePort(loopback); err != nil {
 			return nil, err
 		}
 	}
 
-	f, err := os.OpenFile(filepath.Join(opts.DataDir, logFile), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+	f, err := os.OpenFile(filepath.Join(opts.DataDir, logFile), os.O_WRONLY|os.O_CREATE|os.O_APPEND, privateFileMode)
 	if err != nil {
 		return nil, fmt.Errorf("open server log: %w", err)
 	}
@@ -118,7 +141,8 @@ func newServer(opts Options) (_ *embedded, err error) {
 		return nil, err
 	}
 
-	cfg := serverConfig(filepath.Join(opts.DataDir, dbFile), ports)
+	cfg := serverConfig(filepath.Join(opts.DataDir, dbFile), fh, ports)
+	cfg.Global.TLS = certs.rootTLS(fh.dial)
 	sqlCfg := cfg.Persistence.DataStores[sqliteplugin.PluginName].SQL
 	if err := prepareDB(sqlCfg, opts); err != nil {
 		return nil, err
@@ -126,8 +150,10 @@ func newServer(opts Options) (_ *embedded, err error) {
 
 	hosts := make(map[primitives.ServiceName]static.Hosts, len(ports))
 	for svc, port := range ports {
-		hosts[svc] = static.SingleLocalHost(hostPort(port))
+		hosts[svc] = static.SingleLocalHost(joinHostPort(loopback, port))
 	}
+	frontend := joinHostPort(fh.dial, frontendPort)
+	hosts[primitives.FrontendService] = static.SingleLocalHost(frontend)
 	srv, err := temporal.NewServer(
 		temporal.WithConfig(cfg),
 		temporal.ForServices(temporal.DefaultServices),
@@ -138,12 +164,13 @@ func newServer(opts Options) (_ *embedded, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("create temporal server: %w", err)
 	}
-	return &embedded{server: srv, hostPort: hostPort(frontendPort), logOut: logOut}, nil
+	return &embedded{server: srv, hostPort: frontend, logOut: logOut}, nil
 }
 
 // serverConfig is the configuration of a single-node server on one SQLite
-// file with one history shard, every service on loopback.
-func serverConfig(dbPath string, ports map[primitives.ServiceName]int) *config.Config {
+// file with one history shard, every service on loopback but the frontend,
+// which listens on fh.bind. TLS is left to the caller.
+func serverConfig(dbPath string, fh frontendHost, ports map[primitives.ServiceName]int) *config.Config {
 	sqlCfg := &config.SQL{
 		PluginName:   sqliteplugin.PluginName,
 		DatabaseName: dbPath,
@@ -154,12 +181,16 @@ func serverConfig(dbPath string, ports map[primitives.ServiceName]int) *config.C
 			"busy_timeout": "5000",   // ms; connections of one pool wait for each other
 		},
 	}
-	frontend := hostPort(ports[primitives.FrontendService])
+	frontend := joinHostPort(fh.dial, ports[primitives.FrontendService])
 	services := make(map[string]config.Service, len(ports))
 	for svc, port := range ports {
 		// With static hosts there is no membership ring, so no
 		// MembershipPort: it is read only by ringpop.
-		services[string(svc)] = config.Service{RPC: config.RPC{GRPCPort: port, BindOnIP: loopback}}
+		bind := loopback
+		if svc == primitives.FrontendService {
+			bind = fh.bind
+		}
+		services[string(svc)] = config.Service{RPC: config.RPC{GRPCPort: port, BindOnIP: bind}}
 	}
 	return &config.Config{
 		Global: config.Global{
@@ -228,9 +259,11 @@ func dynamicConfig() dynamicconfig.StaticClient {
 // happen before the server starts: the server neither creates a schema nor
 // sees a namespace inserted behind its back until its cache refreshes.
 func prepareDB(sqlCfg *config.SQL, opts Options) error {
-	_, err := os.Stat(sqlCfg.DatabaseName)
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
+	isNew, err := createDBFile(sqlCfg.DatabaseName)
+	if err != nil {
+		return err
+	}
+	if isNew {
 		if err := sqlite.SetupSchema(sqlCfg); err != nil {
 			// Leave no half-built file that later starts would trust.
 			for _, suffix := range []string{"", "-wal", "-shm"} {
@@ -238,8 +271,6 @@ func prepareDB(sqlCfg *config.SQL, opts Options) error {
 			}
 			return fmt.Errorf("create sqlite schema in %s: %w", sqlCfg.DatabaseName, err)
 		}
-	case err != nil:
-		return fmt.Errorf("stat database: %w", err)
 	}
 
 	ns, err := sqlite.NewNamespaceConfig(clusterName, opts.Namespace, false, searchAttributeTypes())
@@ -257,6 +288,24 @@ func prepareDB(sqlCfg *config.SQL, opts Options) error {
 	return nil
 }
 
+// createDBFile creates an empty database file private to its owner, if
+// there is none, and reports whether the file is new (empty: a start killed
+// before it made the schema leaves an empty file). SQLite would otherwise
+// create it 0644 (less the umask), and it gives temporal.db-wal and -shm
+// the permissions of temporal.db.
+func createDBFile(path string) (isNew bool, err error) {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, privateFileMode)
+	if err != nil {
+		return false, fmt.Errorf("open database: %w", err)
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return false, fmt.Errorf("stat database: %w", err)
+	}
+	return fi.Size() == 0, nil
+}
+
 // fileLogger returns a server logger writing JSON lines to w.
 func fileLogger(w zapcore.WriteSyncer, level string) (log.Logger, error) {
 	var lvl zapcore.Level
@@ -269,40 +318,47 @@ func fileLogger(w zapcore.WriteSyncer, level string) (log.Logger, error) {
 	return log.NewZapLogger(zap.New(core, zap.AddCaller())), nil
 }
 
-// hostPort returns the loopback address with port.
-func hostPort(port int) string {
-	return net.JoinHostPort(loopback, strconv.Itoa(port))
+// joinHostPort returns host:port.
+func joinHostPort(host string, port int) string {
+	return net.JoinHostPort(host, strconv.Itoa(port))
 }
 
-// checkPortFree reports an error naming port if it cannot be listened on.
-func checkPortFree(port int) error {
-	l, err := net.Listen("tcp", hostPort(port))
+// hostPort returns the loopback address with port.
+func hostPort(port int) string { return joinHostPort(loopback, port) }
+
+// checkPortFree reports an error naming port if it cannot be listened on at
+// host.
+func checkPortFree(host string, port int) error {
+	l, err := net.Listen("tcp", joinHostPort(host, port))
 	if err != nil {
 		return fmt.Errorf("frontend port %d is not available: %w", port, err)
 	}
 	return l.Close()
 }
 
-// freePort returns a loopback port nothing listens on. Like the server's own
+// freePort returns a port nothing listens on at host. Like the server's own
 // test helper (common/testing/freeport) it connects to the port and closes
 // the accepted side first, which leaves the port in TIME_WAIT: Linux then
 // does not hand it out again as an ephemeral port for a while, but the
 // server can still bind it (SO_REUSEADDR). That keeps parallel engines from
 // being given the same port between this call and the server's listen.
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", hostPort(0))
+func freePort(host string) (int, error) {
+	l, err := net.Listen("tcp", joinHostPort(host, 0))
 	if err != nil {
 		return 0, fmt.Errorf("find a free port: %w", err)
 	}
 	defer l.Close()
-	port := l.Addr().(*net.TCPAddr).Port
-	c, err := net.DialTCP("tcp", nil, l.Addr().(*net.TCPAddr))
+	addr := *l.Addr().(*net.TCPAddr)
+	if addr.IP.IsUnspecified() { // a wildcard listener is reached on loopback
+		addr.IP = net.ParseIP(loopback)
+	}
+	c, err := net.DialTCP("tcp", nil, &addr)
 	if err != nil {
-		return port, nil
+		return addr.Port, nil
 	}
 	if s, err := l.Accept(); err == nil {
 		s.Close()
 	}
 	c.Close()
-	return port, nil
+	return addr.Port, nil
 }
