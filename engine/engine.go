@@ -17,6 +17,7 @@ import (
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
 	sdklog "go.temporal.io/sdk/log"
+	sdktemporal "go.temporal.io/sdk/temporal"
 	"go.temporal.io/server/temporal"
 )
 
@@ -103,6 +104,12 @@ type Options struct {
 	// existing namespace.
 	Retention time.Duration
 
+	// SearchAttributes are registered on the namespace at start (those it
+	// lacks), so that workflows can set them and visibility queries filter
+	// on them; Vibe's are process.SearchAttributes. On an external cluster
+	// a failure to add them is logged, not fatal.
+	SearchAttributes []sdktemporal.SearchAttributeKey
+
 	// ClientOptions are passed to the SDK client, for a data converter,
 	// interceptors and the like. HostPort and Namespace are always set by
 	// the engine, and ConnectionOptions.TLS by the embedded engine, Attach
@@ -182,7 +189,7 @@ func startExternal(ctx context.Context, opts Options, co client.Options) (*Engin
 	}
 	// Vibe works without its search attributes (they only serve listing in
 	// Temporal's UI), and a shared cluster may not let us add them.
-	if err := registerSearchAttributes(dctx, c, opts.Namespace); err != nil {
+	if err := registerSearchAttributes(dctx, c, opts.Namespace, opts.SearchAttributes); err != nil {
 		opts.Logger.Warn("cannot register Vibe's search attributes; processes will not be searchable by them",
 			"addr", opts.HostPort, "namespace", opts.Namespace, "err", err)
 	}
@@ -246,7 +253,7 @@ func startEmbedded(ctx context.Context, opts Options, co client.Options) (_ *Eng
 	if err := waitReady(ctx, e.client, hostPort); err != nil {
 		return nil, err
 	}
-	if err := registerSearchAttributes(ctx, e.client, opts.Namespace); err != nil {
+	if err := registerSearchAttributes(ctx, e.client, opts.Namespace, opts.SearchAttributes); err != nil {
 		return nil, fmt.Errorf("register search attributes: %w", err)
 	}
 	if err := writeFileAtomic(filepath.Join(dir, addrFile), []byte(hostPort+"\n")); err != nil {

@@ -17,6 +17,7 @@ import (
 
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
+	sdktemporal "go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
 	"google.golang.org/protobuf/types/known/durationpb"
@@ -379,7 +380,14 @@ func TestExternalErrors(t *testing.T) {
 	}
 }
 
-// Tag upserts Vibe's search attributes and returns.
+// The search attributes the test registers, as Vibe's processes do.
+var (
+	ProcessAttribute = sdktemporal.NewSearchAttributeKeyKeyword("VibeProcess")
+	StatusAttribute  = sdktemporal.NewSearchAttributeKeyKeyword("VibeStatus")
+	testAttributes   = []sdktemporal.SearchAttributeKey{ProcessAttribute, StatusAttribute}
+)
+
+// Tag upserts the test's search attributes and returns.
 func Tag(ctx workflow.Context, process, status string) error {
 	return workflow.UpsertTypedSearchAttributes(ctx,
 		ProcessAttribute.ValueSet(process),
@@ -389,7 +397,7 @@ func Tag(ctx workflow.Context, process, status string) error {
 
 func TestSearchAttributes(t *testing.T) {
 	t.Parallel()
-	a := startEngine(t, Options{})
+	a := startEngine(t, Options{SearchAttributes: testAttributes})
 
 	// A namespace created after the fact, without Vibe's attributes: an
 	// engine on it must add them through the operator service.
@@ -423,7 +431,7 @@ func TestSearchAttributes(t *testing.T) {
 					ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 					defer cancel()
 					var err error
-					e, err = Start(ctx, Options{HostPort: a.HostPort(), TLS: clientTLS(t, a), Namespace: tt.namespace, Logger: testLogger(t)})
+					e, err = Start(ctx, Options{HostPort: a.HostPort(), TLS: clientTLS(t, a), Namespace: tt.namespace, Logger: testLogger(t), SearchAttributes: testAttributes})
 					return err
 				})
 				t.Cleanup(func() { e.Close() })

@@ -7,7 +7,6 @@ import (
 
 	"github.com/augceo/vibe/engine"
 	"go.temporal.io/sdk/worker"
-	"go.temporal.io/sdk/workflow"
 )
 
 // Connect to the engine another vibe process runs on ./.vibe, or start an
@@ -65,15 +64,4 @@ func ExampleLoadClientTLS() {
 	if err := w.Run(worker.InterruptCh()); err != nil {
 		log.Fatal(err)
 	}
-}
-
-// A workflow marks itself for listing with `VibeProcess = "invoice"`.
-func ExampleProcessAttribute() {
-	invoice := func(ctx workflow.Context) error {
-		return workflow.UpsertTypedSearchAttributes(ctx,
-			engine.ProcessAttribute.ValueSet("invoice"),
-			engine.StatusAttribute.ValueSet("running"),
-		)
-	}
-	_ = invoice
 }

@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	enumspb "go.temporal.io/api/enums/v1"
@@ -12,37 +13,28 @@ import (
 	"go.temporal.io/sdk/temporal"
 )
 
-// Search attributes registered on the engine's namespace. Workflows set them
-// with workflow.UpsertTypedSearchAttributes, e.g.
-// ProcessAttribute.ValueSet("invoice"), and visibility queries filter on
-// their names, e.g. `VibeProcess = "invoice" AND VibeStatus = "waiting"`.
-var (
-	// ProcessAttribute (VibeProcess) names the Vibe process a workflow runs.
-	ProcessAttribute = temporal.NewSearchAttributeKeyKeyword("VibeProcess")
-	// StatusAttribute (VibeStatus) is the Vibe-level status of a process,
-	// finer than Temporal's own (for example waiting for a person).
-	StatusAttribute = temporal.NewSearchAttributeKeyKeyword("VibeStatus")
-)
-
-// searchAttributeTypes returns Vibe's search attributes by name and type.
-func searchAttributeTypes() map[string]enumspb.IndexedValueType {
-	return map[string]enumspb.IndexedValueType{
-		ProcessAttribute.GetName(): enumspb.INDEXED_VALUE_TYPE_KEYWORD,
-		StatusAttribute.GetName():  enumspb.INDEXED_VALUE_TYPE_KEYWORD,
+// searchAttributeTypes returns attrs by name and type.
+func searchAttributeTypes(attrs []temporal.SearchAttributeKey) map[string]enumspb.IndexedValueType {
+	m := make(map[string]enumspb.IndexedValueType, len(attrs))
+	for _, a := range attrs {
+		m[a.GetName()] = a.GetValueType()
 	}
+	return m
 }
 
-// registerSearchAttributes adds those of Vibe's search attributes that the
-// namespace lacks. Listing first keeps it a read on every start after the
+// registerSearchAttributes adds those of attrs that the namespace lacks. Listing first keeps it a read on every start after the
 // first, and avoids needing the right to add on a cluster that has them.
-func registerSearchAttributes(ctx context.Context, c client.Client, namespace string) error {
+func registerSearchAttributes(ctx context.Context, c client.Client, namespace string, attrs []temporal.SearchAttributeKey) error {
+	if len(attrs) == 0 {
+		return nil
+	}
 	ops := c.OperatorService()
 	have, err := ops.ListSearchAttributes(ctx, &operatorservice.ListSearchAttributesRequest{Namespace: namespace})
 	if err != nil {
 		return fmt.Errorf("list search attributes: %w", err)
 	}
 	missing := map[string]enumspb.IndexedValueType{}
-	for name, typ := range searchAttributeTypes() {
+	for name, typ := range searchAttributeTypes(attrs) {
 		got, ok := have.GetCustomAttributes()[name]
 		switch {
 		case !ok:
@@ -61,16 +53,25 @@ func registerSearchAttributes(ctx context.Context, c client.Client, namespace st
 	if err != nil {
 		return fmt.Errorf("add search attributes: %w", err)
 	}
-	return waitSearchable(ctx, c, namespace)
+	return waitSearchable(ctx, c, namespace, attrs)
 }
 
-// waitSearchable waits until visibility queries accept Vibe's attributes.
+// waitSearchable waits until visibility queries accept attrs.
 // Servers learn of added attributes when their namespace cache refreshes
 // (up to about ten seconds); until then a query naming them is invalid.
-func waitSearchable(ctx context.Context, c client.Client, namespace string) error {
+func waitSearchable(ctx context.Context, c client.Client, namespace string, attrs []temporal.SearchAttributeKey) error {
 	ctx, cancel := context.WithTimeout(ctx, readyTimeout)
 	defer cancel()
-	query := fmt.Sprintf("%s = '' AND %s = ''", ProcessAttribute.GetName(), StatusAttribute.GetName())
+	var terms []string
+	for _, a := range attrs {
+		if a.GetValueType() == enumspb.INDEXED_VALUE_TYPE_KEYWORD {
+			terms = append(terms, a.GetName()+" = ''")
+		}
+	}
+	if len(terms) == 0 {
+		return nil
+	}
+	query := strings.Join(terms, " AND ")
 	for {
 		_, err := c.WorkflowService().CountWorkflowExecutions(ctx, &workflowservice.CountWorkflowExecutionsRequest{
 			Namespace: namespace,

@@ -273,7 +273,7 @@ func prepareDB(sqlCfg *config.SQL, opts Options) error {
 		}
 	}
 
-	ns, err := sqlite.NewNamespaceConfig(clusterName, opts.Namespace, false, searchAttributeTypes())
+	ns, err := sqlite.NewNamespaceConfig(clusterName, opts.Namespace, false, searchAttributeTypes(opts.SearchAttributes))
 	if err != nil {
 		return fmt.Errorf("namespace %q config: %w", opts.Namespace, err)
 	}

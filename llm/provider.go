@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"time"
 )
 
@@ -125,4 +126,45 @@ func WireName(name string) string {
 		return "output"
 	}
 	return string(b)
+}
+
+// Connection is how a provider reaches its endpoint: the settings both
+// official SDKs (openai-go, anthropic-sdk-go) take, as a provider's Options
+// spell them.
+type Connection struct {
+	BaseURL string
+	APIKey  string
+	// MaxRetries: 0 means 2, a negative number none.
+	MaxRetries int
+	Timeout    time.Duration
+	HTTPClient *http.Client
+}
+
+// SDKOptions turns c into an SDK's request options with that SDK's own
+// constructors (option.WithBaseURL, option.WithAPIKey,
+// option.WithMaxRetries, option.WithRequestTimeout, option.WithHTTPClient):
+// the SDKs come from one generator and differ only in their types. Unset
+// settings are left to the SDK's defaults.
+func SDKOptions[O, H any](c Connection, baseURL, apiKey func(string) O, retries func(int) O, timeout func(time.Duration) O, client func(H) O) []O {
+	n := c.MaxRetries
+	switch {
+	case n < 0:
+		n = 0
+	case n == 0:
+		n = 2
+	}
+	out := []O{retries(n)}
+	if c.BaseURL != "" {
+		out = append(out, baseURL(c.BaseURL))
+	}
+	if c.APIKey != "" {
+		out = append(out, apiKey(c.APIKey))
+	}
+	if c.Timeout > 0 {
+		out = append(out, timeout(c.Timeout))
+	}
+	if h, ok := any(c.HTTPClient).(H); ok && c.HTTPClient != nil {
+		out = append(out, client(h))
+	}
+	return out
 }

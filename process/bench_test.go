@@ -40,7 +40,7 @@ func zeroLatencyModel(b *testing.B) *llmtest.Server {
 func benchEngine(b *testing.B) (*Client, jsonv.Value) {
 	b.Helper()
 	ctx := context.Background()
-	eng, err := engine.Start(ctx, engine.Options{DataDir: b.TempDir(), Logger: quietLogger()})
+	eng, err := engine.Start(ctx, engine.Options{SearchAttributes: SearchAttributes, DataDir: b.TempDir(), Logger: quietLogger()})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -17,7 +17,6 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/augceo/vibe/compile"
-	"github.com/augceo/vibe/engine"
 	"github.com/augceo/vibe/internal/wfid"
 	"github.com/augceo/vibe/jsonv"
 	"github.com/augceo/vibe/registry"
@@ -113,7 +112,7 @@ func (c *Client) Start(ctx context.Context, opts StartOptions) (*Started, error)
 		ID:                    id,
 		TaskQueue:             TaskQueue,
 		Memo:                  map[string]any{"process": name},
-		TypedSearchAttributes: temporal.NewSearchAttributes(engine.ProcessAttribute.ValueSet(name), engine.StatusAttribute.ValueSet(string(Running))),
+		TypedSearchAttributes: temporal.NewSearchAttributes(ProcessAttribute.ValueSet(name), StatusAttribute.ValueSet(string(Running))),
 	}, wf, Start{Name: name, Program: p.Program(), Prompt: opts.Prompt, Input: opts.Input, First: opts.First, System: opts.System})
 	if err != nil {
 		return nil, fmt.Errorf("start %s: %w", name, err)
@@ -227,7 +226,7 @@ func (c *Client) List(ctx context.Context, limit int) ([]Summary, error) {
 		}
 		for _, ex := range resp.GetExecutions() {
 			s := Summary{ID: ex.GetExecution().GetWorkflowId(), Process: memoProcess(ex.GetMemo()), Status: statusOf(ex.GetStatus()), StartedAt: ex.GetStartTime().AsTime()}
-			if sa := ex.GetSearchAttributes().GetIndexedFields()[engine.StatusAttribute.GetName()]; sa != nil && s.Status == Running {
+			if sa := ex.GetSearchAttributes().GetIndexedFields()[StatusAttribute.GetName()]; sa != nil && s.Status == Running {
 				var st string
 				if converter.GetDefaultDataConverter().FromPayload(sa, &st) == nil && st != "" {
 					s.Status = Status(st)

@@ -1,5 +1,7 @@
 package process
 
+import "go.temporal.io/sdk/temporal"
+
 // The names of the process runtime on Temporal, in one place: workers
 // register them, workflows call them, clients start and query them.
 const (
@@ -28,4 +30,18 @@ const (
 	// UpdateAnswer is the update that carries a person's answer to a USER
 	// chunk.
 	UpdateAnswer = "answer"
+)
+
+// Search attributes of a process workflow, so that processes can be listed
+// and filtered in Temporal's own UI and CLI (`temporal workflow list
+// --query 'VibeStatus = "waiting"'`). The engine registers them on its
+// namespace: pass SearchAttributes in engine.Options.
+var (
+	// ProcessAttribute (VibeProcess) names the Vibe process a workflow runs.
+	ProcessAttribute = temporal.NewSearchAttributeKeyKeyword("VibeProcess")
+	// StatusAttribute (VibeStatus) is the Vibe-level status of a process,
+	// finer than Temporal's own (waiting for a person, for one).
+	StatusAttribute = temporal.NewSearchAttributeKeyKeyword("VibeStatus")
+	// SearchAttributes lists them, for engine.Options.SearchAttributes.
+	SearchAttributes = []temporal.SearchAttributeKey{ProcessAttribute, StatusAttribute}
 )

@@ -45,7 +45,7 @@ func TestReplayHistories(t *testing.T) {
 func recordHistories(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	eng, err := engine.Start(ctx, engine.Options{DataDir: t.TempDir(), Logger: quietLogger()})
+	eng, err := engine.Start(ctx, engine.Options{SearchAttributes: SearchAttributes, DataDir: t.TempDir(), Logger: quietLogger()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,7 +12,6 @@ import (
 
 	"github.com/augceo/vibe/compile"
 	"github.com/augceo/vibe/compose"
-	"github.com/augceo/vibe/engine"
 	"github.com/augceo/vibe/jsonv"
 	"github.com/augceo/vibe/llm"
 )
@@ -87,7 +86,7 @@ func (r *processRun) setStatus(ctx workflow.Context, s Status) {
 	r.upserted = true
 	r.view.Status = s
 	// Visible in Temporal's own UI and CLI: VibeProcess, VibeStatus.
-	_ = workflow.UpsertTypedSearchAttributes(ctx, engine.ProcessAttribute.ValueSet(r.in.Name), engine.StatusAttribute.ValueSet(string(s)))
+	_ = workflow.UpsertTypedSearchAttributes(ctx, ProcessAttribute.ValueSet(r.in.Name), StatusAttribute.ValueSet(string(s)))
 }
 
 func (r *processRun) fail(ctx workflow.Context, err error) (View, error) {

@@ -84,7 +84,7 @@ func TestResumeMidBatch(t *testing.T) {
 	}
 
 	first := &tally{done: map[int64]int{}, stopAfter: 10}
-	eng, err := engine.Start(ctx, engine.Options{DataDir: dir, Logger: quiet()})
+	eng, err := engine.Start(ctx, engine.Options{SearchAttributes: process.SearchAttributes, DataDir: dir, Logger: quiet()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -105,7 +105,7 @@ func TestResumeMidBatch(t *testing.T) {
 	before := first.done
 
 	second := &tally{done: map[int64]int{}}
-	eng, err = engine.Start(ctx, engine.Options{DataDir: dir, Logger: quiet()})
+	eng, err = engine.Start(ctx, engine.Options{SearchAttributes: process.SearchAttributes, DataDir: dir, Logger: quiet()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -146,7 +146,7 @@ func TestLaunch(t *testing.T) {
 	}
 	ts, _ := example(t, "billing-report", "accountant.vessel.json")
 	ctx := context.Background()
-	eng, err := engine.Start(ctx, engine.Options{DataDir: t.TempDir(), Logger: quiet()})
+	eng, err := engine.Start(ctx, engine.Options{SearchAttributes: process.SearchAttributes, DataDir: t.TempDir(), Logger: quiet()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -87,6 +87,9 @@ func hint(err error) string {
 	if errors.As(err, &missing) || strings.Contains(err.Error(), "no recorded answer for step") {
 		return " (record it by running the same command with VIBE_LLM_RECORD=FILE and a live --llm provider)"
 	}
+	if strings.Contains(err.Error(), "error reading server preface") {
+		return " (a vibe engine takes mutual TLS only: give --tls-dir with a copy of the serving machine's DATA/tls)"
+	}
 	for _, h := range hints {
 		if errors.Is(err, h.err) || (h.byText && strings.Contains(err.Error(), h.err.Error())) {
 			return h.hint

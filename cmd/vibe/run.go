@@ -143,41 +143,20 @@ process keeps waiting. Then it follows the process until it waits again or ends.
 }
 
 func newShowCmd(io stdio) *cobra.Command {
-	var ef engineFlags
-	cmd := &cobra.Command{
-		Use:   "show ID",
-		Short: "Print a process: status, what it waits for, state, usage",
-		Args:  exactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			p, done, err := connect(cmd.Context(), io, &ef, nil, nil)
-			if err != nil {
-				return err
-			}
-			defer done()
-			info, err := p.Get(cmd.Context(), args[0])
+	return readCmd(io, "show ID", "Print a process: status, what it waits for, state, usage", exactArgs(1),
+		func(ctx context.Context, p processes, args []string) error {
+			info, err := p.Get(ctx, args[0])
 			if err != nil {
 				return err
 			}
 			return writeAny(io, info)
-		},
-	}
-	ef.add(cmd)
-	return cmd
+		})
 }
 
 func newPsCmd(io stdio) *cobra.Command {
-	var ef engineFlags
-	cmd := &cobra.Command{
-		Use:   "ps",
-		Short: "List processes, newest first",
-		Args:  exactArgs(0),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			p, done, err := connect(cmd.Context(), io, &ef, nil, nil)
-			if err != nil {
-				return err
-			}
-			defer done()
-			list, err := p.List(cmd.Context(), 0)
+	return readCmd(io, "ps", "List processes, newest first", exactArgs(0),
+		func(ctx context.Context, p processes, args []string) error {
+			list, err := p.List(ctx, 0)
 			if err != nil {
 				return err
 			}
@@ -187,6 +166,25 @@ func newPsCmd(io stdio) *cobra.Command {
 				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", s.ID, s.Process, s.Status, s.StartedAt.Local().Format(time.DateTime))
 			}
 			return tw.Flush()
+		})
+}
+
+// readCmd is a command that only reads processes: through the vibe serve
+// that has the data directory, or else the engine with a worker that runs
+// nothing.
+func readCmd(io stdio, use, short string, args cobra.PositionalArgs, read func(ctx context.Context, p processes, args []string) error) *cobra.Command {
+	var ef engineFlags
+	cmd := &cobra.Command{
+		Use:   use,
+		Short: short,
+		Args:  args,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			p, done, err := connect(cmd.Context(), io, &ef, nil, nil)
+			if err != nil {
+				return err
+			}
+			defer done()
+			return read(cmd.Context(), p, args)
 		},
 	}
 	ef.add(cmd)

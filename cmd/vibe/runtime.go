@@ -1,11 +1,15 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"net"
 	"os"
+	"path/filepath"
+	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -29,13 +33,73 @@ type processes = api.Processes
 type engineFlags struct {
 	data, temporal, namespace string
 	token                     string
+	// TLS of a cluster: a client certificate, its key, the CA (files), or a
+	// directory holding all three as an embedded engine writes them.
+	tlsCert, tlsKey, tlsCA, tlsDir, tlsServerName string
+	// listen is serve's --temporal-listen: where the embedded engine's
+	// frontend listens, for workers on other machines.
+	listen string
 }
 
 func (f *engineFlags) add(cmd *cobra.Command) {
-	cmd.Flags().StringVar(&f.data, "data", engine.DefaultDataDir, "data directory of the embedded engine (SQLite file, logs)")
+	cmd.Flags().StringVar(&f.data, "data", engine.DefaultDataDir, "data directory of the embedded engine (SQLite file, logs, certificates)")
 	cmd.Flags().StringVar(&f.temporal, "temporal", "", "use the Temporal cluster at `HOST:PORT` instead of the embedded engine")
 	cmd.Flags().StringVar(&f.namespace, "namespace", engine.DefaultNamespace, "Temporal namespace")
 	cmd.Flags().StringVar(&f.token, "token", os.Getenv("VIBE_TOKEN"), "API token (default $VIBE_TOKEN)")
+	cmd.Flags().StringVar(&f.tlsDir, "tls-dir", os.Getenv("VIBE_TLS_DIR"), "with --temporal: a copy of a vibe serve's DATA/tls directory (client.pem, client-key.pem, ca.pem) to present (default $VIBE_TLS_DIR)")
+	cmd.Flags().StringVar(&f.tlsCert, "tls-cert", os.Getenv("VIBE_TLS_CERT"), "with --temporal: the client certificate (PEM) for mutual TLS (default $VIBE_TLS_CERT)")
+	cmd.Flags().StringVar(&f.tlsKey, "tls-key", os.Getenv("VIBE_TLS_KEY"), "with --temporal: the client certificate's private key (default $VIBE_TLS_KEY)")
+	cmd.Flags().StringVar(&f.tlsCA, "tls-ca", os.Getenv("VIBE_TLS_CA"), "with --temporal: the CA the server's certificate chains to; empty: the system's (default $VIBE_TLS_CA)")
+	cmd.Flags().StringVar(&f.tlsServerName, "tls-server-name", "", "with --temporal: the name to check the server's certificate against, when it is not the dialled host")
+}
+
+// options are the engine options the flags give.
+func (f *engineFlags) options(logger *slog.Logger) (engine.Options, error) {
+	opts := engine.Options{DataDir: f.data, Namespace: f.namespace, Logger: logger, SearchAttributes: process.SearchAttributes}
+	if f.temporal == "" {
+		if f.listen != "" {
+			host, port, err := net.SplitHostPort(f.listen)
+			n, perr := strconv.Atoi(port)
+			if err != nil || perr != nil || n < 0 || n > 65535 {
+				return opts, usageError{fmt.Errorf("--temporal-listen %q: want HOST:PORT, such as 0.0.0.0:7233", f.listen)}
+			}
+			opts.ListenHost, opts.FrontendPort = host, n
+		}
+		return opts, nil
+	}
+	opts.DataDir, opts.HostPort = "", f.temporal
+	cert, key, ca := f.tlsCert, f.tlsKey, f.tlsCA
+	if f.tlsDir != "" {
+		// A copy of a data directory's tls directory: the same file names.
+		c, k, a := engine.ClientCertFiles(f.data)
+		in := func(p string) string { return filepath.Join(f.tlsDir, filepath.Base(p)) }
+		cert, key, ca = cmp.Or(cert, in(c)), cmp.Or(key, in(k)), cmp.Or(ca, in(a))
+	}
+	if cert != "" || key != "" || ca != "" || f.tlsServerName != "" {
+		cfg, err := engine.LoadClientTLS(cert, key, ca)
+		if err != nil {
+			return opts, usageError{err}
+		}
+		if f.tlsServerName != "" {
+			cfg.ServerName = f.tlsServerName
+		}
+		opts.TLS = cfg
+	}
+	return opts, nil
+}
+
+// attach connects to the engine the flags name without starting one: the
+// cluster of --temporal, or the embedded engine that another vibe process
+// runs on --data (engine.ErrNotRunning when none does).
+func (f *engineFlags) attach(ctx context.Context, logger *slog.Logger) (*engine.Engine, error) {
+	opts, err := f.options(logger)
+	if err != nil {
+		return nil, err
+	}
+	if f.temporal != "" {
+		return engine.Start(ctx, opts)
+	}
+	return engine.Attach(ctx, engine.Options{DataDir: opts.DataDir, Namespace: opts.Namespace, Logger: logger})
 }
 
 // workerFlags are what a worker needs: the model, the actions.
@@ -101,25 +165,40 @@ func (l *local) Close() {
 // worker (model calls, actions); without, one that only replays workflows
 // to answer queries and runs nothing.
 func startLocal(ctx context.Context, io stdio, ef *engineFlags, wf *workerFlags, reg *registry.Registry, logger *slog.Logger) (*local, error) {
-	eng, err := engine.Start(ctx, engine.Options{DataDir: ef.data, HostPort: ef.temporal, Namespace: ef.namespace, Logger: logger})
+	opts, err := ef.options(logger)
+	if err != nil {
+		return nil, err
+	}
+	eng, err := engine.Start(ctx, opts)
 	if err != nil {
 		if addr, ok := engine.RunningAddr(ef.data); ok && ef.temporal == "" {
 			return nil, fmt.Errorf("%w\n(another vibe process has the data directory; its engine is at %s: run `vibe serve` once and the other commands use it, or give --data another directory)", err, addr)
 		}
 		return nil, err
 	}
-	l := &local{eng: eng, client: &process.Client{Temporal: eng.Client(), Registry: reg}}
+	l, err := startWorker(io, eng, wf, reg, logger)
+	if err != nil {
+		eng.Close()
+		return nil, err
+	}
+	return l, nil
+}
+
+// startWorker starts a worker on eng: with wf set, a full worker (model
+// calls, actions); without, one that only replays workflows to answer
+// queries and runs nothing. Its Close closes eng too.
+func startWorker(io stdio, eng *engine.Engine, wf *workerFlags, reg *registry.Registry, logger *slog.Logger) (*local, error) {
+	var err error
+	l := &local{client: &process.Client{Temporal: eng.Client(), Registry: reg}}
 	opts := server.WorkerOptions{Logger: logger, QueryOnly: wf == nil}
 	if wf != nil {
 		if opts.Actions, err = wf.actions(); err != nil {
-			l.Close()
 			return nil, err
 		}
 		if wf.llm.spec != "" {
 			// Without a model a worker still runs actions and waits for
 			// people; an LLM chunk fails saying so.
 			if opts.Provider, err = wf.llm.provider(io); err != nil {
-				l.Close()
 				return nil, err
 			}
 		}
@@ -127,9 +206,9 @@ func startLocal(ctx context.Context, io stdio, ef *engineFlags, wf *workerFlags,
 		l.client.Actions = opts.Actions.Names()
 	}
 	if l.worker, err = server.StartWorker(eng.Client(), opts); err != nil {
-		l.Close()
 		return nil, err
 	}
+	l.eng = eng
 	return l, nil
 }
 

@@ -1,10 +1,12 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
 	"os"
+	"path/filepath"
 
 	"github.com/spf13/cobra"
 
@@ -62,6 +64,10 @@ serve refuses to listen off loopback.`,
 					mode = "Temporal at " + ef.temporal
 				}
 				fmt.Fprintf(io.err, "vibe: serving http://%s (%s, namespace %s, temporal frontend %s)\n", a, mode, l.eng.Namespace(), l.eng.HostPort())
+				if l.eng.Embedded() {
+					cert, _, _ := engine.ClientCertFiles(ef.data)
+					fmt.Fprintf(io.err, "vibe: the frontend takes mutual TLS only; a client presents the certificates in %s (vibe worker --temporal %s --tls-dir %s)\n", filepath.Dir(cert), l.eng.HostPort(), filepath.Dir(cert))
+				}
 			})
 		},
 	}
@@ -69,6 +75,7 @@ serve refuses to listen off loopback.`,
 	wf.add(cmd)
 	registryFlag(cmd, &regDir)
 	cmd.Flags().StringVar(&addr, "addr", "127.0.0.1:8080", "address of the HTTP API")
+	cmd.Flags().StringVar(&ef.listen, "temporal-listen", "", "let the embedded engine's Temporal frontend listen on `HOST:PORT` (an IP; 0.0.0.0 for every interface), so that vibe worker --temporal HOST:PORT --tls-dir … on other machines share the work; clients need the certificates in DATA/tls")
 	return cmd
 }
 
@@ -86,15 +93,16 @@ many machines. Without --temporal it joins the embedded engine of the vibe serve
 that has --data.`,
 		Args: exactArgs(0),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if ef.temporal == "" {
-				hp, ok := engine.RunningAddr(ef.data)
-				if !ok {
-					return usageError{fmt.Errorf("no engine to work for: give --temporal HOST:PORT, or run vibe serve with --data %s first", ef.data)}
-				}
-				ef.temporal = hp
+			eng, err := ef.attach(cmd.Context(), serverLogger())
+			if errors.Is(err, engine.ErrNotRunning) {
+				return usageError{fmt.Errorf("no engine to work for: give --temporal HOST:PORT, or run vibe serve with --data %s first", ef.data)}
 			}
-			l, err := startLocal(cmd.Context(), io, &ef, &wf, nil, serverLogger())
 			if err != nil {
+				return err
+			}
+			l, err := startWorker(io, eng, &wf, nil, serverLogger())
+			if err != nil {
+				eng.Close()
 				return err
 			}
 			defer l.Close()

@@ -197,14 +197,16 @@ func readContext(io stdio, name string) (jsonv.Value, error) {
 // data directory, else on the embedded engine with a worker here, and
 // prints what it did.
 func runRequest(ctx context.Context, io stdio, ef *engineFlags, wf *workerFlags, reg *registry.Registry, in *vessel.Request) error {
-	if hp, ok := engine.RunningAddr(ef.data); ok && ef.temporal == "" {
-		// A vibe serve runs: its worker does the work.
-		eng, err := engine.Start(ctx, engine.Options{HostPort: hp, Namespace: ef.namespace, Logger: quietLogger()})
-		if err != nil {
+	if ef.temporal == "" {
+		// A vibe serve runs on the data directory: its worker does the work.
+		eng, err := ef.attach(ctx, quietLogger())
+		switch {
+		case err == nil:
+			defer eng.Close()
+			return printResult(ctx, io, eng, in)
+		case !errors.Is(err, engine.ErrNotRunning):
 			return err
 		}
-		defer eng.Close()
-		return printResult(ctx, io, eng, in)
 	}
 	l, err := startLocal(ctx, io, ef, wf, reg, quietLogger())
 	if err != nil {

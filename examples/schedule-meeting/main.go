@@ -115,7 +115,7 @@ func run(ctx context.Context, data, decision string, in io.Reader, out io.Writer
 		return err
 	}
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
-	eng, err := engine.Start(ctx, engine.Options{DataDir: data, Logger: logger})
+	eng, err := engine.Start(ctx, engine.Options{SearchAttributes: process.SearchAttributes, DataDir: data, Logger: logger})
 	if err != nil {
 		return err
 	}

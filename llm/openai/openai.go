@@ -66,27 +66,9 @@ type Provider struct {
 
 // New returns a Provider.
 func New(opts Options) *Provider {
-	ro := []option.RequestOption{option.WithMiddleware(errorEnvelope)}
-	if opts.BaseURL != "" {
-		ro = append(ro, option.WithBaseURL(opts.BaseURL))
-	}
-	if opts.APIKey != "" {
-		ro = append(ro, option.WithAPIKey(opts.APIKey))
-	}
-	switch {
-	case opts.MaxRetries < 0:
-		ro = append(ro, option.WithMaxRetries(0))
-	case opts.MaxRetries == 0:
-		ro = append(ro, option.WithMaxRetries(2))
-	default:
-		ro = append(ro, option.WithMaxRetries(opts.MaxRetries))
-	}
-	if opts.Timeout > 0 {
-		ro = append(ro, option.WithRequestTimeout(opts.Timeout))
-	}
-	if opts.HTTPClient != nil {
-		ro = append(ro, option.WithHTTPClient(opts.HTTPClient))
-	}
+	ro := llm.SDKOptions(llm.Connection{BaseURL: opts.BaseURL, APIKey: opts.APIKey, MaxRetries: opts.MaxRetries, Timeout: opts.Timeout, HTTPClient: opts.HTTPClient},
+		option.WithBaseURL, option.WithAPIKey, option.WithMaxRetries, option.WithRequestTimeout, option.WithHTTPClient)
+	ro = append(ro, option.WithMiddleware(errorEnvelope))
 	return &Provider{opts: opts, client: oai.NewClient(ro...)}
 }
 
