@@ -36,7 +36,7 @@ type ProgramChunk struct {
 	Schema jsonv.Value `json:"schema,omitzero"`
 	// References are the state paths of the values from outside the chunk
 	// its steps need, in order of first use: its minimal context.
-	References []Path `json:"references,omitempty"`
+	References []Path        `json:"references,omitempty"`
 	Steps      []ProgramStep `json:"steps"`
 }
 
