@@ -231,7 +231,7 @@ func TestPrivateFiles(t *testing.T) {
 		t.Fatal(err)
 	}
 	logs.Reset()
-	e = startEngine(t, Options{DataDir: dir, Logger: logger})
+	startEngine(t, Options{DataDir: dir, Logger: logger})
 	if !strings.Contains(logs.String(), "restricted files in the data dir") {
 		t.Errorf("no log line about tightened files; logs:\n%s", logs.String())
 	}
