@@ -151,7 +151,9 @@ func NonRetryable(err error) error {
 
 // HTTPAction is an action that POSTs its input as JSON to an endpoint and
 // takes the JSON reply as its output. A 2xx reply succeeds; 429, 5xx and
-// transport errors are retried; any other 4xx fails at once.
+// transport errors are retried; any other 4xx fails at once. The call's
+// idempotency key (IdempotencyKey) goes in the Idempotency-Key header, the
+// same on every retry: an endpoint that honours it applies the effect once.
 type HTTPAction struct {
 	URL     string
 	Headers map[string]string
@@ -166,6 +168,9 @@ func (h HTTPAction) Run(ctx context.Context, input jsonv.Value) (jsonv.Value, er
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json")
+	if key := IdempotencyKey(ctx); key != "" {
+		req.Header.Set("Idempotency-Key", key)
+	}
 	for k, v := range h.Headers {
 		req.Header.Set(k, os.ExpandEnv(v))
 	}
@@ -210,6 +215,27 @@ func excerpt(b []byte) string {
 	return s
 }
 
+// Bounds of an actions file's settings: a typo such as 4294967296 attempts
+// (which wrapped to 0, unlimited) or a timeout of days is refused.
+const (
+	MaxActionAttempts = 1000
+	MaxActionTimeout  = 24 * time.Hour
+)
+
+// validHeader reports whether name is an HTTP header name (an RFC 9110
+// token).
+func validHeader(name string) bool {
+	if name == "" {
+		return false
+	}
+	for _, r := range name {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("!#$%&'*+-.^_`|~", r)) {
+			return false
+		}
+	}
+	return true
+}
+
 // LoadActions reads an actions file: a JSON object from action names to
 // HTTP endpoints, each a URL or an object
 //
@@ -237,7 +263,14 @@ func LoadActions(path string) ([]Action, error) {
 			h.URL = v.Str()
 		case jsonv.KindObject:
 			h.URL = v.Lookup("url").Str()
+			if u, ok := v.Get("url"); ok && u.Kind() != jsonv.KindString {
+				errs.Add(path, at.Append("url"), "url must be a string, not %s", u.Kind())
+			}
 			for k, hv := range v.Lookup("headers").Members() {
+				if hv.Kind() != jsonv.KindString || !validHeader(k) {
+					errs.Add(path, at.Append("headers").Append(k), "a header is a name (letters, digits, -) and a string value")
+					continue
+				}
 				if h.Headers == nil {
 					h.Headers = map[string]string{}
 				}
@@ -245,16 +278,17 @@ func LoadActions(path string) ([]Action, error) {
 			}
 			if t, ok := v.Get("timeout"); ok {
 				d, err := time.ParseDuration(t.Str())
-				if err != nil || d <= 0 {
-					errs.Add(path, at.Append("timeout"), "timeout must be a duration such as \"30s\", not %s", t)
+				if err != nil || d <= 0 || d > MaxActionTimeout {
+					errs.Add(path, at.Append("timeout"), "timeout must be a duration from 1ms to %s, such as \"30s\", not %s", MaxActionTimeout, jsonv.Marshal(t))
 				}
 				act.Timeout = d
 				h.Client = &http.Client{Timeout: d}
 			}
 			if m, ok := v.Get("maxAttempts"); ok {
 				n, isInt := m.Int()
-				if !isInt || n < 1 {
-					errs.Add(path, at.Append("maxAttempts"), "maxAttempts must be a positive integer, not %s", m)
+				if !isInt || n < 1 || n > MaxActionAttempts {
+					errs.Add(path, at.Append("maxAttempts"), "maxAttempts must be an integer from 1 to %d, not %s", MaxActionAttempts, jsonv.Marshal(m))
+					n = 1
 				}
 				r := *DefaultRetry
 				r.MaximumAttempts = int32(n)

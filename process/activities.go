@@ -68,6 +68,7 @@ func (a *Activities) Fill(ctx context.Context, in FillInput) (FillOutput, error)
 		logger = slog.Default()
 	}
 	info := activity.GetInfo(ctx)
+	defer KeepAlive(ctx)()
 	res, err := llm.Fill(ctx, a.Provider, llm.Task{
 		Name: in.Chunk, System: in.System, Prompt: in.Prompt, Context: in.Context, Schema: in.Schema,
 	}, llm.Options{Logger: logger.With("attempt", info.Attempt), Metrics: a.Metrics, Process: in.Process, MaxRepairs: a.MaxRepairs})
@@ -96,6 +97,9 @@ type ActionInput struct {
 	Input   jsonv.Value `json:"input"`
 	// Output is the schema the result must fit; null for none.
 	Output jsonv.Value `json:"output"`
+	// Key is the call's idempotency key (IdempotencyKey); the workflow
+	// derives it from its id and the step.
+	Key string `json:"key,omitempty"`
 }
 
 // Action runs a step's server action and validates its result.
@@ -105,7 +109,9 @@ func (a *Activities) Action(ctx context.Context, in ActionInput) (jsonv.Value, e
 		return jsonv.Value{}, temporal.NewNonRetryableApplicationError(
 			fmt.Sprintf("step %s: no action %q is registered on this worker (registered: %v)", in.Step, in.Action, a.Actions.Names()), "NoAction", nil)
 	}
-	out, err := act.Run(ctx, in.Input)
+	stop := KeepAlive(ctx)
+	out, err := act.Run(WithIdempotencyKey(ctx, in.Key), in.Input)
+	stop()
 	if err != nil {
 		return jsonv.Value{}, err
 	}

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
@@ -82,6 +83,7 @@ type meetingActions struct {
 	fetchCalls, sendCalls atomic.Int32
 	failFetch             int32 // fail this many attempts first
 	fetchInput            jsonv.Value
+	fetchKeys, sendKeys   []string // each attempt's idempotency key
 }
 
 func (m *meetingActions) register(t testing.TB, acts *Actions) {
@@ -89,6 +91,7 @@ func (m *meetingActions) register(t testing.TB, acts *Actions) {
 		Run: func(ctx context.Context, in jsonv.Value) (jsonv.Value, error) {
 			n := m.fetchCalls.Add(1)
 			m.fetchInput = in
+			m.fetchKeys = append(m.fetchKeys, IdempotencyKey(ctx))
 			if n <= m.failFetch {
 				return jsonv.Value{}, fmt.Errorf("calendar unavailable (attempt %d)", n)
 			}
@@ -100,6 +103,7 @@ func (m *meetingActions) register(t testing.TB, acts *Actions) {
 		} `json:"llmContext2"`
 	}) (map[string]string, error) {
 		m.sendCalls.Add(1)
+		m.sendKeys = append(m.sendKeys, IdempotencyKey(ctx))
 		return map[string]string{"messageId": "msg-1", "status": "sent: " + in.LLMContext2.DraftInvitation.Subject}, nil
 	}, ActionOptions{})
 }
@@ -155,6 +159,7 @@ func TestScheduleMeetingEndToEnd(t *testing.T) {
 		}, mustParse(t, `{"confirmInvitation":{"decision":"Maybe"}}`))
 	}, time.Hour)
 
+	env.SetStartWorkflowOptions(client.StartWorkflowOptions{ID: "schedule-meeting-test"})
 	env.ExecuteWorkflow(WorkflowName, Start{Name: "schedule-meeting", Program: p.Program(), Prompt: "Schedule a meeting between Alice and Bob"})
 	if err := env.GetWorkflowError(); err != nil {
 		t.Fatal(err)
@@ -171,6 +176,14 @@ func TestScheduleMeetingEndToEnd(t *testing.T) {
 	}
 	if m.fetchCalls.Load() != 3 || m.sendCalls.Load() != 1 {
 		t.Errorf("fetch ran %d times (2 failures, then success), send %d", m.fetchCalls.Load(), m.sendCalls.Load())
+	}
+	// Every attempt of a call carries the same key; the two calls differ.
+	const wf = "schedule-meeting-test"
+	if want := "vibe:" + wf + ":serverContext1.FetchAvailability_Activity"; strings.Join(m.fetchKeys, ",") != strings.Join([]string{want, want, want}, ",") {
+		t.Errorf("fetch keys %q, want %q three times", m.fetchKeys, want)
+	}
+	if want := "vibe:" + wf + ":serverContext2.sendInvitation"; len(m.sendKeys) != 1 || m.sendKeys[0] != want {
+		t.Errorf("send keys %q, want %q", m.sendKeys, want)
 	}
 	// The server step got exactly its reference.
 	if got := string(jsonv.Marshal(m.fetchInput)); got != `{"llmContext1":{"fetchAvailability":{"organizerId":"alice","attendeeId":"bob","timeRange":{"start":"2024-03-20T09:00:00Z","end":"2024-03-20T17:00:00Z"}}}}` {

@@ -273,7 +273,7 @@ func (w *Workflows) DirectCall(ctx workflow.Context, in Start) (DirectResult, er
 // Vibe asks a model. The workflow's id is filled in for logs and metrics.
 func ExecuteFill(ctx workflow.Context, in FillInput) (FillOutput, error) {
 	in.Process = workflow.GetInfo(ctx).WorkflowExecution.ID
-	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{StartToCloseTimeout: FillTimeout, RetryPolicy: FillRetry})
+	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{StartToCloseTimeout: FillTimeout, HeartbeatTimeout: HeartbeatTimeout, RetryPolicy: FillRetry})
 	var out FillOutput
 	err := workflow.ExecuteActivity(actx, FillName, in).Get(ctx, &out)
 	return out, err
@@ -281,10 +281,14 @@ func ExecuteFill(ctx workflow.Context, in FillInput) (FillOutput, error) {
 
 // ExecuteAction runs a server action as an activity, with the action's
 // retry policy and timeout from acts (or the defaults): the one way every
-// workflow of Vibe runs an action. The workflow's id is filled in.
+// workflow of Vibe runs an action. The workflow's id is filled in, and the
+// call's idempotency key derived from it and in.Step unless in.Key is set.
 func ExecuteAction(ctx workflow.Context, acts *Actions, in ActionInput) (jsonv.Value, error) {
 	if in.Process == "" {
 		in.Process = workflow.GetInfo(ctx).WorkflowExecution.ID
+	}
+	if in.Key == "" {
+		in.Key = actionKey(in.Process, in.Step)
 	}
 	retry, timeout := DefaultRetry, DefaultActionTimeout
 	// An exact lookup: a name the worker resolves another way (a pipeline
@@ -297,7 +301,7 @@ func ExecuteAction(ctx workflow.Context, acts *Actions, in ActionInput) (jsonv.V
 			timeout = a.Timeout
 		}
 	}
-	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{StartToCloseTimeout: timeout, RetryPolicy: retry})
+	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{StartToCloseTimeout: timeout, HeartbeatTimeout: HeartbeatTimeout, RetryPolicy: retry})
 	var out jsonv.Value
 	err := workflow.ExecuteActivity(actx, ActionName, in).Get(ctx, &out)
 	return out, err

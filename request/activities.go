@@ -93,6 +93,7 @@ type DelegateOutput struct {
 // allow-list refuses, fails the call at once; a network failure is
 // retried.
 func (a *Activities) Delegate(ctx context.Context, in DelegateInput) (DelegateOutput, error) {
+	defer process.KeepAlive(ctx)()
 	loader := a.Loader
 	if loader == nil {
 		loader = &vessel.Loader{}

@@ -81,7 +81,7 @@ func (w *Workflows) Request(ctx workflow.Context, req vessel.Request) (vessel.Re
 // decide asks the model for the request's decision; the activity checks it
 // and wires its calls.
 func decide(ctx workflow.Context, req *vessel.Request) (DecideOutput, error) {
-	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{StartToCloseTimeout: process.FillTimeout, RetryPolicy: process.FillRetry})
+	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{StartToCloseTimeout: process.FillTimeout, HeartbeatTimeout: process.HeartbeatTimeout, RetryPolicy: process.FillRetry})
 	var out DecideOutput
 	err := workflow.ExecuteActivity(actx, DecideName, DecideInput{
 		Process: workflow.GetInfo(ctx).WorkflowExecution.ID, Toolset: req.Toolset, States: req.States,
@@ -171,7 +171,11 @@ func (r *requestRun) call(ctx workflow.Context, state jsonv.Value, c *vessel.Cal
 	case vessel.Instruction:
 		return compose.Split(params).Output, nil
 	case vessel.Action:
-		return process.ExecuteAction(ctx, r.w.Actions, process.ActionInput{Step: c.Name(), Action: t.Action, Input: compose.Split(params).Output, Output: jsonv.NullValue()})
+		key := fmt.Sprintf("vibe:%s:call-%d", workflow.GetInfo(ctx).WorkflowExecution.ID, c.Index)
+		if c.Instance != "" {
+			key += ":" + c.Instance
+		}
+		return process.ExecuteAction(ctx, r.w.Actions, process.ActionInput{Step: c.Name(), Action: t.Action, Input: compose.Split(params).Output, Output: jsonv.NullValue(), Key: key})
 	case vessel.Launch:
 		return r.launch(ctx, c, t, params, cr)
 	case vessel.DelegateKind:
@@ -235,7 +239,7 @@ func (r *requestRun) delegate(ctx workflow.Context, state jsonv.Value, c *vessel
 	if err != nil {
 		return jsonv.Value{}, err
 	}
-	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{StartToCloseTimeout: delegateTimeout, RetryPolicy: &temporal.RetryPolicy{MaximumAttempts: 3}})
+	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{StartToCloseTimeout: delegateTimeout, HeartbeatTimeout: process.HeartbeatTimeout, RetryPolicy: &temporal.RetryPolicy{MaximumAttempts: 3}})
 	var out DelegateOutput
 	if err := workflow.ExecuteActivity(actx, DelegateName, DelegateInput{Call: c, Params: params, Tool: t, Context: scoped}).Get(ctx, &out); err != nil {
 		return jsonv.Value{}, err

@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/signal"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -91,8 +92,24 @@ func fetchAvailability(ctx context.Context, in jsonv.Value) (jsonv.Value, error)
 	), nil
 }
 
-// sendInvitation "sends" the approved invitation: it prints it.
+// sent holds the invitations sent, by the call's idempotency key: an
+// action is delivered at least once (a crash can run it again), so the
+// outbox applies each key once and answers a repeat as it did the first
+// time.
+var sent = struct {
+	sync.Mutex
+	byKey map[string]jsonv.Value
+}{byKey: map[string]jsonv.Value{}}
+
+// sendInvitation "sends" the approved invitation: it prints it, once per
+// idempotency key.
 func sendInvitation(ctx context.Context, in jsonv.Value) (jsonv.Value, error) {
+	key := process.IdempotencyKey(ctx)
+	sent.Lock()
+	defer sent.Unlock()
+	if out, ok := sent.byKey[key]; ok && key != "" {
+		return out, nil
+	}
 	who := in.Lookup("llmContext1").Lookup("identifyParticipants")
 	draft := in.Lookup("llmContext2").Lookup("draftInvitation")
 	decision := in.Lookup("userContext").Lookup("confirmInvitation").Lookup("decision").Str()
@@ -103,10 +120,12 @@ func sendInvitation(ctx context.Context, in jsonv.Value) (jsonv.Value, error) {
 		fmt.Printf("\n  To: %s\n  From: %s\n  Subject: %s\n\n  %s\n\n", who.Lookup("attendee").Str(), who.Lookup("organizer").Str(),
 			draft.Lookup("subject").Str(), strings.ReplaceAll(draft.Lookup("body").Str(), "\n", "\n  "))
 	}
-	return jsonv.ObjectValue(
+	out := jsonv.ObjectValue(
 		jsonv.Member{Name: "messageId", Value: jsonv.StringValue("msg-" + who.Lookup("attendee").Str())},
 		jsonv.Member{Name: "status", Value: jsonv.StringValue(status)},
-	), nil
+	)
+	sent.byKey[key] = out
+	return out, nil
 }
 
 func run(ctx context.Context, data, decision string, in io.Reader, out io.Writer) error {
