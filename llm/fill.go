@@ -26,6 +26,11 @@ type Options struct {
 	Metrics *Metrics
 	// Process and Instance tag the log record and the metrics.
 	Process, Instance string
+	// Check, when set, is asked about every answer that fits the schema:
+	// what only the engine can check (a state path that names nothing, a
+	// plan that does not validate). Its problems go back to the model as a
+	// repair turn, like the schema's, within the same bound.
+	Check func(answer jsonv.Value) []schema.Invalid
 }
 
 // Result is a filled task.
@@ -47,6 +52,23 @@ type Result struct {
 	Requests int
 	// Replayed is true when the answers came from a recording.
 	Replayed bool
+	// Turns are the requests sent, in order: the first and each repair,
+	// with what came back and what was wrong with it.
+	Turns []Turn
+}
+
+// Turn is one request of a fill and its answer.
+type Turn struct {
+	// Answer is the model's answer as it wrote it.
+	Answer string `json:"answer"`
+	// Problems are what was wrong with it, by path — the schema's, or the
+	// engine's Check — and ParseError says why it was not JSON; both empty
+	// for the answer that was taken.
+	Problems   []schema.Invalid `json:"problems,omitempty"`
+	ParseError string           `json:"parseError,omitempty"`
+	Usage      Usage            `json:"usage"`
+	LatencyMs  int64            `json:"latencyMs"`
+	Model      string           `json:"model,omitempty"`
 }
 
 // InvalidAnswerError is the error of a task whose answers kept breaking its
@@ -104,11 +126,19 @@ func Fill(ctx context.Context, p Provider, t Task, opts Options) (*Result, error
 
 		answer, parseErr := ParseAnswer(resp.Content)
 		var problems []schema.Invalid
+		checked := false
 		if parseErr == nil {
 			if err := v.Validate(answer); err != nil {
 				problems = err.(*schema.ValidationError).Problems
+			} else if opts.Check != nil {
+				problems, checked = opts.Check(answer), true
 			}
 		}
+		turn := Turn{Answer: resp.Content, Problems: problems, Usage: resp.Usage, LatencyMs: resp.Latency.Milliseconds(), Model: resp.Model}
+		if parseErr != nil {
+			turn.ParseError = parseErr.Error()
+		}
+		res.Turns = append(res.Turns, turn)
 		if parseErr == nil && problems == nil {
 			res.Value = answer
 			parts := compose.Split(answer)
@@ -125,6 +155,6 @@ func Fill(ctx context.Context, p Provider, t Task, opts Options) (*Result, error
 		req = &Request{Name: req.Name, System: req.System, Schema: req.Schema,
 			Messages: append(req.Messages[:len(req.Messages):len(req.Messages)],
 				Message{Role: RoleAssistant, Content: resp.Content},
-				Message{Role: RoleUser, Content: repairMessage(parseErr, problems)})}
+				Message{Role: RoleUser, Content: repairMessage(parseErr, problems, checked)})}
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"strings"
@@ -17,6 +18,7 @@ import (
 	"github.com/augceo/vibe/jsonv"
 	"github.com/augceo/vibe/llm"
 	"github.com/augceo/vibe/llm/openai"
+	"github.com/augceo/vibe/schema"
 )
 
 // newChatServer is a test model that answers with contents in turn.
@@ -219,5 +221,77 @@ func TestFillCancelled(t *testing.T) {
 	_, err := llm.Fill(ctx, openai.New(openai.Options{Model: "m", BaseURL: srv.URL, APIKey: "k"}), task(t), llm.Options{Logger: quiet()})
 	if !errors.Is(err, context.Canceled) || len(srv.Bodies()) != 0 {
 		t.Errorf("cancelled: %v, %d requests", err, len(srv.Bodies()))
+	}
+}
+
+// TestFillCheck: an answer that fits the schema but that the engine cannot
+// carry out goes back to the model as a repair turn naming the problem,
+// counted like the schema's; every turn is recorded.
+func TestFillCheck(t *testing.T) {
+	wrong := `{"_plan":"greet","recipientName":"Nobody","emailBody":"Hello"}`
+	srv := newChatServer(t, wrong, valid)
+	p := openai.New(openai.Options{Model: "m", BaseURL: srv.URL, APIKey: "k"})
+	check := func(v jsonv.Value) []schema.Invalid {
+		if v.Lookup("recipientName").Str() != "Jane Doe" {
+			return []schema.Invalid{{Path: "/recipientName", Message: "no user of that name was found"}}
+		}
+		return nil
+	}
+	res, err := llm.Fill(context.Background(), p, task(t), llm.Options{Logger: quiet(), Check: check})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Requests != 2 || len(res.Turns) != 2 || res.Usage.PromptTokens != 200 {
+		t.Fatalf("requests %d, turns %d, usage %+v", res.Requests, len(res.Turns), res.Usage)
+	}
+	if tr := res.Turns[0]; tr.Answer != wrong || len(tr.Problems) != 1 || tr.Problems[0].Path != "/recipientName" || tr.Usage.PromptTokens != 100 {
+		t.Errorf("first turn %+v", tr)
+	}
+	if len(res.Turns[1].Problems) != 0 {
+		t.Errorf("the answer taken has problems %+v", res.Turns[1].Problems)
+	}
+	var second struct {
+		Messages []struct{ Role, Content string } `json:"messages"`
+	}
+	json.Unmarshal([]byte(srv.Bodies()[1]), &second)
+	repair := second.Messages[len(second.Messages)-1].Content
+	for _, want := range []string{"fits the schema, but it cannot be carried out", "- /recipientName: no user of that name was found"} {
+		if !strings.Contains(repair, want) {
+			t.Errorf("repair turn lacks %q:\n%s", want, repair)
+		}
+	}
+	// Past the bound, the request fails listing the engine's problems.
+	srv = newChatServer(t, wrong)
+	p = openai.New(openai.Options{Model: "m", BaseURL: srv.URL, APIKey: "k"})
+	_, err = llm.Fill(context.Background(), p, task(t), llm.Options{Logger: quiet(), Check: check})
+	var ie *llm.InvalidAnswerError
+	if !errors.As(err, &ie) || ie.Requests != 3 || !strings.Contains(err.Error(), "/recipientName: no user of that name was found") {
+		t.Errorf("err = %v", err)
+	}
+}
+
+func TestApportion(t *testing.T) {
+	for _, c := range []struct {
+		u       llm.Usage
+		weights []int
+		want    string
+	}{
+		{llm.Usage{PromptTokens: 100, CompletionTokens: 10}, []int{1, 1}, "[{50 5} {50 5}]"},
+		{llm.Usage{PromptTokens: 100, CompletionTokens: 10}, []int{3, 1}, "[{75 8} {25 2}]"},
+		{llm.Usage{PromptTokens: 10, CompletionTokens: 1}, []int{1, 1, 1}, "[{4 1} {3 0} {3 0}]"},
+		{llm.Usage{PromptTokens: 7, CompletionTokens: 3}, []int{0, 0}, "[{4 2} {3 1}]"},
+		{llm.Usage{PromptTokens: 5}, nil, "[]"},
+	} {
+		got := llm.Apportion(c.u, c.weights)
+		if fmt.Sprint(got) != c.want {
+			t.Errorf("Apportion(%v, %v) = %v, want %s", c.u, c.weights, got, c.want)
+		}
+		var sum llm.Usage
+		for _, g := range got {
+			sum = sum.Add(g)
+		}
+		if len(got) > 0 && sum != c.u {
+			t.Errorf("shares %v add up to %v, not %v", got, sum, c.u)
+		}
 	}
 }

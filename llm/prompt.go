@@ -62,17 +62,20 @@ func NewRequest(t Task) *Request {
 	}
 }
 
-// repairMessage asks again after an answer that was not JSON or broke the
-// schema.
-func repairMessage(parseErr error, problems []schema.Invalid) string {
+// repairMessage asks again after an answer that was not JSON, broke the
+// schema, or (checked) fit the schema but could not be carried out.
+func repairMessage(parseErr error, problems []schema.Invalid, checked bool) string {
 	var b strings.Builder
-	if parseErr != nil {
+	switch {
+	case parseErr != nil:
 		fmt.Fprintf(&b, "Your answer is not valid JSON (%v).\n", parseErr)
-	} else {
+	case checked:
+		b.WriteString("Your answer fits the schema, but it cannot be carried out:\n")
+	default:
 		b.WriteString("Your answer does not match the schema:\n")
-		for _, p := range problems {
-			fmt.Fprintf(&b, "- %s: %s\n", p.Path, p.Message)
-		}
+	}
+	for _, p := range problems {
+		fmt.Fprintf(&b, "- %s: %s\n", p.Path, p.Message)
 	}
 	b.WriteString("Answer again with the whole corrected JSON value and nothing else.")
 	return b.String()

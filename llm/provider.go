@@ -1,10 +1,12 @@
 package llm
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"slices"
 	"time"
 )
 
@@ -165,6 +167,54 @@ func SDKOptions[O, H any](c Connection, baseURL, apiKey func(string) O, retries 
 	}
 	if h, ok := any(c.HTTPClient).(H); ok && c.HTTPClient != nil {
 		out = append(out, client(h))
+	}
+	return out
+}
+
+// Apportion splits u into shares in proportion to weights (a step's part
+// of one answer, by size): the shares add up to u exactly, remainders going
+// to the largest fractions first. With no positive weight the shares are
+// equal.
+func Apportion(u Usage, weights []int) []Usage {
+	out := make([]Usage, len(weights))
+	if len(weights) == 0 {
+		return out
+	}
+	w := slices.Clone(weights)
+	total := 0
+	for i := range w {
+		w[i] = max(w[i], 0)
+		total += w[i]
+	}
+	if total == 0 {
+		for i := range w {
+			w[i] = 1
+		}
+		total = len(w)
+	}
+	split := func(n int64) []int64 {
+		shares := make([]int64, len(w))
+		rest := n
+		type frac struct {
+			i int
+			r int64
+		}
+		fracs := make([]frac, len(w))
+		for i, x := range w {
+			shares[i] = n * int64(x) / int64(total)
+			rest -= shares[i]
+			fracs[i] = frac{i, n * int64(x) % int64(total)}
+		}
+		slices.SortStableFunc(fracs, func(a, b frac) int { return cmp.Compare(b.r, a.r) })
+		for k := 0; rest > 0; k++ {
+			shares[fracs[k%len(fracs)].i]++
+			rest--
+		}
+		return shares
+	}
+	p, c := split(u.PromptTokens), split(u.CompletionTokens)
+	for i := range out {
+		out[i] = Usage{PromptTokens: p[i], CompletionTokens: c[i]}
 	}
 	return out
 }

@@ -53,6 +53,8 @@ type FillOutput struct {
 	Model    string      `json:"model"`
 	Requests int         `json:"requests"`
 	Replayed bool        `json:"replayed,omitempty"`
+	// Turns are the requests sent and their answers, repairs included.
+	Turns []llm.Turn `json:"turns,omitempty"`
 }
 
 // Fill answers an LLM chunk. An answer that keeps breaking the schema after
@@ -86,7 +88,7 @@ func (a *Activities) Fill(ctx context.Context, in FillInput) (FillOutput, error)
 		}
 		return FillOutput{}, err
 	}
-	return FillOutput{Value: res.Value, Usage: res.Usage, Model: res.Model, Requests: res.Requests, Replayed: res.Replayed}, nil
+	return FillOutput{Value: res.Value, Usage: res.Usage, Model: res.Model, Requests: res.Requests, Replayed: res.Replayed, Turns: res.Turns}, nil
 }
 
 // ActionInput is what a server action activity needs.

@@ -162,6 +162,7 @@ func (c *Client) Get(ctx context.Context, id string) (*Info, error) {
 			var r DirectResult
 			if err := c.Temporal.GetWorkflow(ctx, id, "").Get(ctx, &r); err == nil {
 				info.Direct = &r
+				info.Usage = r.Usage
 			}
 		} else if info.Status == Failed {
 			if err := c.Temporal.GetWorkflow(ctx, id, "").Get(ctx, nil); err != nil {

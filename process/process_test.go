@@ -195,6 +195,19 @@ func TestScheduleMeetingEndToEnd(t *testing.T) {
 	if v.Usage != (llm.Usage{PromptTokens: 200, CompletionTokens: 40}) || model.asked["LLM_llmContext1"] != 1 || model.asked["LLM_llmContext2"] != 1 {
 		t.Errorf("usage %+v asked %v", v.Usage, model.asked)
 	}
+	// Usage per call, chunk and step: each step's share of its call; the
+	// shares add up to the call's.
+	if len(v.Calls) != 2 || v.Calls[0].Chunk != "LLM_llmContext1" || v.Calls[1].Chunk != "LLM_llmContext2" || len(v.Calls[1].Turns) != 1 ||
+		v.Calls[1].Turns[0].Answer != meetingAnswers["LLM_llmContext2"] || !strings.Contains(string(jsonv.Marshal(v.Calls[1].Context)), "FetchAvailability_Activity") {
+		t.Errorf("calls %+v", v.Calls)
+	}
+	if len(v.StepUsage) != 4 || v.StepUsage[0].Step != "llmContext1.identifyParticipants" || v.StepUsage[1].Step != "llmContext1.fetchAvailability" {
+		t.Fatalf("step usage %+v: the four LLM steps in order", v.StepUsage)
+	}
+	steps := v.StepUsage[0].Usage.Add(v.StepUsage[1].Usage)
+	if steps != v.Steps["LLM_llmContext1"] || v.StepUsage[1].CompletionTokens <= v.StepUsage[0].CompletionTokens {
+		t.Errorf("step usage %+v, chunk usage %+v: the larger part of the answer takes the larger share", v.StepUsage, v.Steps)
+	}
 	// The second LLM chunk was sent only what its steps reference.
 	prompt := model.prompts["LLM_llmContext2"][0]
 	for _, want := range []string{"Schedule a meeting between Alice and Bob", `"identifyParticipants"`, `"FetchAvailability_Activity"`, "Generate the JSON for step LLM_llmContext2"} {

@@ -2,6 +2,7 @@ package process
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/augceo/vibe/compile"
@@ -55,9 +56,15 @@ type View struct {
 	Thinking jsonv.Value `json:"thinking"`
 	// Metrics holds the "$" fields of each step, by qualified name.
 	Metrics jsonv.Value `json:"metrics"`
-	// Usage totals the process's model calls; Steps has them by chunk.
-	Usage llm.Usage            `json:"usage"`
-	Steps map[string]llm.Usage `json:"chunkUsage,omitempty"`
+	// Usage totals the process's model calls; Steps has them by chunk and
+	// StepUsage by step (each step's share of the call that filled it, by
+	// the size of its part of the answer: the shares add up to the call).
+	Usage     llm.Usage            `json:"usage"`
+	Steps     map[string]llm.Usage `json:"chunkUsage,omitempty"`
+	StepUsage []StepUsage          `json:"stepUsage,omitempty"`
+	// Calls are the process's model calls in order: what each was sent and
+	// what came back, repair turns included.
+	Calls []ModelCall `json:"calls,omitempty"`
 	// Replayed is true when any model answer came from a recording.
 	Replayed bool `json:"replayed,omitempty"`
 	// Actions has the status of each fire-and-forget action by step:
@@ -65,6 +72,27 @@ type View struct {
 	Actions map[string]string `json:"actions,omitempty"`
 	// Error says why the process failed; null while it has not.
 	Error *string `json:"error"`
+}
+
+// StepUsage is a step's share of the model calls that filled it.
+type StepUsage struct {
+	Step string `json:"step"` // qualified name
+	llm.Usage
+}
+
+// ModelCall is one filled chunk: what the model was sent — the system
+// text, the person's request, the minimal context; the schema is the
+// chunk's in the process's program — and every turn's answer, usage and
+// latency.
+type ModelCall struct {
+	Chunk    string      `json:"chunk"`
+	System   string      `json:"system,omitempty"`
+	Prompt   string      `json:"prompt,omitempty"`
+	Context  jsonv.Value `json:"context"`
+	Turns    []llm.Turn  `json:"turns"`
+	Usage    llm.Usage   `json:"usage"`
+	Model    string      `json:"model,omitempty"`
+	Replayed bool        `json:"replayed,omitempty"`
 }
 
 // Pending describes a USER chunk waiting for its answer.
@@ -131,6 +159,28 @@ func (v *View) keepChunk(ch *compile.ProgramChunk, value jsonv.Value) ([]jsonv.V
 		outs[i] = out
 	}
 	return outs, nil
+}
+
+// account adds a filled chunk's call to the usage of the process, the
+// chunk and its steps, and to the calls.
+func (v *View) account(ch *compile.ProgramChunk, in FillInput, out FillOutput) {
+	v.Usage = v.Usage.Add(out.Usage)
+	v.Steps[ch.Name] = v.Steps[ch.Name].Add(out.Usage)
+	v.Replayed = v.Replayed || out.Replayed
+	weights := make([]int, len(ch.Steps))
+	for i, s := range ch.Steps {
+		weights[i] = len(jsonv.Marshal(out.Value.Lookup(s.Name)))
+	}
+	for i, share := range llm.Apportion(out.Usage, weights) {
+		q := ch.Steps[i].Qualified()
+		k := slices.IndexFunc(v.StepUsage, func(s StepUsage) bool { return s.Step == q })
+		if k < 0 {
+			v.StepUsage, k = append(v.StepUsage, StepUsage{Step: q}), len(v.StepUsage)
+		}
+		v.StepUsage[k].Usage = v.StepUsage[k].Usage.Add(share)
+	}
+	v.Calls = append(v.Calls, ModelCall{Chunk: ch.Name, System: in.System, Prompt: in.Prompt, Context: in.Context,
+		Turns: out.Turns, Usage: out.Usage, Model: out.Model, Replayed: out.Replayed})
 }
 
 // context is the minimal context of a chunk or step: the values of its

@@ -115,14 +115,13 @@ func (r *processRun) llmChunk(ctx workflow.Context, ch *compile.ProgramChunk, fi
 		if err != nil {
 			return fmt.Errorf("chunk %s: %w", ch.Name, err)
 		}
-		out, err := ExecuteFill(ctx, FillInput{Chunk: ch.Name, System: r.in.System, Prompt: r.in.Prompt, Context: mctx, Schema: ch.Schema})
+		in := FillInput{Chunk: ch.Name, System: r.in.System, Prompt: r.in.Prompt, Context: mctx, Schema: ch.Schema}
+		out, err := ExecuteFill(ctx, in)
 		if err != nil {
 			return fmt.Errorf("chunk %s: %w", ch.Name, err)
 		}
 		value = out.Value
-		r.view.Usage = r.view.Usage.Add(out.Usage)
-		r.view.Steps[ch.Name] = r.view.Steps[ch.Name].Add(out.Usage)
-		r.view.Replayed = r.view.Replayed || out.Replayed
+		r.view.account(ch, in, out)
 	}
 	outs, err := r.view.keepChunk(ch, value)
 	if err != nil {

@@ -216,6 +216,9 @@ func follow(ctx context.Context, io stdio, p processes, id string, answer jsonv.
 		switch info.Status {
 		case process.Completed:
 			fmt.Fprintf(io.err, "vibe: %s completed (%d prompt + %d completion tokens in all)\n", id, info.Usage.PromptTokens, info.Usage.CompletionTokens)
+			for _, u := range info.StepUsage {
+				fmt.Fprintf(io.err, "vibe:   %s: %d prompt + %d completion tokens\n", u.Step, u.PromptTokens, u.CompletionTokens)
+			}
 			if info.Direct != nil {
 				return writeAny(io, info.Direct)
 			}
