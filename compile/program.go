@@ -132,3 +132,12 @@ func (c *ProgramChunk) Step(name string) *ProgramStep {
 	}
 	return nil
 }
+
+// StepContext is the context the chunk's steps sit in ("llmContext1"), or
+// "" for plain steps.
+func (c *ProgramChunk) StepContext() string {
+	if len(c.Steps) > 0 && len(c.Steps[0].State) > 1 {
+		return c.Steps[0].State[0]
+	}
+	return ""
+}

@@ -10,6 +10,10 @@ import (
 	"github.com/augceo/vibe/compose"
 	"github.com/augceo/vibe/jsonv"
 	"github.com/augceo/vibe/schema"
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // Options configures Fill. The zero value allows two repair turns, logs to
@@ -31,6 +35,10 @@ type Options struct {
 	// plan that does not validate). Its problems go back to the model as a
 	// repair turn, like the schema's, within the same bound.
 	Check func(answer jsonv.Value) []schema.Invalid
+	// StepOf names the step a "$" metric belongs to, from its path in the
+	// answer (a chunk's answer holds several steps); nil means the task's
+	// name.
+	StepOf func(path jsonv.Pointer) string
 }
 
 // Result is a filled task.
@@ -114,7 +122,7 @@ func Fill(ctx context.Context, p Provider, t Task, opts Options) (*Result, error
 	req := NewRequest(t)
 	res := &Result{}
 	for {
-		resp, err := p.Complete(ctx, req)
+		resp, err := complete(ctx, p, req)
 		if err != nil {
 			return nil, fmt.Errorf("step %s: %w", t.Name, err)
 		}
@@ -157,4 +165,39 @@ func Fill(ctx context.Context, p Provider, t Task, opts Options) (*Result, error
 				Message{Role: RoleAssistant, Content: resp.Content},
 				Message{Role: RoleUser, Content: repairMessage(parseErr, problems, checked)})}
 	}
+}
+
+// Describer is what a Provider may say of itself, for traces: the GenAI
+// system ("openai", "anthropic") and the model it asks for.
+type Describer interface {
+	System() string
+	Model() string
+}
+
+var tracer = otel.Tracer("github.com/augceo/vibe/llm")
+
+// complete sends one request inside a span named for the GenAI semantic
+// conventions ("chat MODEL"), with the model, the token usage and the
+// answer's size; the global tracer provider is a no-op until a program
+// installs one.
+func complete(ctx context.Context, p Provider, req *Request) (*Response, error) {
+	system, model := "", ""
+	if d, ok := p.(Describer); ok {
+		system, model = d.System(), d.Model()
+	}
+	ctx, span := tracer.Start(ctx, strings.TrimSpace("chat "+model), trace.WithSpanKind(trace.SpanKindClient),
+		trace.WithAttributes(attribute.String("gen_ai.operation.name", "chat"), attribute.String("gen_ai.system", system),
+			attribute.String("gen_ai.request.model", model), attribute.String("vibe.step", req.Name)))
+	defer span.End()
+	resp, err := p.Complete(ctx, req)
+	if err != nil {
+		span.RecordError(err)
+		span.SetStatus(codes.Error, err.Error())
+		return nil, err
+	}
+	span.SetAttributes(attribute.String("gen_ai.response.model", resp.Model),
+		attribute.Int64("gen_ai.usage.input_tokens", resp.Usage.PromptTokens),
+		attribute.Int64("gen_ai.usage.output_tokens", resp.Usage.CompletionTokens),
+		attribute.Bool("vibe.replayed", resp.Replayed))
+	return resp, nil
 }

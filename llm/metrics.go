@@ -98,10 +98,16 @@ func account(ctx context.Context, step string, res *Result, rejected bool, opts 
 	m.requests.Add(ctx, int64(res.Requests), metric.WithAttributeSet(common), metric.WithAttributes(attribute.Bool("replayed", res.Replayed)))
 	m.duration.Record(ctx, res.Latency.Seconds(), metric.WithAttributeSet(common))
 	for _, f := range res.Metrics {
-		if x, ok := f.Value.Float(); ok {
-			m.values.Record(ctx, x, metric.WithAttributes(
-				attribute.String("metric", f.Name), attribute.String("step", step),
-				attribute.String("process", opts.Process), attribute.String("instance", opts.Instance)))
+		x, ok := f.Value.Float()
+		if !ok {
+			continue
 		}
+		at := step
+		if opts.StepOf != nil {
+			at = opts.StepOf(f.Path)
+		}
+		m.values.Record(ctx, x, metric.WithAttributes(
+			attribute.String("metric", f.Name), attribute.String("step", at),
+			attribute.String("process", opts.Process), attribute.String("instance", opts.Instance)))
 	}
 }

@@ -6,6 +6,10 @@ import (
 	"fmt"
 	"log/slog"
 
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
 
@@ -44,6 +48,12 @@ type FillInput struct {
 	Prompt  string      `json:"prompt,omitempty"`
 	Context jsonv.Value `json:"context"`
 	Schema  jsonv.Value `json:"schema"`
+	// Tags of the call's metrics and spans: the process's name, the context
+	// its steps sit in (a "$" metric of member m is step StepContext.m),
+	// and the instance (a Vessel call's, a batch item's) it is for.
+	ProcessName string `json:"processName,omitempty"`
+	StepContext string `json:"stepContext,omitempty"`
+	Instance    string `json:"instance,omitempty"`
 }
 
 // FillOutput is a filled LLM chunk.
@@ -62,6 +72,15 @@ type FillOutput struct {
 // transport error, 429 or 5xx that outlasted the client's own retries is
 // retried by Temporal.
 func (a *Activities) Fill(ctx context.Context, in FillInput) (FillOutput, error) {
+	return a.FillChecked(ctx, in, nil)
+}
+
+var tracer = otel.Tracer("github.com/augceo/vibe/process")
+
+// FillChecked is Fill with check as llm.Options.Check: what only the
+// engine can check about an answer goes back to the model as a repair
+// turn. The Vessel runtime's decision uses it.
+func (a *Activities) FillChecked(ctx context.Context, in FillInput, check func(jsonv.Value) []schema.Invalid) (FillOutput, error) {
 	if a.Provider == nil {
 		return FillOutput{}, temporal.NewNonRetryableApplicationError(ErrNoProvider.Error(), "NoProvider", ErrNoProvider)
 	}
@@ -71,10 +90,25 @@ func (a *Activities) Fill(ctx context.Context, in FillInput) (FillOutput, error)
 	}
 	info := activity.GetInfo(ctx)
 	defer KeepAlive(ctx)()
+	ctx, span := tracer.Start(ctx, "chunk "+in.Chunk, trace.WithAttributes(attribute.String("vibe.chunk", in.Chunk),
+		attribute.String("vibe.process", in.ProcessName), attribute.String("vibe.process.id", in.Process), attribute.String("vibe.instance", in.Instance)))
+	defer span.End()
+	stepOf := func(p jsonv.Pointer) string {
+		for tok := range p.Tokens() {
+			if in.StepContext == "" {
+				return tok
+			}
+			return in.StepContext + "." + tok
+		}
+		return in.Chunk
+	}
 	res, err := llm.Fill(ctx, a.Provider, llm.Task{
 		Name: in.Chunk, System: in.System, Prompt: in.Prompt, Context: in.Context, Schema: in.Schema,
-	}, llm.Options{Logger: logger.With("attempt", info.Attempt), Metrics: a.Metrics, Process: in.Process, MaxRepairs: a.MaxRepairs})
+	}, llm.Options{Logger: logger.With("attempt", info.Attempt), Metrics: a.Metrics, Process: in.Process, Instance: in.Instance,
+		MaxRepairs: a.MaxRepairs, Check: check, StepOf: stepOf})
 	if err != nil {
+		span.RecordError(err)
+		span.SetStatus(codes.Error, err.Error())
 		var ie *llm.InvalidAnswerError
 		var ae *llm.APIError
 		var me *replay.MissingError
@@ -88,6 +122,8 @@ func (a *Activities) Fill(ctx context.Context, in FillInput) (FillOutput, error)
 		}
 		return FillOutput{}, err
 	}
+	span.SetAttributes(attribute.Int64("gen_ai.usage.input_tokens", res.Usage.PromptTokens), attribute.Int64("gen_ai.usage.output_tokens", res.Usage.CompletionTokens),
+		attribute.Int("vibe.requests", res.Requests))
 	return FillOutput{Value: res.Value, Usage: res.Usage, Model: res.Model, Requests: res.Requests, Replayed: res.Replayed, Turns: res.Turns}, nil
 }
 
@@ -112,8 +148,15 @@ func (a *Activities) Action(ctx context.Context, in ActionInput) (jsonv.Value, e
 			fmt.Sprintf("step %s: no action %q is registered on this worker (registered: %v)", in.Step, in.Action, a.Actions.Names()), "NoAction", nil)
 	}
 	stop := KeepAlive(ctx)
+	ctx, span := tracer.Start(ctx, "action "+act.Name, trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(
+		attribute.String("vibe.step", in.Step), attribute.String("vibe.process.id", in.Process), attribute.String("vibe.idempotency_key", in.Key)))
 	out, err := act.Run(WithIdempotencyKey(ctx, in.Key), in.Input)
 	stop()
+	if err != nil {
+		span.RecordError(err)
+		span.SetStatus(codes.Error, err.Error())
+	}
+	span.End()
 	if err != nil {
 		return jsonv.Value{}, err
 	}

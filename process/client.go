@@ -111,7 +111,7 @@ func (c *Client) Start(ctx context.Context, opts StartOptions) (*Started, error)
 	_, err = c.Temporal.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
 		ID:                    id,
 		TaskQueue:             TaskQueue,
-		Memo:                  map[string]any{"process": name},
+		Memo:                  map[string]any{MemoProcess: name},
 		TypedSearchAttributes: temporal.NewSearchAttributes(ProcessAttribute.ValueSet(name), StatusAttribute.ValueSet(string(Running))),
 	}, wf, Start{Name: name, Program: p.Program(), Prompt: opts.Prompt, Input: opts.Input, First: opts.First, System: opts.System})
 	if err != nil {
@@ -123,7 +123,7 @@ func (c *Client) Start(ctx context.Context, opts StartOptions) (*Started, error)
 // memoProcess reads the process name from a workflow's memo.
 func memoProcess(m *commonpb.Memo) string {
 	var name string
-	if p := m.GetFields()["process"]; p != nil {
+	if p := m.GetFields()[MemoProcess]; p != nil {
 		_ = converter.GetDefaultDataConverter().FromPayload(p, &name)
 	}
 	return name

@@ -25,6 +25,10 @@ const (
 	// schema (CheckValue).
 	CheckName = "vibe.Check"
 
+	// MemoProcess is the memo field that names a process workflow's
+	// process, for listings.
+	MemoProcess = "process"
+
 	// QueryView is the query that returns a process's View.
 	QueryView = "view"
 	// UpdateAnswer is the update that carries a person's answer to a USER

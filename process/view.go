@@ -38,6 +38,10 @@ type Start struct {
 	First jsonv.Value `json:"first,omitzero"`
 	// System is the system text of the process's model calls.
 	System string `json:"system,omitempty"`
+	// Instance is what the process is one of, when it is: a batch item,
+	// a Vessel instance. It tags the process's metrics; without it they
+	// are tagged with the process's own id.
+	Instance string `json:"instance,omitempty"`
 }
 
 // View is what a process shows: its status, what it waits for, its state.

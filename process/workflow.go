@@ -1,6 +1,7 @@
 package process
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"strings"
@@ -115,7 +116,8 @@ func (r *processRun) llmChunk(ctx workflow.Context, ch *compile.ProgramChunk, fi
 		if err != nil {
 			return fmt.Errorf("chunk %s: %w", ch.Name, err)
 		}
-		in := FillInput{Chunk: ch.Name, System: r.in.System, Prompt: r.in.Prompt, Context: mctx, Schema: ch.Schema}
+		in := FillInput{Chunk: ch.Name, System: r.in.System, Prompt: r.in.Prompt, Context: mctx, Schema: ch.Schema,
+			ProcessName: r.in.Name, StepContext: ch.StepContext(), Instance: cmp.Or(r.in.Instance, workflow.GetInfo(ctx).WorkflowExecution.ID)}
 		out, err := ExecuteFill(ctx, in)
 		if err != nil {
 			return fmt.Errorf("chunk %s: %w", ch.Name, err)

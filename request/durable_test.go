@@ -3,6 +3,7 @@ package request
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -194,6 +195,14 @@ func TestLaunch(t *testing.T) {
 	}
 	if got := info.State.Lookup("llmContext1").Lookup("reportParameters").Lookup("customerId").Str(); got != "cust-042" {
 		t.Errorf("the first chunk is not the Vessel's: %s", jsonv.Marshal(info.State))
+	}
+	// The launched process is listed by its name.
+	list, err := c.List(ctx, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if i := slices.IndexFunc(list, func(s process.Summary) bool { return s.ID == id }); i < 0 || list[i].Process != info.Process || info.Process == "" {
+		t.Errorf("launched %s (%q) not listed by name: %+v", id, info.Process, list)
 	}
 	if asked := model.Asked(); asked["decision"] != 1 || asked["LLM_llmContext2"] != 1 || asked["LLM_llmContext1"] != 0 {
 		t.Errorf("model requests %v: the first chunk was filled by the Vessel", asked)

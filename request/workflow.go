@@ -213,8 +213,12 @@ func (r *requestRun) launch(ctx workflow.Context, c *vessel.Call, t *vessel.Tool
 	cctx := workflow.WithChildOptions(ctx, workflow.ChildWorkflowOptions{
 		WorkflowID:        id,
 		ParentClosePolicy: enumspb.PARENT_CLOSE_POLICY_ABANDON,
+		// Listed like any process: by name (vibe ps, GET /v1/processes) and
+		// in Temporal's own UI.
+		Memo:                  map[string]any{process.MemoProcess: t.ProcessName},
+		TypedSearchAttributes: temporal.NewSearchAttributes(process.ProcessAttribute.ValueSet(t.ProcessName), process.StatusAttribute.ValueSet(string(process.Running))),
 	})
-	f := workflow.ExecuteChildWorkflow(cctx, wfName, process.Start{Name: t.ProcessName, Program: t.Program, Prompt: r.req.Prompt, First: first})
+	f := workflow.ExecuteChildWorkflow(cctx, wfName, process.Start{Name: t.ProcessName, Program: t.Program, Prompt: r.req.Prompt, First: first, Instance: c.Instance})
 	if err := f.GetChildWorkflowExecution().Get(ctx, nil); err != nil {
 		return jsonv.Value{}, fmt.Errorf("start %s: %w", t.ProcessName, err)
 	}

@@ -11,8 +11,10 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
+	"go.temporal.io/sdk/interceptor"
 	"go.temporal.io/sdk/worker"
 
 	"github.com/augceo/vibe/api"
@@ -22,6 +24,7 @@ import (
 	"github.com/augceo/vibe/registry"
 	"github.com/augceo/vibe/schema"
 	"github.com/augceo/vibe/server"
+	"github.com/augceo/vibe/telemetry"
 	"github.com/augceo/vibe/vessel"
 )
 
@@ -56,6 +59,13 @@ func (f *engineFlags) add(cmd *cobra.Command) {
 // options are the engine options the flags give.
 func (f *engineFlags) options(logger *slog.Logger) (engine.Options, error) {
 	opts := engine.Options{DataDir: f.data, Namespace: f.namespace, Logger: logger, SearchAttributes: process.SearchAttributes}
+	// Temporal's tracing interceptor, always: it records to the global
+	// tracer provider, a no-op until telemetry.Setup installs one.
+	tracing, err := telemetry.Interceptor()
+	if err != nil {
+		return opts, err
+	}
+	opts.ClientOptions.Interceptors = []interceptor.ClientInterceptor{tracing}
 	if f.temporal == "" {
 		if f.listen != "" {
 			host, port, err := net.SplitHostPort(f.listen)
@@ -99,19 +109,21 @@ func (f *engineFlags) attach(ctx context.Context, logger *slog.Logger) (*engine.
 	if f.temporal != "" {
 		return engine.Start(ctx, opts)
 	}
-	return engine.Attach(ctx, engine.Options{DataDir: opts.DataDir, Namespace: opts.Namespace, Logger: logger})
+	return engine.Attach(ctx, engine.Options{DataDir: opts.DataDir, Namespace: opts.Namespace, Logger: logger, ClientOptions: opts.ClientOptions})
 }
 
 // workerFlags are what a worker needs: the model, the actions.
 type workerFlags struct {
 	actionsFile   string
 	delegateAllow string
+	otlp          string
 	llm           llmFlags
 }
 
 func (f *workerFlags) add(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&f.actionsFile, "actions-file", "", "server actions: a JSON object from action names to HTTP endpoints")
 	cmd.Flags().StringVar(&f.delegateAllow, "delegate-allow", os.Getenv("VIBE_DELEGATE_ALLOW"), "hosts delegates may be fetched from over http(s), comma-separated (default $VIBE_DELEGATE_ALLOW)")
+	cmd.Flags().StringVar(&f.otlp, "otlp", "", "export traces and metrics to the OpenTelemetry collector at `URL` (OTLP/gRPC: http://localhost:4317, or https://…); default: the OTEL_EXPORTER_OTLP_* variables")
 	f.llm.add(cmd)
 }
 
@@ -147,14 +159,20 @@ func (f *engineFlags) runningServer() (*api.Client, bool) {
 
 // local is an engine and a worker started by this command.
 type local struct {
-	eng    *engine.Engine
-	worker worker.Worker
-	client *process.Client
+	eng       *engine.Engine
+	worker    worker.Worker
+	client    *process.Client
+	telemetry func(context.Context) error // flushes the exporters
 }
 
 func (l *local) Close() {
 	if l.worker != nil {
 		l.worker.Stop()
+	}
+	if l.telemetry != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		l.telemetry(ctx)
 	}
 	if l.eng != nil {
 		l.eng.Close()
@@ -176,7 +194,7 @@ func startLocal(ctx context.Context, io stdio, ef *engineFlags, wf *workerFlags,
 		}
 		return nil, err
 	}
-	l, err := startWorker(io, eng, wf, reg, logger)
+	l, err := startWorker(ctx, io, eng, wf, reg, logger)
 	if err != nil {
 		eng.Close()
 		return nil, err
@@ -187,7 +205,7 @@ func startLocal(ctx context.Context, io stdio, ef *engineFlags, wf *workerFlags,
 // startWorker starts a worker on eng: with wf set, a full worker (model
 // calls, actions); without, one that only replays workflows to answer
 // queries and runs nothing. Its Close closes eng too.
-func startWorker(io stdio, eng *engine.Engine, wf *workerFlags, reg *registry.Registry, logger *slog.Logger) (*local, error) {
+func startWorker(ctx context.Context, io stdio, eng *engine.Engine, wf *workerFlags, reg *registry.Registry, logger *slog.Logger) (*local, error) {
 	var err error
 	l := &local{client: &process.Client{Temporal: eng.Client(), Registry: reg}}
 	opts := server.WorkerOptions{Logger: logger, QueryOnly: wf == nil}
@@ -205,7 +223,15 @@ func startWorker(io stdio, eng *engine.Engine, wf *workerFlags, reg *registry.Re
 		opts.Loader = &vessel.Loader{Registry: reg, Allow: splitList(wf.delegateAllow)}
 		l.client.Actions = opts.Actions.Names()
 	}
+	if wf != nil {
+		if l.telemetry, err = telemetry.Setup(ctx, telemetry.Options{Endpoint: wf.otlp}); err != nil {
+			return nil, err
+		}
+	}
 	if l.worker, err = server.StartWorker(eng.Client(), opts); err != nil {
+		if l.telemetry != nil {
+			l.telemetry(ctx)
+		}
 		return nil, err
 	}
 	l.eng = eng

@@ -100,7 +100,7 @@ that has --data.`,
 			if err != nil {
 				return err
 			}
-			l, err := startWorker(io, eng, &wf, nil, serverLogger())
+			l, err := startWorker(cmd.Context(), io, eng, &wf, nil, serverLogger())
 			if err != nil {
 				eng.Close()
 				return err

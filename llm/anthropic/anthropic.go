@@ -59,6 +59,12 @@ func New(opts Options) *Provider {
 	return &Provider{opts: opts, client: sdk.NewClient(ro...)}
 }
 
+// System is the GenAI system of the provider, for traces: "anthropic".
+func (p *Provider) System() string { return "anthropic" }
+
+// Model is the model the provider asks for.
+func (p *Provider) Model() string { return p.opts.Model }
+
 // Complete sends req with its schema as the input schema of one tool the
 // model must call, and returns the call's input as JSON text. An endpoint's
 // error is an *llm.APIError; a cancelled ctx returns ctx's error.

@@ -72,6 +72,12 @@ func New(opts Options) *Provider {
 	return &Provider{opts: opts, client: oai.NewClient(ro...)}
 }
 
+// System is the GenAI system of the provider, for traces: "openai".
+func (p *Provider) System() string { return "openai" }
+
+// Model is the model the provider asks for.
+func (p *Provider) Model() string { return p.opts.Model }
+
 // Complete sends req and returns the model's answer: the message content in
 // ModeJSONSchema, the forced call's arguments in ModeTool. An endpoint's
 // error is an *llm.APIError; a cancelled ctx returns ctx's error.

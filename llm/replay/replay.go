@@ -117,6 +117,12 @@ func parseEntry(text []byte) (*Entry, error) {
 	return &e, nil
 }
 
+// System is "replay": the answers come from a recording.
+func (p *Provider) System() string { return "replay" }
+
+// Model is "" for a recording: each answer names the model that gave it.
+func (p *Provider) Model() string { return "" }
+
 // Complete returns the next recorded answer to req, marked Replayed, or a
 // *MissingError.
 func (p *Provider) Complete(ctx context.Context, req *llm.Request) (*llm.Response, error) {
@@ -162,6 +168,22 @@ func Record(p llm.Provider, path string) (*Recorder, error) {
 
 // Complete asks the wrapped provider and records its answer. Errors are
 // returned as they are and not recorded. An answer that cannot be recorded
+// System and Model are the recorded provider's, when it says.
+func (r *Recorder) System() string {
+	if d, ok := r.p.(llm.Describer); ok {
+		return d.System()
+	}
+	return ""
+}
+
+// Model is the recorded provider's model.
+func (r *Recorder) Model() string {
+	if d, ok := r.p.(llm.Describer); ok {
+		return d.Model()
+	}
+	return ""
+}
+
 // is an error: the caller asked for a recording.
 func (r *Recorder) Complete(ctx context.Context, req *llm.Request) (*llm.Response, error) {
 	r.mu.Lock()
