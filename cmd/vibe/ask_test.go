@@ -95,3 +95,22 @@ func TestAskRecordThenReplay(t *testing.T) {
 		t.Errorf("a missing entry: %d %s", status, stderr)
 	}
 }
+
+// TestAskStrict: --llm-strict sends OpenAI's strict form of the schema to
+// any OpenAI-compatible endpoint; without it a base URL gets it as written.
+func TestAskStrict(t *testing.T) {
+	srv, n := chatServer(t, `{"organizer":"alice@example.com","attendee":"bob@example.com"}`)
+	for _, strict := range []bool{false, true} {
+		args := []string{"ask", instruction, "--llm", "openai:m", "--llm-base-url", srv.URL}
+		if strict {
+			args = append(args, "--llm-strict")
+		}
+		if status, _, stderr := run(t, "", args...); status != 0 {
+			t.Fatalf("status %d: %s", status, stderr)
+		}
+		body := n.Bodies()[len(n.Bodies())-1]
+		if got := strings.Contains(body, `"strict":true`) && strings.Contains(body, `"additionalProperties":false`); got != strict {
+			t.Errorf("--llm-strict=%v: strict schema sent %v:\n%s", strict, got, body)
+		}
+	}
+}

@@ -22,12 +22,13 @@ import (
 //	$VIBE_LLM_RECORD=FILE records every answer of a real provider to FILE
 type llmFlags struct {
 	spec, baseURL string
-	tools         bool
+	tools, strict bool
 }
 
 func (f *llmFlags) add(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&f.spec, "llm", os.Getenv("VIBE_LLM"), "the model: openai:MODEL, anthropic:MODEL or replay:FILE (default $VIBE_LLM)")
 	cmd.Flags().StringVar(&f.baseURL, "llm-base-url", os.Getenv("VIBE_LLM_BASE_URL"), "the endpoint of an OpenAI-compatible server (vLLM, Ollama, llama.cpp) or an Anthropic proxy (default $VIBE_LLM_BASE_URL)")
+	cmd.Flags().BoolVar(&f.strict, "llm-strict", false, "openai: send schemas in OpenAI's strict structured-output form (every property required, additionalProperties false, optional ones nullable) to any OpenAI-compatible endpoint, not only OpenAI's own")
 	cmd.Flags().BoolVar(&f.tools, "llm-tools", false, "openai: send the schema as a forced function call instead of response_format json_schema, for servers without structured outputs")
 }
 
@@ -53,8 +54,8 @@ func (f *llmFlags) provider(io stdio) (llm.Provider, error) {
 			mode = openai.ModeTool
 		}
 		// Strict structured outputs are OpenAI's own; other servers get the
-		// schema as written.
-		p = openai.New(openai.Options{Model: arg, BaseURL: f.baseURL, APIKey: key, Mode: mode, Strict: f.baseURL == ""})
+		// schema as written unless --llm-strict says they take it too.
+		p = openai.New(openai.Options{Model: arg, BaseURL: f.baseURL, APIKey: key, Mode: mode, Strict: f.baseURL == "" || f.strict})
 	case "anthropic":
 		if key == "" {
 			key = os.Getenv("ANTHROPIC_API_KEY")
