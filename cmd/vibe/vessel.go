@@ -5,11 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/augceo/vibe/engine"
 	"github.com/augceo/vibe/jsonv"
+	"github.com/augceo/vibe/process"
 	"github.com/augceo/vibe/registry"
 	"github.com/augceo/vibe/request"
 	"github.com/augceo/vibe/vessel"
@@ -203,7 +205,8 @@ func runRequest(ctx context.Context, io stdio, ef *engineFlags, wf *workerFlags,
 		switch {
 		case err == nil:
 			defer eng.Close()
-			return printResult(ctx, io, eng, in)
+			_, err := printResult(ctx, io, eng, in)
+			return err
 		case !errors.Is(err, engine.ErrNotRunning):
 			return err
 		}
@@ -213,13 +216,70 @@ func runRequest(ctx context.Context, io stdio, ef *engineFlags, wf *workerFlags,
 		return err
 	}
 	defer l.Close()
-	return printResult(ctx, io, l.eng, in)
+	res, err := printResult(ctx, io, l.eng, in)
+	if res != nil {
+		// The worker is this command's: keep it up until what the request
+		// launched has run as far as it can without a person.
+		if serr := settle(ctx, io, l.client, launched(in, res)); err == nil {
+			err = serr
+		}
+	}
+	return err
 }
 
-func printResult(ctx context.Context, io stdio, eng *engine.Engine, in *vessel.Request) error {
+// launched lists the ids of the processes a request's calls launched.
+func launched(in *vessel.Request, res *vessel.Result) []string {
+	var ids []string
+	for _, c := range res.Calls {
+		if t := in.Toolset.Tool(c.Tool); t != nil && t.Kind == vessel.Launch && c.Error == "" {
+			ids = append(ids, c.Result.Lookup("id").Str())
+		}
+	}
+	return ids
+}
+
+// settle waits until each process has completed, failed or waits for a
+// person, with its fire-and-forget actions done, saying so.
+func settle(ctx context.Context, io stdio, p processes, ids []string) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	fmt.Fprintf(io.err, "vibe: keeping the engine up until the %d launched process(es) finish or wait for a person (Ctrl-C leaves them, durably, to the next worker on this data directory)\n", len(ids))
+	for _, id := range ids {
+		for {
+			info, err := p.Get(ctx, id)
+			if err != nil {
+				return err
+			}
+			busy := info.Status == process.Running
+			for _, a := range info.Actions {
+				busy = busy || a == "started"
+			}
+			if !busy {
+				line := fmt.Sprintf("vibe: launched %s (%s) %s", id, info.Process, info.Status)
+				if info.Status == process.Waiting && info.Waiting != nil {
+					line += " for a person's answer to " + info.Waiting.Chunk + " (vibe answer " + id + " J)"
+				}
+				if info.Error != nil {
+					line += ": " + *info.Error
+				}
+				fmt.Fprintln(io.err, line)
+				break
+			}
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(100 * time.Millisecond):
+			}
+		}
+	}
+	return nil
+}
+
+func printResult(ctx context.Context, io stdio, eng *engine.Engine, in *vessel.Request) (*vessel.Result, error) {
 	res, id, err := request.Run(ctx, eng.Client(), in)
 	if err != nil {
-		return fmt.Errorf("request %s: %w", id, err)
+		return nil, fmt.Errorf("request %s: %w", id, err)
 	}
 	if res.Replayed {
 		fmt.Fprintln(io.err, "vibe: the decision was replayed from a recording")
@@ -264,9 +324,9 @@ func printResult(ctx context.Context, io stdio, eng *engine.Engine, in *vessel.R
 			jsonv.Member{Name: "promptTokens", Value: jsonv.IntValue(res.Usage.PromptTokens)},
 			jsonv.Member{Name: "completionTokens", Value: jsonv.IntValue(res.Usage.CompletionTokens)})}))
 	if err == nil && failed > 0 {
-		return fmt.Errorf("%d of %d calls failed", failed, len(res.Calls))
+		err = fmt.Errorf("%d of %d calls failed", failed, len(res.Calls))
 	}
-	return err
+	return res, err
 }
 
 // delegateBounds bound a request's delegation.

@@ -1,11 +1,17 @@
 package main
 
 import (
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/augceo/vibe/internal/llmtest"
 	"github.com/augceo/vibe/jsonv"
 )
 
@@ -60,5 +66,40 @@ func TestPlanAndVesselRun(t *testing.T) {
 	}
 	if !strings.Contains(stderr, "vibe: 3. moderateComment [c003] → state.moderation") || model.Requests() != 1 {
 		t.Errorf("stderr %s, %d model requests", stderr, model.Requests())
+	}
+}
+
+// TestVesselLaunchSettles: vibe vessel on the embedded engine, with no
+// server, keeps its worker up until the process it launched has completed,
+// and vibe ps lists that process by name.
+func TestVesselLaunchSettles(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts the embedded engine")
+	}
+	const billing = "../../examples/billing-report"
+	model := llmtest.New(t, llmtest.ByName(map[string]string{
+		"decision":        `{"_reasoning":"a report is asked for","calls":[{"_tool":"BillingReportProcess","name":"BillingReportProcess","llmContext1":{"_considerations":"Q1 for cust-042","reportParameters":{"customerId":"cust-042","from":"2026-01-01","to":"2026-03-31","currency":"EUR"},"_feedback":"ok"}}]}`,
+		"LLM_llmContext2": `{"writeReport":{"_arithmetic":"100+250=350","total":350,"outstanding":250,"summary":"Two invoices in Q1; one is unpaid.","$confidence":0.9}}`,
+	}))
+	invoices := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		time.Sleep(300 * time.Millisecond) // the process runs on after the request is done
+		io.WriteString(w, `{"invoices":[{"number":"A-1","date":"2026-01-15","amount":100,"paid":true},{"number":"A-2","date":"2026-02-15","amount":250,"paid":false}]}`)
+	}))
+	defer invoices.Close()
+	actions := filepath.Join(t.TempDir(), "invoices.json")
+	os.WriteFile(actions, []byte(`{"FetchInvoices_Activity": "`+invoices.URL+`"}`), 0o600)
+	data := t.TempDir()
+	status, _, stderr := run(t, "", "vessel", billing+"/accountant.vessel.json", "--registry", billing+"/registry", "--actions-file", actions,
+		"--prompt", "Billing report for cust-042, Q1 2026, in euros.", "--data", data, "--llm", "openai:m", "--llm-base-url", model.URL)
+	if status != 0 {
+		t.Fatalf("vessel: %d %s", status, stderr)
+	}
+	m := regexp.MustCompile(`vibe: launched (BillingReportProcess-\S+) \(BillingReportProcess\) completed`).FindStringSubmatch(stderr)
+	if m == nil || model.Asked()["LLM_llmContext2"] != 1 {
+		t.Fatalf("the command did not wait for the launched process (report asked %d times):\n%s", model.Asked()["LLM_llmContext2"], stderr)
+	}
+	status, stdout, _ := run(t, "", "ps", "--data", data)
+	if status != 0 || !regexp.MustCompile(regexp.QuoteMeta(m[1])+`\s+BillingReportProcess\s+completed`).MatchString(stdout) {
+		t.Errorf("ps: %d\n%s", status, stdout)
 	}
 }
