@@ -283,7 +283,7 @@ func TestRunEmbedded(t *testing.T) {
 		t.Errorf("ps --limit 1: %d\n%s%s", status, stdout, stderr)
 	}
 	status, stdout, stderr = run(t, "", "ps", "--all", "--data", data)
-	if status != 0 || strings.Index(stdout, second) > strings.Index(stdout, id) || strings.Index(stdout, second) < 0 || stderr != "" {
+	if status != 0 || !strings.Contains(stdout, second) || strings.Index(stdout, second) > strings.Index(stdout, id) || stderr != "" {
 		t.Errorf("ps --all: %d\n%s%s", status, stdout, stderr)
 	}
 }
