@@ -1,12 +1,14 @@
 package api
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
-	"io"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -16,13 +18,18 @@ import (
 )
 
 // fakeProcesses stands in for the engine: one process, waiting for a
-// decision.
+// decision; one completed, one failed; a list of five.
 type fakeProcesses struct {
 	started []process.StartOptions
 	answers []string
+	// startErr, when set, is Start's error.
+	startErr error
 }
 
 func (f *fakeProcesses) Start(ctx context.Context, opts process.StartOptions) (*process.Started, error) {
+	if f.startErr != nil {
+		return nil, f.startErr
+	}
 	if opts.Process == "aug:processes/broken" {
 		return nil, schema.ErrorList{
 			{File: "registry/processes/broken.json", Path: "/properties/a/references/0", Message: `step "a" references "b", which names no step`},
@@ -45,11 +52,35 @@ func (f *fakeProcesses) Get(ctx context.Context, id string) (*process.Info, erro
 	}}, nil
 }
 
-func (f *fakeProcesses) List(ctx context.Context, limit int) ([]process.Summary, error) {
-	return []process.Summary{{ID: "meeting-0001", Process: "meeting", Status: process.Waiting}}, nil
+// List pages over five processes; its cursor is the offset.
+func (f *fakeProcesses) List(ctx context.Context, opts process.ListOptions) (process.Page, error) {
+	all := []string{"p-5", "p-4", "p-3", "p-2", "p-1"}
+	from := 0
+	if opts.Cursor != "" {
+		n, err := strconv.Atoi(opts.Cursor)
+		if err != nil || n < 0 || n >= len(all) {
+			return process.Page{}, fmt.Errorf("list processes: cursor %q: %w", opts.Cursor, process.ErrBadCursor)
+		}
+		from = n
+	}
+	to := min(from+cmp.Or(opts.Limit, process.DefaultListLimit), len(all))
+	var page process.Page
+	for _, id := range all[from:to] {
+		page.Processes = append(page.Processes, process.Summary{ID: id, Process: "meeting", Status: process.Waiting})
+	}
+	if to < len(all) {
+		page.Next = strconv.Itoa(to)
+	}
+	return page, nil
 }
 
 func (f *fakeProcesses) Answer(ctx context.Context, id string, answer jsonv.Value) (*process.View, error) {
+	switch id {
+	case "done-0001":
+		return nil, &process.NotWaitingError{ID: id, Status: process.Completed}
+	case "failed-0001":
+		return nil, &process.NotWaitingError{ID: id, Status: process.Failed}
+	}
 	if id != "meeting-0001" {
 		return nil, process.ErrNotFound
 	}
@@ -60,21 +91,48 @@ func (f *fakeProcesses) Answer(ctx context.Context, id string, answer jsonv.Valu
 	return &process.View{Status: process.Running}, nil
 }
 
+// call sends a request as a local client would: to the loopback address
+// the server listens on, JSON when it has a body.
 func call(t *testing.T, h http.Handler, method, path, body, token string) (int, map[string]any, string) {
 	t.Helper()
-	req := httptest.NewRequest(method, path, strings.NewReader(body))
+	req := httptest.NewRequest(method, "http://127.0.0.1:8080"+path, strings.NewReader(body))
+	if method == "POST" {
+		req.Header.Set("Content-Type", "application/json")
+	}
 	if token != "" {
 		req.Header.Set("Authorization", "Bearer "+token)
 	}
+	rec := serve(t, h, req)
+	return rec.Code, decoded(t, rec), rec.Body.String()
+}
+
+func serve(t *testing.T, h http.Handler, req *http.Request) *httptest.ResponseRecorder {
+	t.Helper()
 	rec := httptest.NewRecorder()
 	h.ServeHTTP(rec, req)
-	raw, _ := io.ReadAll(rec.Body)
-	var out map[string]any
-	json.Unmarshal(raw, &out)
 	if ct := rec.Header().Get("Content-Type"); ct != "application/json" {
-		t.Errorf("%s %s: Content-Type %q", method, path, ct)
+		t.Errorf("%s %s: Content-Type %q", req.Method, req.URL, ct)
 	}
-	return rec.Code, out, string(raw)
+	return rec
+}
+
+// decoded is the answer's JSON; an error answer must have the API's error
+// shape: "error" a text, "path" a text, "details" a list.
+func decoded(t *testing.T, rec *httptest.ResponseRecorder) map[string]any {
+	t.Helper()
+	var out map[string]any
+	if err := json.Unmarshal(rec.Body.Bytes(), &out); err != nil {
+		t.Errorf("%d: the body is not JSON: %v\n%s", rec.Code, err, rec.Body)
+	}
+	if rec.Code >= 400 {
+		_, e := out["error"].(string)
+		_, p := out["path"].(string)
+		_, d := out["details"].([]any)
+		if !e || !p || !d || len(out) != 3 {
+			t.Errorf("%d: not the API's error shape {error, path, details}: %s", rec.Code, rec.Body)
+		}
+	}
+	return out
 }
 
 func quiet() Options { return Options{Logger: slogDiscard()} }
@@ -140,7 +198,7 @@ func TestGetListAnswer(t *testing.T) {
 		t.Errorf("unknown id: %d %v", code, out)
 	}
 	code, out, _ := call(t, h, "GET", "/v1/processes", "", "")
-	if code != 200 || len(out["processes"].([]any)) != 1 {
+	if code != 200 || len(out["processes"].([]any)) != 5 || out["next"] != nil {
 		t.Errorf("list %d %v", code, out)
 	}
 	code, out, raw = call(t, h, "POST", "/v1/processes/meeting-0001/answer", `{"decision":"Maybe"}`, "")
@@ -150,9 +208,6 @@ func TestGetListAnswer(t *testing.T) {
 	code, _, _ = call(t, h, "POST", "/v1/processes/meeting-0001/answer", `{"decision":"Approve"}`, "")
 	if code != 200 || len(f.answers) != 1 {
 		t.Errorf("good answer: %d %v", code, f.answers)
-	}
-	if code, _, _ := call(t, h, "DELETE", "/v1/processes/meeting-0001", "", ""); code != 404 && code != 405 {
-		t.Errorf("DELETE: %d", code)
 	}
 }
 
@@ -197,7 +252,7 @@ func TestClient(t *testing.T) {
 	if _, err := c.Get(ctx, "nope"); !errors.Is(err, process.ErrNotFound) {
 		t.Errorf("not found: %v", err)
 	}
-	if _, err := (&Client{BaseURL: srv.URL}).List(ctx, 0); err == nil || !strings.Contains(err.Error(), "401") {
+	if _, err := (&Client{BaseURL: srv.URL}).List(ctx, process.ListOptions{}); err == nil || !strings.Contains(err.Error(), "401") {
 		t.Errorf("no token: %v", err)
 	}
 }

@@ -7,9 +7,12 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
+	"github.com/augceo/vibe/compile"
 	"github.com/augceo/vibe/jsonv"
 	"github.com/augceo/vibe/process"
 	"github.com/augceo/vibe/schema"
@@ -76,6 +79,9 @@ func (c *Client) do(ctx context.Context, method, path string, body []byte, out a
 	return json.Unmarshal(data, out)
 }
 
+// notWaitingSuffix ends the message of a process.NotWaitingError.
+const notWaitingSuffix = " and waits for no answer"
+
 // decodeError turns an error answer back into the error the server had:
 // located errors stay located, a refused answer stays a refusal.
 func decodeError(status int, data []byte) error {
@@ -86,6 +92,27 @@ func decodeError(status int, data []byte) error {
 	switch {
 	case status == http.StatusNotFound:
 		return fmt.Errorf("%w: %s", process.ErrNotFound, e.Error)
+	case status == http.StatusConflict && strings.HasSuffix(e.Error, notWaitingSuffix):
+		id, st, ok := strings.Cut(strings.TrimSuffix(strings.TrimPrefix(e.Error, "process "), notWaitingSuffix), " is ")
+		if ok {
+			return &process.NotWaitingError{ID: id, Status: process.Status(st)}
+		}
+	case status == http.StatusUnprocessableEntity && (e.Path == "/first" || strings.HasPrefix(e.Path, "/first/")):
+		// The chunk's name is in the message, its kind the name's prefix.
+		rest, ok := strings.CutPrefix(e.Error, "the first value does not fit chunk ")
+		if !ok {
+			rest = strings.TrimPrefix(e.Error, "the process's first chunk ")
+		}
+		fe := &process.FirstError{Chunk: rest}
+		if n := strings.IndexAny(rest, " :"); n >= 0 {
+			fe.Chunk = rest[:n]
+		}
+		kind, _, _ := strings.Cut(fe.Chunk, "_")
+		fe.Kind = compile.Kind(kind)
+		for _, d := range e.Details {
+			fe.Problems = append(fe.Problems, schema.Invalid{Path: jsonv.Pointer(strings.TrimPrefix(d.Path, "/first")), Message: d.Message})
+		}
+		return fe
 	case status == http.StatusUnprocessableEntity && len(e.Details) > 0 && e.Details[0].File != "":
 		var list schema.ErrorList
 		for _, d := range e.Details {
@@ -97,8 +124,7 @@ func decodeError(status int, data []byte) error {
 			list = append(list, le)
 		}
 		return list
-	case status == http.StatusUnprocessableEntity && strings.HasPrefix(e.Error, "the answer does not fit"),
-		status == http.StatusUnprocessableEntity && strings.HasPrefix(e.Error, "process is not waiting"):
+	case status == http.StatusUnprocessableEntity && strings.HasPrefix(e.Error, "the answer does not fit"):
 		return &process.RefusedError{Message: e.Error}
 	}
 	return &Error{Status: status, Message: e.Error, Path: e.Path}
@@ -142,30 +168,40 @@ func (c *Client) Start(ctx context.Context, opts process.StartOptions) (*process
 // Get returns a process.
 func (c *Client) Get(ctx context.Context, id string) (*process.Info, error) {
 	var info process.Info
-	if err := c.do(ctx, http.MethodGet, "/v1/processes/"+id, nil, &info); err != nil {
+	if err := c.do(ctx, http.MethodGet, "/v1/processes/"+url.PathEscape(id), nil, &info); err != nil {
 		return nil, err
 	}
 	return &info, nil
 }
 
-// List returns the processes, newest first.
-func (c *Client) List(ctx context.Context, limit int) ([]process.Summary, error) {
-	var out struct {
-		Processes []process.Summary `json:"processes"`
+// List returns a page of processes, newest first.
+func (c *Client) List(ctx context.Context, opts process.ListOptions) (process.Page, error) {
+	q := url.Values{}
+	if opts.Limit != 0 {
+		q.Set("limit", strconv.Itoa(opts.Limit))
 	}
-	if err := c.do(ctx, http.MethodGet, "/v1/processes", nil, &out); err != nil {
-		return nil, err
+	if opts.Cursor != "" {
+		q.Set("cursor", opts.Cursor)
 	}
-	if limit > 0 && len(out.Processes) > limit {
-		out.Processes = out.Processes[:limit]
+	path := "/v1/processes"
+	if len(q) > 0 {
+		path += "?" + q.Encode()
 	}
-	return out.Processes, nil
+	var out listPage
+	if err := c.do(ctx, http.MethodGet, path, nil, &out); err != nil {
+		return process.Page{}, err
+	}
+	page := process.Page{Processes: out.Processes}
+	if out.Next != nil {
+		page.Next = *out.Next
+	}
+	return page, nil
 }
 
 // Answer sends a person's answer.
 func (c *Client) Answer(ctx context.Context, id string, answer jsonv.Value) (*process.View, error) {
 	var info process.Info
-	if err := c.do(ctx, http.MethodPost, "/v1/processes/"+id+"/answer", jsonv.Marshal(answer), &info); err != nil {
+	if err := c.do(ctx, http.MethodPost, "/v1/processes/"+url.PathEscape(id)+"/answer", jsonv.Marshal(answer), &info); err != nil {
 		return nil, err
 	}
 	return &info.View, nil

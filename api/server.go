@@ -2,17 +2,21 @@ package api
 
 import (
 	"context"
-	"crypto/subtle"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
+	"mime"
+	"net"
 	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/augceo/vibe/jsonv"
-	"github.com/augceo/vibe/llm/replay"
 	"github.com/augceo/vibe/process"
 	"github.com/augceo/vibe/registry"
 	"github.com/augceo/vibe/schema"
@@ -22,18 +26,24 @@ import (
 type Processes interface {
 	Start(ctx context.Context, opts process.StartOptions) (*process.Started, error)
 	Get(ctx context.Context, id string) (*process.Info, error)
-	List(ctx context.Context, limit int) ([]process.Summary, error)
+	List(ctx context.Context, opts process.ListOptions) (process.Page, error)
 	Answer(ctx context.Context, id string, answer jsonv.Value) (*process.View, error)
 }
 
-// Options configures Handler. The zero value needs no token and logs to
-// slog.Default.
+// Options configures Handler. The zero value needs no token — and so
+// answers only requests addressed to loopback from no other web origin —
+// and logs to slog.Default.
 type Options struct {
 	// Token, when set, is required as "Authorization: Bearer <token>".
+	// Without one the server must listen on loopback only, and refuses
+	// (403) requests whose Host is not a loopback name or that come from
+	// another web origin (Origin, Sec-Fetch-Site): a web page cannot reach
+	// it through the person's browser.
 	Token string
 	// Logger records one line per request; nil means slog.Default().
 	Logger *slog.Logger
-	// MaxBody bounds a request body; 0 means 8 MiB.
+	// MaxBody bounds a request body; 0 means process.MaxPayloadSize, the
+	// engine's own limit on what one request can carry.
 	MaxBody int64
 }
 
@@ -43,7 +53,7 @@ func Handler(p Processes, opts Options) http.Handler {
 		opts.Logger = slog.Default()
 	}
 	if opts.MaxBody <= 0 {
-		opts.MaxBody = 8 << 20
+		opts.MaxBody = process.MaxPayloadSize
 	}
 	s := &server{p: p, opts: opts}
 	mux := http.NewServeMux()
@@ -51,59 +61,24 @@ func Handler(p Processes, opts Options) http.Handler {
 	mux.HandleFunc("GET /v1/processes", s.list)
 	mux.HandleFunc("GET /v1/processes/{id}", s.get)
 	mux.HandleFunc("POST /v1/processes/{id}/answer", s.answer)
-	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		writeError(w, http.StatusNotFound, &apiError{Error: fmt.Sprintf("no such endpoint: %s %s", r.Method, r.URL.Path)})
+	return s.logged(s.guarded(routed(mux)))
+}
+
+// routed serves mux, its own 404 and 405 answers in the API's JSON shape.
+// (A catch-all "/" pattern would do the first but turn every 405 into a
+// 404, since it matches any method.)
+func routed(mux *http.ServeMux) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if _, pattern := mux.Handler(r); pattern == "" {
+			w = &muxErrors{ResponseWriter: w, r: r}
+		}
+		mux.ServeHTTP(w, r)
 	})
-	return s.logged(s.authorized(mux))
 }
 
 type server struct {
 	p    Processes
 	opts Options
-}
-
-// apiError is the JSON of every error.
-type apiError struct {
-	Error   string   `json:"error"`
-	Path    string   `json:"path"`
-	Details []detail `json:"details"`
-}
-
-type detail struct {
-	File    string `json:"file,omitempty"`
-	Path    string `json:"path"`
-	Message string `json:"message"`
-}
-
-func writeJSON(w http.ResponseWriter, status int, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	enc.Encode(v)
-}
-
-func writeError(w http.ResponseWriter, status int, e *apiError) {
-	if e.Details == nil {
-		e.Details = []detail{}
-	}
-	writeJSON(w, status, e)
-}
-
-func (s *server) authorized(next http.Handler) http.Handler {
-	if s.opts.Token == "" {
-		return next
-	}
-	want := []byte("Bearer " + s.opts.Token)
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		got := []byte(r.Header.Get("Authorization"))
-		if subtle.ConstantTimeCompare(got, want) != 1 {
-			w.Header().Set("WWW-Authenticate", `Bearer realm="vibe"`)
-			writeError(w, http.StatusUnauthorized, &apiError{Error: "missing or wrong token: send Authorization: Bearer <token>"})
-			return
-		}
-		next.ServeHTTP(w, r)
-	})
 }
 
 type statusWriter struct {
@@ -116,6 +91,10 @@ func (w *statusWriter) WriteHeader(code int) {
 	w.ResponseWriter.WriteHeader(code)
 }
 
+// Unwrap lets http.ResponseController reach the connection (deadlines,
+// flushes).
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
 func (s *server) logged(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
@@ -127,11 +106,26 @@ func (s *server) logged(next http.Handler) http.Handler {
 	})
 }
 
-// readBody parses a JSON request body, order kept.
+// readBody parses a JSON request body, order kept. The body must say it is
+// JSON (a form a web page can post without asking is not), fit in MaxBody,
+// and arrive within the server's read timeout.
 func (s *server) readBody(w http.ResponseWriter, r *http.Request) (jsonv.Value, bool) {
+	if why := notJSON(r.Header.Get("Content-Type")); why != "" {
+		writeError(w, http.StatusUnsupportedMediaType, &apiError{Error: why})
+		return jsonv.Value{}, false
+	}
 	data, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.opts.MaxBody))
 	if err != nil {
-		writeError(w, http.StatusRequestEntityTooLarge, &apiError{Error: "request body too large or unreadable: " + err.Error()})
+		var tooLarge *http.MaxBytesError
+		var netErr net.Error
+		switch {
+		case errors.As(err, &tooLarge):
+			writeError(w, http.StatusRequestEntityTooLarge, &apiError{Error: fmt.Sprintf("the request body is larger than %d bytes, the most one request can carry", tooLarge.Limit)})
+		case errors.As(err, &netErr) && netErr.Timeout():
+			writeError(w, http.StatusRequestTimeout, &apiError{Error: "the request body came too slowly"})
+		default:
+			writeError(w, http.StatusBadRequest, &apiError{Error: "the request body could not be read: " + err.Error()})
+		}
 		return jsonv.Value{}, false
 	}
 	v, err := schema.Parse("request", data)
@@ -143,6 +137,42 @@ func (s *server) readBody(w http.ResponseWriter, r *http.Request) (jsonv.Value, 
 	}
 	return v, true
 }
+
+// notJSON says what is wrong with a request's content type, or "" when it
+// is application/json (with no charset, or UTF-8, JSON's only one).
+func notJSON(contentType string) string {
+	const want = "send the body as JSON, with Content-Type: application/json"
+	if contentType == "" {
+		return "no Content-Type: " + want
+	}
+	mt, params, err := mime.ParseMediaType(contentType)
+	if err != nil || mt != "application/json" {
+		return fmt.Sprintf("Content-Type %q: %s", contentType, want)
+	}
+	if cs, ok := params["charset"]; ok && !strings.EqualFold(cs, "utf-8") {
+		return fmt.Sprintf("Content-Type %q: JSON is UTF-8; send it as application/json or with charset=utf-8", contentType)
+	}
+	return ""
+}
+
+// processID returns the request's process id, or writes why it cannot be
+// one: ids are printable, without spaces, and at most the engine's 1000
+// bytes.
+func processID(w http.ResponseWriter, r *http.Request) (string, bool) {
+	id := r.PathValue("id")
+	bad := len(id) > maxIDLength || !utf8.ValidString(id)
+	for _, c := range id {
+		bad = bad || !unicode.IsPrint(c) || unicode.IsSpace(c)
+	}
+	if bad {
+		writeError(w, http.StatusBadRequest, &apiError{Error: fmt.Sprintf("%q is not a process id: ids are printable, without spaces, at most %d bytes", id, maxIDLength)})
+		return "", false
+	}
+	return id, true
+}
+
+// maxIDLength is the engine's limit on a workflow id (limit.maxIDLength).
+const maxIDLength = 1000
 
 func (s *server) start(w http.ResponseWriter, r *http.Request) {
 	body, ok := s.readBody(w, r)
@@ -162,6 +192,9 @@ func (s *server) start(w http.ResponseWriter, r *http.Request) {
 			switch v.Kind() {
 			case jsonv.KindString:
 				opts.Process = v.Str()
+				if _, err := registry.ParseURI(opts.Process); err != nil {
+					bad = append(bad, detail{Path: at, Message: err.Error()})
+				}
 			case jsonv.KindObject:
 				opts.Document = v
 			default:
@@ -198,83 +231,89 @@ func (s *server) start(w http.ResponseWriter, r *http.Request) {
 	}
 	started, err := s.p.Start(r.Context(), opts)
 	if err != nil {
-		s.failed(w, err)
+		s.failed(w, r, err)
 		return
 	}
 	writeJSON(w, http.StatusCreated, map[string]any{"id": started.ID, "process": started.Name, "direct": started.Direct})
 }
 
-// failed writes the error of a start or an answer: the problems of a bad
-// process (422), an unknown one (404), or an internal failure (500).
-func (s *server) failed(w http.ResponseWriter, err error) {
-	var list schema.ErrorList
-	var located *schema.Error
-	var refused *process.RefusedError
-	var missing *replay.MissingError
-	switch {
-	case errors.Is(err, process.ErrNotFound), errors.Is(err, registry.ErrNotFound):
-		writeError(w, http.StatusNotFound, &apiError{Error: err.Error()})
-	case errors.As(err, &list) || errors.As(err, &located):
-		var ds []detail
-		for _, e := range schema.Errors(err, "") {
-			p := string(e.Path)
-			if e.Line > 0 {
-				p = fmt.Sprintf("%d:%d", e.Line, e.Column)
-			}
-			ds = append(ds, detail{File: e.File, Path: p, Message: e.Message})
-		}
-		writeError(w, http.StatusUnprocessableEntity, &apiError{Error: ds[0].Message, Path: ds[0].Path, Details: ds})
-	case errors.As(err, &refused):
-		e := &apiError{Error: refused.Message}
-		for _, p := range refused.Problems() {
-			e.Details = append(e.Details, detail{Path: string(p.Path), Message: p.Message})
-		}
-		if len(e.Details) > 0 {
-			e.Path = e.Details[0].Path
-		}
-		writeError(w, http.StatusUnprocessableEntity, e)
-	case errors.As(err, &missing):
-		writeError(w, http.StatusUnprocessableEntity, &apiError{Error: err.Error()})
-	default:
-		s.opts.Logger.Error("api: request failed", "err", err)
-		writeError(w, http.StatusInternalServerError, &apiError{Error: err.Error()})
-	}
+// listPage is the answer of GET /v1/processes.
+type listPage struct {
+	Processes []process.Summary `json:"processes"`
+	Next      *string           `json:"next"` // null on the last page
 }
 
 func (s *server) list(w http.ResponseWriter, r *http.Request) {
-	ps, err := s.p.List(r.Context(), 0)
+	query, err := url.ParseQuery(r.URL.RawQuery)
 	if err != nil {
-		s.failed(w, err)
+		writeError(w, http.StatusBadRequest, &apiError{Error: "the query is malformed: " + err.Error()})
 		return
 	}
-	if ps == nil {
-		ps = []process.Summary{}
+	var opts process.ListOptions
+	for name, vs := range query {
+		switch name {
+		case "limit":
+			n, err := strconv.Atoi(vs[0])
+			if err != nil || n < 1 || n > process.MaxListLimit || len(vs) > 1 {
+				writeError(w, http.StatusBadRequest, &apiError{Error: fmt.Sprintf("limit %q: give one number from 1 to %d (default %d)", strings.Join(vs, ","), process.MaxListLimit, process.DefaultListLimit)})
+				return
+			}
+			opts.Limit = n
+		case "cursor":
+			if len(vs) > 1 {
+				writeError(w, http.StatusBadRequest, &apiError{Error: "give one cursor: the \"next\" of the page before"})
+				return
+			}
+			opts.Cursor = vs[0]
+		default:
+			writeError(w, http.StatusBadRequest, &apiError{Error: fmt.Sprintf("unknown parameter %q (want limit, cursor)", name)})
+			return
+		}
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"processes": ps})
+	page, err := s.p.List(r.Context(), opts)
+	if err != nil {
+		s.failed(w, r, err)
+		return
+	}
+	out := listPage{Processes: page.Processes}
+	if out.Processes == nil {
+		out.Processes = []process.Summary{}
+	}
+	if page.Next != "" {
+		out.Next = &page.Next
+	}
+	writeJSON(w, http.StatusOK, out)
 }
 
 func (s *server) get(w http.ResponseWriter, r *http.Request) {
-	info, err := s.p.Get(r.Context(), r.PathValue("id"))
+	id, ok := processID(w, r)
+	if !ok {
+		return
+	}
+	info, err := s.p.Get(r.Context(), id)
 	if err != nil {
-		s.failed(w, err)
+		s.failed(w, r, err)
 		return
 	}
 	writeJSON(w, http.StatusOK, info)
 }
 
 func (s *server) answer(w http.ResponseWriter, r *http.Request) {
+	id, ok := processID(w, r)
+	if !ok {
+		return
+	}
 	body, ok := s.readBody(w, r)
 	if !ok {
 		return
 	}
-	id := r.PathValue("id")
 	if _, err := s.p.Answer(r.Context(), id, body); err != nil {
-		s.failed(w, err)
+		s.failed(w, r, err)
 		return
 	}
 	info, err := s.p.Get(r.Context(), id)
 	if err != nil {
-		s.failed(w, err)
+		s.failed(w, r, err)
 		return
 	}
 	writeJSON(w, http.StatusOK, info)

@@ -2,6 +2,8 @@ package process
 
 import (
 	"context"
+	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"path"
@@ -11,6 +13,7 @@ import (
 	commonpb "go.temporal.io/api/common/v1"
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/serviceerror"
+	workflowpb "go.temporal.io/api/workflow/v1"
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/converter"
@@ -64,8 +67,13 @@ type Started struct {
 }
 
 // Start compiles the process and starts its workflow. A process that does
-// not compile gives the compiler's errors (schema.ErrorList).
+// not compile gives the compiler's errors (schema.ErrorList); a first value
+// the process does not take, a *FirstError; a start past the engine's
+// payload limit, a *TooLargeError. In each case nothing is started.
 func (c *Client) Start(ctx context.Context, opts StartOptions) (*Started, error) {
+	if err := checkPartsSize(opts); err != nil {
+		return nil, err
+	}
 	copts := compile.Options{Registry: c.Registry, Actions: c.Actions}
 	var (
 		p    *compile.Process
@@ -103,6 +111,13 @@ func (c *Client) Start(ctx context.Context, opts StartOptions) (*Started, error)
 	if p.Prompt != "" && opts.Prompt == "" {
 		opts.Prompt = p.Prompt
 	}
+	in := Start{Name: name, Program: p.Program(), Prompt: opts.Prompt, Input: opts.Input, First: opts.First, System: opts.System}
+	if err := checkFirst(in.Program, in.First); err != nil {
+		return nil, err
+	}
+	if err := checkPayloadSize("the start of "+name, in); err != nil {
+		return nil, err
+	}
 	id := wfid.New(name)
 	wf := WorkflowName
 	if p.Direct != nil {
@@ -113,7 +128,7 @@ func (c *Client) Start(ctx context.Context, opts StartOptions) (*Started, error)
 		TaskQueue:             TaskQueue,
 		Memo:                  map[string]any{MemoProcess: name},
 		TypedSearchAttributes: temporal.NewSearchAttributes(ProcessAttribute.ValueSet(name), StatusAttribute.ValueSet(string(Running))),
-	}, wf, Start{Name: name, Program: p.Program(), Prompt: opts.Prompt, Input: opts.Input, First: opts.First, System: opts.System})
+	}, wf, in)
 	if err != nil {
 		return nil, fmt.Errorf("start %s: %w", name, err)
 	}
@@ -209,45 +224,116 @@ type Summary struct {
 	StartedAt time.Time `json:"startedAt"`
 }
 
-// List returns the processes, newest first (at most limit; 0 means 100).
-func (c *Client) List(ctx context.Context, limit int) ([]Summary, error) {
-	if limit <= 0 {
-		limit = 100
+// Paging of List.
+const (
+	// DefaultListLimit is the page size of List when ListOptions.Limit is 0.
+	DefaultListLimit = 100
+	// MaxListLimit is the largest page List gives: the engine's own
+	// largest visibility page (frontend.visibilityMaxPageSize).
+	MaxListLimit = 1000
+)
+
+// ListOptions says which page of processes List returns.
+type ListOptions struct {
+	// Limit is the most processes on the page, 1 to MaxListLimit; 0 means
+	// DefaultListLimit.
+	Limit int
+	// Cursor is the Next of the page before; "" starts with the newest.
+	Cursor string
+}
+
+// Page is one page of processes, newest first.
+type Page struct {
+	Processes []Summary
+	// Next is the cursor of the page after this one, or "" when this is
+	// the last.
+	Next string
+}
+
+// ErrBadCursor is wrapped by List's error for a cursor it did not give.
+var ErrBadCursor = errors.New("not a cursor of this list")
+
+// List returns a page of processes, newest first. The cursor is the
+// engine's own page token, base64url-encoded.
+func (c *Client) List(ctx context.Context, opts ListOptions) (Page, error) {
+	limit := opts.Limit
+	if limit == 0 {
+		limit = DefaultListLimit
 	}
-	var out []Summary
-	var token []byte
-	for len(out) < limit {
+	if limit < 1 || limit > MaxListLimit {
+		return Page{}, fmt.Errorf("list processes: the limit %d is not between 1 and %d", opts.Limit, MaxListLimit)
+	}
+	token, err := base64.RawURLEncoding.DecodeString(opts.Cursor)
+	if err != nil || !pageToken(token) {
+		return Page{}, fmt.Errorf("list processes: cursor %q: %w", opts.Cursor, ErrBadCursor)
+	}
+	page := Page{Processes: []Summary{}}
+	for calls := 0; ; calls++ {
 		resp, err := c.Temporal.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{
 			Query:         fmt.Sprintf("WorkflowType = '%s' OR WorkflowType = '%s'", WorkflowName, DirectCallName),
-			PageSize:      int32(min(limit, 100)),
+			PageSize:      int32(limit - len(page.Processes)),
 			NextPageToken: token,
 		})
 		if err != nil {
-			return nil, fmt.Errorf("list processes: %w", err)
+			var bad *serviceerror.InvalidArgument
+			if calls == 0 && len(token) > 0 && errors.As(err, &bad) {
+				return Page{}, fmt.Errorf("list processes: cursor %q: %w (%v)", opts.Cursor, ErrBadCursor, err)
+			}
+			return Page{}, fmt.Errorf("list processes: %w", err)
 		}
 		for _, ex := range resp.GetExecutions() {
-			s := Summary{ID: ex.GetExecution().GetWorkflowId(), Process: memoProcess(ex.GetMemo()), Status: statusOf(ex.GetStatus()), StartedAt: ex.GetStartTime().AsTime()}
-			if sa := ex.GetSearchAttributes().GetIndexedFields()[StatusAttribute.GetName()]; sa != nil && s.Status == Running {
-				var st string
-				if converter.GetDefaultDataConverter().FromPayload(sa, &st) == nil && st != "" {
-					s.Status = Status(st)
-				}
-			}
-			out = append(out, s)
+			page.Processes = append(page.Processes, summaryOf(ex))
 		}
 		token = resp.GetNextPageToken()
-		if len(token) == 0 {
+		// The engine may give a short page before the last one: fill this
+		// one up to the limit, so that a page is short only at the end.
+		if len(token) == 0 || len(page.Processes) >= limit {
 			break
 		}
 	}
-	return out, nil
+	if len(token) > 0 {
+		page.Next = base64.RawURLEncoding.EncodeToString(token)
+	}
+	return page, nil
+}
+
+// pageToken reports whether token may be one of the engine's page tokens:
+// none, or a JSON object that reads as the SQL visibility store's token
+// (sqlplugin.VisibilityPageToken) does. That store answers a token it
+// cannot read with an internal error, which the SDK retries until its
+// deadline; the tokens of other stores have other members, which pass.
+func pageToken(token []byte) bool {
+	if len(token) == 0 {
+		return true
+	}
+	var sqlToken struct {
+		CloseTime, StartTime time.Time
+		RunID                string
+	}
+	return token[0] == '{' && json.Unmarshal(token, &sqlToken) == nil
+}
+
+func summaryOf(ex *workflowpb.WorkflowExecutionInfo) Summary {
+	s := Summary{ID: ex.GetExecution().GetWorkflowId(), Process: memoProcess(ex.GetMemo()), Status: statusOf(ex.GetStatus()), StartedAt: ex.GetStartTime().AsTime()}
+	if sa := ex.GetSearchAttributes().GetIndexedFields()[StatusAttribute.GetName()]; sa != nil && s.Status == Running {
+		var st string
+		if converter.GetDefaultDataConverter().FromPayload(sa, &st) == nil && st != "" {
+			s.Status = Status(st)
+		}
+	}
+	return s
 }
 
 // Answer sends a person's answer to the USER chunk a process waits on. An
-// answer that breaks the chunk's schema is refused with an *AnswerError
+// answer that breaks the chunk's schema is refused with a *RefusedError
 // (Problems by path) and the process keeps waiting; a process that waits
-// for nothing refuses any answer.
+// for nothing — running on, completed or failed — refuses any answer with
+// a *NotWaitingError; an answer past the engine's payload limit is not
+// sent (*TooLargeError).
 func (c *Client) Answer(ctx context.Context, id string, answer jsonv.Value) (*View, error) {
+	if err := checkPayloadSize("the answer", []any{answer}); err != nil {
+		return nil, err
+	}
 	h, err := c.Temporal.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{
 		WorkflowID:   id,
 		UpdateName:   UpdateAnswer,
@@ -255,30 +341,53 @@ func (c *Client) Answer(ctx context.Context, id string, answer jsonv.Value) (*Vi
 		WaitForStage: client.WorkflowUpdateStageCompleted,
 	})
 	if err != nil {
-		return nil, answerError(id, err)
+		return nil, c.answerError(ctx, id, err)
 	}
 	var v View
 	if err := h.Get(ctx, &v); err != nil {
-		return nil, answerError(id, err)
+		return nil, c.answerError(ctx, id, err)
 	}
 	return &v, nil
 }
 
 // answerError recovers the validator's refusal from Temporal's wrapping.
-func answerError(id string, err error) error {
+// The engine says only "not found" of a workflow that has closed, so that
+// case asks the engine how the process ended.
+func (c *Client) answerError(ctx context.Context, id string, err error) error {
 	var nf *serviceerror.NotFound
 	if errors.As(err, &nf) {
-		return fmt.Errorf("%w: %s", ErrNotFound, id)
+		desc, derr := c.Temporal.DescribeWorkflowExecution(ctx, id, "")
+		if derr != nil || desc.GetWorkflowExecutionInfo().GetStatus() == enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
+			return fmt.Errorf("%w: %s", ErrNotFound, id)
+		}
+		return &NotWaitingError{ID: id, Status: statusOf(desc.GetWorkflowExecutionInfo().GetStatus()), Err: err}
 	}
 	msg := ErrorText(err)
 	if i := strings.Index(msg, "the answer does not fit chunk "); i >= 0 {
 		return &RefusedError{Message: msg[i:], Err: err}
 	}
-	if strings.Contains(msg, "process is not waiting for an answer") {
-		return &RefusedError{Message: msg[strings.Index(msg, "process is not waiting"):], Err: err}
+	const notWaiting = "process is not waiting for an answer (status "
+	if i := strings.Index(msg, notWaiting); i >= 0 {
+		status, _, _ := strings.Cut(msg[i+len(notWaiting):], ")")
+		return &NotWaitingError{ID: id, Status: Status(status), Err: err}
 	}
 	return err
 }
+
+// NotWaitingError is an answer to a process that waits for none: it is
+// running on (its next chunk is not a person's), or it has completed or
+// failed.
+type NotWaitingError struct {
+	ID     string
+	Status Status
+	Err    error
+}
+
+func (e *NotWaitingError) Error() string {
+	return fmt.Sprintf("process %s is %s and waits for no answer", e.ID, e.Status)
+}
+
+func (e *NotWaitingError) Unwrap() error { return e.Err }
 
 // RefusedError is an answer the process refused; it keeps waiting.
 type RefusedError struct {

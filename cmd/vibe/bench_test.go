@@ -44,7 +44,7 @@ func BenchmarkServeMemory(b *testing.B) {
 	ctx := context.Background()
 	deadline := time.Now().Add(time.Minute)
 	for {
-		if _, err := c.List(ctx, 1); err == nil {
+		if _, err := c.List(ctx, process.ListOptions{Limit: 1}); err == nil {
 			break
 		}
 		if time.Now().After(deadline) {

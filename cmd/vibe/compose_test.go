@@ -52,6 +52,8 @@ func TestUsageErrors(t *testing.T) {
 		{"compose", "--no-such-flag", "a.json"},
 		{"compose", "--registry", "/no/such/dir", "a.json"},
 		{"no-such-command"},
+		{"ps", "--limit", "0"},
+		{"ps", "--all", "--limit", "5"},
 	} {
 		status, _, stderr := run(t, "", args...)
 		if status != 2 || !strings.Contains(stderr, "vibe help") {

@@ -154,19 +154,55 @@ func newShowCmd(io stdio) *cobra.Command {
 }
 
 func newPsCmd(io stdio) *cobra.Command {
-	return readCmd(io, "ps", "List processes, newest first", exactArgs(0),
+	var (
+		limit int
+		all   bool
+	)
+	cmd := readCmd(io, "ps [--limit N | --all]", "List processes, newest first", exactArgs(0),
 		func(ctx context.Context, p processes, args []string) error {
-			list, err := p.List(ctx, 0)
-			if err != nil {
-				return err
-			}
 			tw := tabwriter.NewWriter(io.out, 2, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "ID\tPROCESS\tSTATUS\tSTARTED")
-			for _, s := range list {
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", s.ID, s.Process, s.Status, s.StartedAt.Local().Format(time.DateTime))
+			// Follow the cursors: pages of at most the engine's page size,
+			// until limit processes are shown (all: until the last page).
+			shown, cursor := 0, ""
+			for all || shown < limit {
+				n := process.MaxListLimit
+				if !all {
+					n = min(n, limit-shown)
+				}
+				page, err := p.List(ctx, process.ListOptions{Limit: n, Cursor: cursor})
+				if err != nil {
+					return err
+				}
+				for _, s := range page.Processes {
+					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", s.ID, s.Process, s.Status, s.StartedAt.Local().Format(time.DateTime))
+				}
+				shown += len(page.Processes)
+				if cursor = page.Next; cursor == "" {
+					break
+				}
 			}
-			return tw.Flush()
+			if err := tw.Flush(); err != nil {
+				return err
+			}
+			if cursor != "" {
+				fmt.Fprintf(io.err, "vibe: the newest %d shown; there are more (--limit N, or --all)\n", shown)
+			}
+			return nil
 		})
+	// Checked before the engine starts.
+	cmd.PreRunE = func(cmd *cobra.Command, args []string) error {
+		if limit < 1 {
+			return usageError{fmt.Errorf("--limit %d: give a number of processes from 1 up", limit)}
+		}
+		if all && cmd.Flags().Changed("limit") {
+			return usageError{errors.New("give --limit N or --all, not both")}
+		}
+		return nil
+	}
+	cmd.Flags().IntVar(&limit, "limit", process.DefaultListLimit, "show at most `N` processes, the newest")
+	cmd.Flags().BoolVar(&all, "all", false, "show every process")
+	return cmd
 }
 
 // readCmd is a command that only reads processes: through the vibe serve

@@ -133,10 +133,29 @@ func TestCrashRecovery(t *testing.T) {
 		"--actions-file", actions, "--llm", "openai:test-model", "--llm-base-url", model.URL}
 	c := &api.Client{BaseURL: "http://" + addr}
 	ctx := context.Background()
-	ready := func() bool { _, err := c.List(ctx, 1); return err == nil }
+	ready := func() bool { _, err := c.List(ctx, process.ListOptions{Limit: 1}); return err == nil }
 
 	serve, out := child(t, args...)
 	waitUntil(t, "vibe serve", time.Minute, ready)
+	// Without a token, a web page cannot reach it through a browser: not
+	// by another name for 127.0.0.1 (DNS rebinding), nor from its origin.
+	for _, h := range []map[string]string{{"Host": "evil.example:" + strings.Split(addr, ":")[1]}, {"Origin": "https://evil.example"}} {
+		req, _ := http.NewRequest("POST", "http://"+addr+"/v1/processes", strings.NewReader(`{"process":"aug:processes/schedule-meeting"}`))
+		req.Header.Set("Content-Type", "application/json")
+		for k, v := range h {
+			req.Header.Set(k, v)
+		}
+		req.Host = req.Header.Get("Host")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 403 || !strings.Contains(string(body), `"error": "refused: `) {
+			t.Errorf("%v: %d %s", h, resp.StatusCode, body)
+		}
+	}
 	started, err := c.Start(ctx, process.StartOptions{Process: "aug:processes/schedule-meeting", Prompt: "Schedule a meeting between Alice and Bob"})
 	if err != nil {
 		t.Fatalf("%v\n%s", err, out)
@@ -165,6 +184,7 @@ func TestCrashRecovery(t *testing.T) {
 	}
 	// A bad answer: 422 with the errors, and the process still waits.
 	req, _ := http.NewRequest("POST", "http://"+addr+"/v1/processes/"+started.ID+"/answer", strings.NewReader(`{"confirmInvitation":{"decision":"Maybe"}}`))
+	req.Header.Set("Content-Type", "application/json")
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
@@ -251,6 +271,21 @@ func TestRunEmbedded(t *testing.T) {
 	if got := model.Asked(); got["LLM_llmContext1"] != 1 || got["LLM_llmContext2"] != 1 {
 		t.Errorf("model requests %v", got)
 	}
+	// A second process: ps --limit 1 shows the newest and says there are
+	// more; --all follows the cursors to both.
+	status, _, stderr = run(t, "", append([]string{"run", "aug:processes/schedule-meeting", "--registry", example + "/registry", "--prompt", "Meet Carol"}, common...)...)
+	if status != 0 {
+		t.Fatalf("run: %d\n%s", status, stderr)
+	}
+	second := strings.Fields(stderr[strings.Index(stderr, "vibe answer ")+len("vibe answer "):])[0]
+	status, stdout, stderr = run(t, "", "ps", "--limit", "1", "--data", data)
+	if status != 0 || !strings.Contains(stdout, second) || strings.Contains(stdout, id) || !strings.Contains(stderr, "the newest 1 shown; there are more (--limit N, or --all)") {
+		t.Errorf("ps --limit 1: %d\n%s%s", status, stdout, stderr)
+	}
+	status, stdout, stderr = run(t, "", "ps", "--all", "--data", data)
+	if status != 0 || !strings.Contains(stdout, second) || strings.Index(stdout, second) > strings.Index(stdout, id) || stderr != "" {
+		t.Errorf("ps --all: %d\n%s%s", status, stdout, stderr)
+	}
 }
 
 func TestServeAuth(t *testing.T) {
@@ -264,7 +299,10 @@ func TestServeAuth(t *testing.T) {
 	addr := freeAddr(t)
 	_, out := child(t, "serve", "--data", t.TempDir(), "--addr", addr, "--token", "s3cret")
 	good := &api.Client{BaseURL: "http://" + addr, Token: "s3cret"}
-	waitUntil(t, "vibe serve", time.Minute, func() bool { _, err := good.List(context.Background(), 1); return err == nil })
+	waitUntil(t, "vibe serve", time.Minute, func() bool {
+		_, err := good.List(context.Background(), process.ListOptions{Limit: 1})
+		return err == nil
+	})
 	for _, tok := range []string{"", "wrong"} {
 		req, _ := http.NewRequest("GET", "http://"+addr+"/v1/processes", nil)
 		if tok != "" {

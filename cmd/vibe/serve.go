@@ -29,14 +29,26 @@ func newServeCmd(io stdio) *cobra.Command {
 engine persisted to --data (or a client to --temporal HOST:PORT), a worker with
 the model and the server actions, and the HTTP API on --addr:
 
-  POST /v1/processes                 start a process: {"process": URI or schema, "prompt", "input"}
-  GET  /v1/processes                 list processes
+  POST /v1/processes                 start a process: {"process": URI or schema, "prompt",
+                                     "input", "first"}; 201 {"id"}
+  GET  /v1/processes?limit=N&cursor=C  a page of processes, newest first (limit 1-1000,
+                                     default 100): {"processes": [...], "next": C or null}
   GET  /v1/processes/{id}            a process: status, what it waits for, state, usage
-  POST /v1/processes/{id}/answer     a person's answer (422 with the errors when it does not fit)
+  POST /v1/processes/{id}/answer     a person's answer (422 with the errors when it does
+                                     not fit, 409 when the process waits for none)
+
+Every error is JSON: {"error", "path", "details": [{"file", "path", "message"}]}.
+POST bodies are JSON (Content-Type: application/json, else 415) of at most
+2 MiB, the engine's limit (else 413); a "first" value that breaks the first
+chunk's schema gets 422 with each path, and nothing starts. A request must
+arrive within a minute (its header within 10 s); an idle connection closes
+after two minutes.
 
 While it runs, vibe run, answer, show and ps given the same --data use it.
 Off loopback every request needs a token (--token or $VIBE_TOKEN); without one
-serve refuses to listen off loopback.`,
+serve refuses to listen off loopback, and answers only requests addressed to
+localhost or a loopback IP that come from no other web page's origin (403), so
+a web page cannot reach it through your browser.`,
 		Args: exactArgs(0),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if !server.IsLoopback(addr) && ef.token == "" {
@@ -58,7 +70,7 @@ serve refuses to listen off loopback.`,
 				dataDir = "" // other commands find a cluster by its flag
 			}
 			h := api.Handler(l.client, api.Options{Token: ef.token, Logger: logger})
-			return server.Serve(ctx, addr, dataDir, h, func(a net.Addr) {
+			return server.Serve(ctx, h, server.ServeOptions{Addr: addr, DataDir: dataDir, Ready: func(a net.Addr) {
 				mode := "embedded engine in " + ef.data
 				if ef.temporal != "" {
 					mode = "Temporal at " + ef.temporal
@@ -68,7 +80,7 @@ serve refuses to listen off loopback.`,
 					cert, _, _ := engine.ClientCertFiles(ef.data)
 					fmt.Fprintf(io.err, "vibe: the frontend takes mutual TLS only; a client presents the certificates in %s (vibe worker --temporal %s --tls-dir %s)\n", filepath.Dir(cert), l.eng.HostPort(), filepath.Dir(cert))
 				}
-			})
+			}})
 		},
 	}
 	ef.add(cmd)

@@ -128,7 +128,7 @@ func TestFaultSoak(t *testing.T) {
 		"--actions-file", actionsFile, "--llm", "openai:test-model", "--llm-base-url", model.URL}
 	c := &api.Client{BaseURL: "http://" + addr}
 	ctx := context.Background()
-	ready := func() bool { _, err := c.List(ctx, 1); return err == nil }
+	ready := func() bool { _, err := c.List(ctx, process.ListOptions{Limit: 1}); return err == nil }
 	serve, _ := child(t, args...)
 	waitUntil(t, "vibe serve", time.Minute, ready)
 	restart := func(what string) {
@@ -268,7 +268,7 @@ func TestKillMidFlight(t *testing.T) {
 		"--actions-file", actionsFile, "--llm", "openai:test-model", "--llm-base-url", model.URL}
 	c := &api.Client{BaseURL: "http://" + addr}
 	ctx := context.Background()
-	ready := func() bool { _, err := c.List(ctx, 1); return err == nil }
+	ready := func() bool { _, err := c.List(ctx, process.ListOptions{Limit: 1}); return err == nil }
 	serve, _ := child(t, args...)
 	waitUntil(t, "vibe serve", time.Minute, ready)
 	var ids []string
@@ -289,7 +289,7 @@ func TestKillMidFlight(t *testing.T) {
 	}
 	serve.Process.Signal(syscall.SIGKILL)
 	serve.Wait()
-	serve, _ = child(t, args...)
+	child(t, args...) // killed when the test ends
 	waitUntil(t, "vibe serve to come back", time.Minute, ready)
 	restarted := time.Now()
 	deadline := 30 * time.Second
@@ -322,7 +322,7 @@ func TestOneDoor(t *testing.T) {
 	addr := freeAddr(t)
 	child(t, "serve", "--registry", example+"/registry", "--data", data, "--addr", addr)
 	c := &api.Client{BaseURL: "http://" + addr}
-	waitUntil(t, "vibe serve", time.Minute, func() bool { _, err := c.List(context.Background(), 1); return err == nil })
+	waitUntil(t, "vibe serve", time.Minute, func() bool { _, err := c.List(context.Background(), process.ListOptions{Limit: 1}); return err == nil })
 	frontend, err := os.ReadFile(filepath.Join(data, "engine.addr"))
 	if err != nil {
 		t.Fatal(err)

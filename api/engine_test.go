@@ -1,0 +1,222 @@
+package api
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"go.temporal.io/api/workflowservice/v1"
+	"go.temporal.io/sdk/worker"
+
+	"github.com/augceo/vibe/engine"
+	"github.com/augceo/vibe/process"
+)
+
+// Inline processes for the engine test: greet is one LLM chunk, so a
+// start with a fitting first value completes without a model; doomed then
+// runs an action no worker has, and fails; approve starts with a person's
+// chunk.
+const (
+	greetDoc   = `{"title":"Greet","type":"object","properties":{"greet":{"type":"object","properties":{"text":{"type":"string"}},"required":["text"]}}}`
+	doomedDoc  = `{"title":"Doomed","properties":{"greet":{"type":"object","properties":{"text":{"type":"string"}},"required":["text"]},"send_Activity":{"type":"object"}}}`
+	approveDoc = `{"title":"Approve","properties":{"approve_User":{"type":"object","properties":{"ok":{"type":"boolean"}}}}}`
+)
+
+func enc(s string) string { return base64.RawURLEncoding.EncodeToString([]byte(s)) }
+
+// TestOnTheEngine runs the API over the real process.Client on the
+// embedded engine: a first value that breaks the first chunk is refused
+// with its paths and nothing starts; a start too large for the engine is
+// refused before it; finished processes refuse answers with 409; the list
+// pages with cursors.
+func TestOnTheEngine(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts the embedded engine")
+	}
+	ctx := context.Background()
+	eng, err := engine.Start(ctx, engine.Options{SearchAttributes: process.SearchAttributes, DataDir: t.TempDir(), Logger: slogDiscard()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer eng.Close()
+	w := worker.New(eng.Client(), process.TaskQueue, worker.Options{})
+	process.Register(w, &process.Activities{Logger: slogDiscard()})
+	if err := w.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	pc := &process.Client{Temporal: eng.Client()}
+	srv := httptest.NewServer(Handler(pc, quiet()))
+	defer srv.Close()
+
+	post := func(t *testing.T, path, body string) (int, map[string]any) {
+		t.Helper()
+		resp, err := http.Post(srv.URL+path, "application/json", strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var buf bytes.Buffer
+		buf.ReadFrom(resp.Body)
+		var out map[string]any
+		if err := json.Unmarshal(buf.Bytes(), &out); err != nil {
+			t.Fatalf("%d: not JSON: %s", resp.StatusCode, buf.String())
+		}
+		return resp.StatusCode, out
+	}
+	// workflows lists every workflow of the namespace, as the engine sees
+	// it: whatever Vibe may have started, processes or not.
+	workflows := func(t *testing.T) []string {
+		t.Helper()
+		resp, err := eng.Client().ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{PageSize: 1000})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ids []string
+		for _, ex := range resp.GetExecutions() {
+			ids = append(ids, ex.GetExecution().GetWorkflowId())
+		}
+		return ids
+	}
+	start := func(t *testing.T, doc string) string {
+		t.Helper()
+		code, out := post(t, "/v1/processes", `{"process":`+doc+`,"first":{"greet":{"text":"hello"}}}`)
+		if code != 201 {
+			t.Fatalf("start: %d %v", code, out)
+		}
+		id := out["id"].(string)
+		eng.Client().GetWorkflow(ctx, id, "").Get(ctx, nil) // until it ends
+		return id
+	}
+
+	t.Run("refused before anything starts", func(t *testing.T) {
+		tests := []struct {
+			name, body string
+			code       int
+			msg        string
+			paths      []string
+		}{
+			{"a first value that breaks the chunk", `{"process":` + greetDoc + `,"first":{"greet":{"text":5}}}`, 422,
+				"the first value does not fit chunk LLM_greet: /greet/text: got number, want string", []string{"/first/greet/text"}},
+			{"a first value without the step", `{"process":` + greetDoc + `,"first":{"hello":1}}`, 422,
+				"missing property 'greet'", []string{"/first"}},
+			{"a first value for a person's chunk", `{"process":` + approveDoc + `,"first":{"approve_User":{"ok":true}}}`, 422,
+				"the process's first chunk USER_approve_User is not filled by a model, so it takes no first value", []string{}},
+			{"a start that the engine's limit refuses once encoded", `{"process":` + greetDoc + `,"prompt":"` + strings.Repeat("<", 1<<20) + `"}`, 413,
+				"the start of greet is 6.0 MiB, past the engine's limit of 2 MiB on one payload", []string{}},
+		}
+		for _, tt := range tests {
+			t.Run(tt.name, func(t *testing.T) {
+				code, out := post(t, "/v1/processes", tt.body)
+				var paths []string
+				for _, d := range out["details"].([]any) {
+					paths = append(paths, d.(map[string]any)["path"].(string))
+				}
+				if code != tt.code || !strings.Contains(out["error"].(string), tt.msg) || fmt.Sprint(paths) != fmt.Sprint(tt.paths) {
+					t.Errorf("%d %v", code, out)
+				}
+			})
+		}
+		if ids := workflows(t); len(ids) != 0 {
+			t.Fatalf("started %v", ids)
+		}
+		// The engine lists what it started a moment later: start one
+		// process, and once the engine lists it, it must be the only one.
+		id := start(t, greetDoc)
+		var ids []string
+		deadline := time.Now().Add(30 * time.Second)
+		for ids = workflows(t); len(ids) == 0 && time.Now().Before(deadline); ids = workflows(t) {
+			time.Sleep(50 * time.Millisecond)
+		}
+		if len(ids) != 1 || ids[0] != id {
+			t.Fatalf("the engine lists %v, want only %s", ids, id)
+		}
+	})
+
+	t.Run("answers to finished processes", func(t *testing.T) {
+		for _, tc := range []struct {
+			doc    string
+			status process.Status
+		}{{greetDoc, process.Completed}, {doomedDoc, process.Failed}} {
+			id := start(t, tc.doc)
+			code, out := post(t, "/v1/processes/"+id+"/answer", `{"ok":true}`)
+			want := fmt.Sprintf("process %s is %s and waits for no answer", id, tc.status)
+			if code != 409 || out["error"] != want {
+				t.Errorf("%d %v, want 409 %q", code, out, want)
+			}
+			var nw *process.NotWaitingError
+			if _, err := pc.Answer(ctx, id, mustJSON(t, `{}`)); !errors.As(err, &nw) || nw.Status != tc.status {
+				t.Errorf("process.Client: %v", err)
+			}
+		}
+		code, out := post(t, "/v1/processes/nope-00000000/answer", `{}`)
+		if code != 404 {
+			t.Errorf("an unknown process: %d %v", code, out)
+		}
+	})
+
+	t.Run("paging", func(t *testing.T) {
+		for len(workflows(t)) < 5 {
+			start(t, greetDoc)
+		}
+		var all []string
+		deadline := time.Now().Add(30 * time.Second)
+		for len(all) < 5 && time.Now().Before(deadline) {
+			page, err := pc.List(ctx, process.ListOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			all = all[:0]
+			for _, s := range page.Processes {
+				all = append(all, s.ID)
+			}
+		}
+		if len(all) != 5 {
+			t.Fatalf("listed %v", all)
+		}
+		c := &Client{BaseURL: srv.URL}
+		var paged []string
+		var starts []time.Time
+		cursor := ""
+		for pages := 1; ; pages++ {
+			page, err := c.List(ctx, process.ListOptions{Limit: 2, Cursor: cursor})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(page.Processes) > 2 || pages > 4 {
+				t.Fatalf("page %d: %d processes", pages, len(page.Processes))
+			}
+			for _, s := range page.Processes {
+				paged = append(paged, s.ID)
+				starts = append(starts, s.StartedAt)
+			}
+			if cursor = page.Next; cursor == "" {
+				break
+			}
+		}
+		if fmt.Sprint(paged) != fmt.Sprint(all) {
+			t.Errorf("paged %v, listed at once %v", paged, all)
+		}
+		if !slices.IsSortedFunc(starts, func(a, b time.Time) int { return b.Compare(a) }) {
+			t.Errorf("not newest first: %v", starts)
+		}
+		// Cursors never given are refused at once, before the engine
+		// (which would answer them with an internal error, retried).
+		for _, cursor := range []string{"not base64!", "bm90IGEgdG9rZW4", enc(`[1]`), enc(`{"StartTime":5}`), enc(`{"RunID":true}`)} {
+			start := time.Now()
+			_, err := c.List(ctx, process.ListOptions{Limit: 2, Cursor: cursor})
+			if err == nil || !strings.Contains(err.Error(), "400") || !strings.Contains(err.Error(), "not a cursor of this list") {
+				t.Errorf("cursor %q: %v after %s", cursor, err, time.Since(start))
+			}
+		}
+	})
+}
