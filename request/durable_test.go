@@ -197,10 +197,11 @@ func TestLaunch(t *testing.T) {
 		t.Errorf("the first chunk is not the Vessel's: %s", jsonv.Marshal(info.State))
 	}
 	// The launched process is listed by its name.
-	list, err := c.List(ctx, 0)
+	page, err := c.List(ctx, process.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
+	list := page.Processes
 	if i := slices.IndexFunc(list, func(s process.Summary) bool { return s.ID == id }); i < 0 || list[i].Process != info.Process || info.Process == "" {
 		t.Errorf("launched %s (%q) not listed by name: %+v", id, info.Process, list)
 	}
