@@ -67,9 +67,20 @@ func (o Options) maxSteps() int { return cmp.Or(max(o.MaxSteps, 0), compose.MaxS
 // withBudget is ctx bounded by the compile budget; its cause says the
 // budget ran out.
 func (o Options) withBudget(ctx context.Context) (context.Context, context.CancelFunc) {
-	budget := cmp.Or(max(o.Budget, 0), DefaultBudget)
-	return context.WithTimeoutCause(ctx, budget, fmt.Errorf("%w (%s): %w", ErrBudget, budget, context.DeadlineExceeded))
+	budget, cause := cmp.Or(max(o.Budget, 0), DefaultBudget), defaultBudgetRanOut
+	if budget != DefaultBudget {
+		cause = budgetRanOut(budget)
+	}
+	return context.WithTimeoutCause(ctx, budget, cause)
 }
+
+func budgetRanOut(budget time.Duration) error {
+	return fmt.Errorf("%w (%s): %w", ErrBudget, budget, context.DeadlineExceeded)
+}
+
+// defaultBudgetRanOut is made once: most compilations have the default
+// budget, and nearly all of them finish within it.
+var defaultBudgetRanOut = budgetRanOut(DefaultBudget)
 
 // Step is one step of a process.
 type Step struct {
@@ -528,14 +539,13 @@ func (c *compiler) partition() {
 			name = fmt.Sprintf("%s_%d", name, used[name])
 		}
 		ch := &Chunk{Name: name, Kind: kind, Context: ctx, Steps: steps}
-		inside := make(map[*Step]bool, len(steps))
-		for _, s := range steps {
-			inside[s] = true
-		}
+		// A chunk is a run of consecutive steps: those between its first
+		// and its last.
+		inside := func(s *Step) bool { return s.index >= steps[0].index && s.index <= steps[len(steps)-1].index }
 		seen := map[string]bool{}
 		for _, s := range steps {
 			for _, r := range s.References {
-				if !inside[r.Step] && !seen[r.String()] {
+				if !inside(r.Step) && !seen[r.String()] {
 					seen[r.String()] = true
 					ch.References = append(ch.References, r)
 				}
