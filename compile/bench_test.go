@@ -1,6 +1,7 @@
 package compile
 
 import (
+	"context"
 	"strings"
 	"testing"
 
@@ -16,7 +17,7 @@ func BenchmarkCompile(b *testing.B) {
 	}
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := Compile("schedule-meeting.json", doc, Options{}); err != nil {
+		if _, err := Compile(context.Background(), "schedule-meeting.json", doc, Options{}); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -25,7 +26,7 @@ func BenchmarkCompile(b *testing.B) {
 // BenchmarkMultiplex32x4 projects a 4-step LLM chunk and multiplexes it
 // over 32 items (128 properties), as one call of a batch sends.
 func BenchmarkMultiplex32x4(b *testing.B) {
-	p, err := CompilePipeline(`"Moderate" | Classify | Explain | Score | Decide`, Options{Registry: testRegistry(b)})
+	p, err := CompilePipeline(context.Background(), `"Moderate" | Classify | Explain | Score | Decide`, Options{Registry: testRegistry(b)})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -62,6 +63,25 @@ func BenchmarkDemultiplex32x4(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		if _, err := Demultiplex(answer, steps, 32); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkCompilePipeline2000 composes and compiles a 2,000-step pipeline
+// (twice compose.MaxSteps): classify, partition, resolve and emit stay
+// linear in the steps.
+func BenchmarkCompilePipeline2000(b *testing.B) {
+	names := []string{"Classify", "Explain", "Score", "Decide"}
+	var sb strings.Builder
+	sb.WriteString(`"Moderate"`)
+	for i := range 2000 {
+		sb.WriteString(" | " + names[i%len(names)])
+	}
+	opts := Options{Registry: testRegistry(b), MaxSteps: 2000}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := CompilePipeline(context.Background(), sb.String(), opts); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -1,10 +1,14 @@
 package compile
 
 import (
+	"cmp"
+	"context"
+	"errors"
 	"fmt"
 	"regexp"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/augceo/vibe/compose"
 	"github.com/augceo/vibe/jsonv"
@@ -23,7 +27,7 @@ const (
 )
 
 // Options configures Compile. The zero value compiles without a registry and
-// without knowing the registered actions.
+// without knowing the registered actions, within the default bounds.
 type Options struct {
 	// Registry resolves "$ref"s and pipeline instruction names.
 	Registry *registry.Registry
@@ -32,7 +36,51 @@ type Options struct {
 	// action; with a list (even empty), a blocking SERVER step that matches
 	// no action is an error.
 	Actions []string
+	// MaxSteps bounds a process's steps (and a pipeline's); 0 means
+	// compose.MaxSteps.
+	MaxSteps int
+	// MaxInlined bounds the values composing the process inlines; 0 means
+	// compose.MaxInlined.
+	MaxInlined int
+	// Budget bounds the time one compilation may take; 0 means
+	// DefaultBudget.
+	Budget time.Duration
 }
+
+// DefaultBudget is the time one compilation may take: 5 s. Composing and
+// compiling the longest pipeline allowed (compose.MaxSteps) takes a few
+// hundredths of a second, so a compilation that runs this long is one that
+// should not run at all — and a server that compiles what a request sends
+// must not let one request hold a core for minutes.
+const DefaultBudget = 5 * time.Second
+
+// ErrBudget is wrapped by the error of a compilation that ran out of its
+// time budget (Options.Budget), along with context.DeadlineExceeded.
+var ErrBudget = errors.New("the compile time budget ran out")
+
+func (o Options) composeOptions() compose.Options {
+	return compose.Options{Registry: o.Registry, MaxSteps: o.MaxSteps, MaxInlined: o.MaxInlined}
+}
+
+func (o Options) maxSteps() int { return cmp.Or(max(o.MaxSteps, 0), compose.MaxSteps) }
+
+// withBudget is ctx bounded by the compile budget; its cause says the
+// budget ran out.
+func (o Options) withBudget(ctx context.Context) (context.Context, context.CancelFunc) {
+	budget, cause := cmp.Or(max(o.Budget, 0), DefaultBudget), defaultBudgetRanOut
+	if budget != DefaultBudget {
+		cause = budgetRanOut(budget)
+	}
+	return context.WithTimeoutCause(ctx, budget, cause)
+}
+
+func budgetRanOut(budget time.Duration) error {
+	return fmt.Errorf("%w (%s): %w", ErrBudget, budget, context.DeadlineExceeded)
+}
+
+// defaultBudgetRanOut is made once: most compilations have the default
+// budget, and nearly all of them finish within it.
+var defaultBudgetRanOut = budgetRanOut(DefaultBudget)
 
 // Step is one step of a process.
 type Step struct {
@@ -202,28 +250,45 @@ func cutStepPrefix(name string) (string, bool) {
 }
 
 // CompilePipeline composes a pipeline expression (compose.Pipeline) and
-// compiles it.
-func CompilePipeline(expr string, opts Options) (*Process, error) {
-	doc, err := compose.Pipeline(expr, compose.Options{Registry: opts.Registry})
+// compiles it, within one time budget (Options.Budget) for both.
+func CompilePipeline(ctx context.Context, expr string, opts Options) (*Process, error) {
+	ctx, cancel := opts.withBudget(ctx)
+	defer cancel()
+	doc, err := compose.Pipeline(ctx, expr, opts.composeOptions())
 	if err != nil {
 		return nil, err
 	}
-	return Compile(compose.PipelineFile, doc, opts)
+	return compile(ctx, compose.PipelineFile, doc, opts)
 }
 
 // Compile compiles a process schema; file names it in errors. The document
 // is flattened first (compose.Flatten). Every problem is reported, as a
 // schema.ErrorList naming the file and JSON path of each.
-func Compile(file string, doc jsonv.Value, opts Options) (*Process, error) {
-	flat, err := compose.Flatten(file, doc, compose.Options{Registry: opts.Registry})
+//
+// A process has at most Options.MaxSteps steps. Compiling stops when ctx
+// ends, or when it has taken its time budget (Options.Budget): the error
+// then wraps the context's cause — context.Canceled, or ErrBudget and
+// context.DeadlineExceeded.
+func Compile(ctx context.Context, file string, doc jsonv.Value, opts Options) (*Process, error) {
+	ctx, cancel := opts.withBudget(ctx)
+	defer cancel()
+	return compile(ctx, file, doc, opts)
+}
+
+func compile(ctx context.Context, file string, doc jsonv.Value, opts Options) (*Process, error) {
+	flat, err := compose.Flatten(ctx, file, doc, opts.composeOptions())
 	if err != nil {
 		return nil, err
 	}
-	c := &compiler{file: file, doc: flat, opts: opts}
-	c.checkRequired()
-	c.collectSteps()
-	c.resolveReferences()
-	c.partition()
+	c := &compiler{ctx: ctx, file: file, doc: flat, opts: opts}
+	for _, pass := range []func(){c.checkRequired, c.collectSteps, c.resolveReferences, c.partition} {
+		if pass(); c.stopped() {
+			return nil, stopped(ctx, file)
+		}
+		if c.over {
+			break // what else is wrong can wait until the process has a sensible size
+		}
+	}
 	if err := c.errs.Err(); err != nil {
 		return nil, err
 	}
@@ -233,7 +298,13 @@ func Compile(file string, doc jsonv.Value, opts Options) (*Process, error) {
 	return p, nil
 }
 
+// stopped is the error of a compilation of file that ctx ended.
+func stopped(ctx context.Context, file string) error {
+	return fmt.Errorf("compiling %s stopped: %w", file, context.Cause(ctx))
+}
+
 type compiler struct {
+	ctx    context.Context
 	file   string
 	doc    jsonv.Value
 	opts   Options
@@ -241,7 +312,32 @@ type compiler struct {
 	steps  []*Step
 	groups []group // top-level properties in order: a context or a plain step
 	chunks []*Chunk
+
+	byName  map[string][]*Step // steps by name, in execution order
+	context map[string]bool    // the names of the contexts
+	counted int                // the steps of the document, those past the bound included
+	over    bool               // the document has too many steps: compile no further
+	visits  int                // work done, to look at ctx now and then
+	done    bool               // ctx ended
 }
+
+// checkEvery is how many steps (or schemas) the compiler handles between
+// two looks at its context: often enough to stop within a millisecond,
+// rarely enough to cost nothing.
+const checkEvery = 64
+
+// alive counts a unit of work and reports whether to go on: false once the
+// context has ended.
+func (c *compiler) alive() bool {
+	if !c.done {
+		if c.visits++; c.visits%checkEvery == 0 && c.ctx.Err() != nil {
+			c.done = true
+		}
+	}
+	return !c.done
+}
+
+func (c *compiler) stopped() bool { return c.done || c.ctx.Err() != nil }
 
 // group is one top-level property: a context with its steps, or a plain
 // step.
@@ -259,6 +355,9 @@ func (c *compiler) errorf(p jsonv.Pointer, format string, args ...any) {
 // every schema of the document.
 func (c *compiler) checkRequired() {
 	schema.Walk(c.doc, func(p jsonv.Pointer, s jsonv.Value) error {
+		if !c.alive() {
+			return errStop
+		}
 		req, ok := s.Get("required")
 		props := schema.Properties(s)
 		if !ok || props == nil {
@@ -286,8 +385,12 @@ func (c *compiler) checkRequired() {
 	})
 }
 
+// errStop ends a walk the context ended.
+var errStop = errors.New("stop")
+
 // collectSteps reads the contexts and steps, and classifies each step.
 func (c *compiler) collectSteps() {
+	c.byName, c.context = make(map[string][]*Step), make(map[string]bool)
 	props := schema.Properties(c.doc)
 	if props.Len() == 0 {
 		c.errorf("", "a process needs properties: its contexts (llmContext1, serverContext1, userContext, …) or its steps")
@@ -296,13 +399,20 @@ func (c *compiler) collectSteps() {
 	for _, m := range props.Members() {
 		at := jsonv.PointerTo("properties", m.Name)
 		if kind, ok := ContextKind(m.Name); ok {
+			if !c.readable("context", m.Name, "/properties") {
+				continue
+			}
 			steps := schema.Properties(m.Value)
 			if m.Value.Object() == nil || steps.Len() == 0 {
 				c.errorf(at, "context %q has no steps: a context is an object schema whose properties are its steps", m.Name)
 				continue
 			}
+			c.context[m.Name] = true
 			g := group{context: m.Name, kind: kind}
 			for _, s := range steps.Members() {
+				if !c.readable("step", s.Name, at.Append("properties")) || !c.room() {
+					continue
+				}
 				if st := c.step(s.Name, m.Name, kind, s.Value, at.Append("properties").Append(s.Name)); st != nil {
 					g.steps = append(g.steps, st)
 				}
@@ -310,10 +420,38 @@ func (c *compiler) collectSteps() {
 			c.groups = append(c.groups, g)
 			continue
 		}
+		if !c.readable("step", m.Name, "/properties") || !c.room() {
+			continue
+		}
 		if st := c.step(m.Name, "", "", m.Value, at); st != nil {
 			c.groups = append(c.groups, group{steps: []*Step{st}})
 		}
 	}
+	if c.counted > c.opts.maxSteps() {
+		c.over = true
+		c.errorf("/properties", "the process is too large: it has %d steps, over the limit of %d for one process", c.counted, c.opts.maxSteps())
+	}
+}
+
+// readable reports whether a context or step name reads as it is written
+// (schema.CheckName), and reports it at the properties holding it when
+// not. The path stops above the name: an error line never prints it raw.
+func (c *compiler) readable(what, name string, props jsonv.Pointer) bool {
+	if err := schema.CheckName(name); err != nil {
+		c.errorf(props, "%s name %q %v: a %s's name must read as it is written", what, name, err, what)
+		return false
+	}
+	return true
+}
+
+// room reports whether one more step is within the bound; past it, steps
+// are counted but not classified, so that a huge process costs little
+// before it is refused.
+func (c *compiler) room() bool {
+	if c.counted++; c.counted > c.opts.maxSteps() {
+		return false
+	}
+	return c.alive()
 }
 
 // step classifies one step (SPEC §5, in order).
@@ -348,6 +486,7 @@ func (c *compiler) step(name, ctx string, ctxKind Kind, s jsonv.Value, at jsonv.
 		}
 	}
 	c.steps = append(c.steps, st)
+	c.byName[name] = append(c.byName[name], st)
 	return st
 }
 
@@ -400,10 +539,13 @@ func (c *compiler) partition() {
 			name = fmt.Sprintf("%s_%d", name, used[name])
 		}
 		ch := &Chunk{Name: name, Kind: kind, Context: ctx, Steps: steps}
+		// A chunk is a run of consecutive steps: those between its first
+		// and its last.
+		inside := func(s *Step) bool { return s.index >= steps[0].index && s.index <= steps[len(steps)-1].index }
 		seen := map[string]bool{}
 		for _, s := range steps {
 			for _, r := range s.References {
-				if !slices.Contains(steps, r.Step) && !seen[r.String()] {
+				if !inside(r.Step) && !seen[r.String()] {
 					seen[r.String()] = true
 					ch.References = append(ch.References, r)
 				}

@@ -1,6 +1,7 @@
 package compile
 
 import (
+	"context"
 	"errors"
 	"slices"
 	"strings"
@@ -60,7 +61,7 @@ func TestScheduleMeeting(t *testing.T) {
 	if d.URI.Version != 2 {
 		t.Fatalf("the latest schedule-meeting is version %d, want the corrected 2", d.URI.Version)
 	}
-	p, err := Compile(d.File, d.Value, Options{Registry: reg, Actions: []string{"FetchAvailability_Activity", "sendInvitation"}})
+	p, err := Compile(context.Background(), d.File, d.Value, Options{Registry: reg, Actions: []string{"FetchAvailability_Activity", "sendInvitation"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -98,7 +99,7 @@ func TestSeedProcessErrors(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = Compile("testdata/schedule-meeting-seed.json", doc, Options{})
+	_, err = Compile(context.Background(), "testdata/schedule-meeting-seed.json", doc, Options{})
 	var list schema.ErrorList
 	if !errors.As(err, &list) {
 		t.Fatalf("err = %v, want an ErrorList", err)
@@ -110,7 +111,7 @@ func TestSeedProcessErrors(t *testing.T) {
 }
 
 func TestFireAndForgetInsideLLMChunk(t *testing.T) {
-	p, err := CompilePipeline(`"Schedule a meeting with Bob" | IdentifyParticipants | LogEvent | DraftInvitation`,
+	p, err := CompilePipeline(context.Background(), `"Schedule a meeting with Bob" | IdentifyParticipants | LogEvent | DraftInvitation`,
 		Options{Registry: testRegistry(t), Actions: []string{"LogEvent"}})
 	if err != nil {
 		t.Fatal(err)
@@ -129,7 +130,7 @@ func TestFireAndForgetInsideLLMChunk(t *testing.T) {
 }
 
 func TestDirectServerCall(t *testing.T) {
-	p, err := CompilePipeline(`"Like Alice's post 42" | ComposeLike | SendLike`,
+	p, err := CompilePipeline(context.Background(), `"Like Alice's post 42" | ComposeLike | SendLike`,
 		Options{Registry: testRegistry(t), Actions: []string{"SendLike"}})
 	if err != nil {
 		t.Fatal(err)
@@ -142,14 +143,14 @@ func TestDirectServerCall(t *testing.T) {
 	}
 	checkGolden(t, "pipeline-direct-call.compiled.json", indent(p.Document))
 	// Without the action registered, the same pipeline is a one-chunk process.
-	q, err := CompilePipeline(`"Like Alice's post 42" | ComposeLike | SendLike`, Options{Registry: testRegistry(t)})
+	q, err := CompilePipeline(context.Background(), `"Like Alice's post 42" | ComposeLike | SendLike`, Options{Registry: testRegistry(t)})
 	if err != nil || q.Direct != nil {
 		t.Errorf("without actions: %v, direct %v", err, q.Direct)
 	}
 }
 
 func TestBlockingStepPipeline(t *testing.T) {
-	p, err := CompilePipeline(`"Write to jane@example.com" | FindUser_Activity | DraftEmail`,
+	p, err := CompilePipeline(context.Background(), `"Write to jane@example.com" | FindUser_Activity | DraftEmail`,
 		Options{Registry: testRegistry(t), Actions: []string{"FindUser_Activity"}})
 	if err != nil {
 		t.Fatal(err)
@@ -178,7 +179,7 @@ func TestBlockingStepPipeline(t *testing.T) {
 func TestMinimalContext(t *testing.T) {
 	reg := openRegistry(t, example)
 	d, _ := reg.Document("aug:processes/schedule-meeting")
-	p, err := Compile(d.File, d.Value, Options{})
+	p, err := Compile(context.Background(), d.File, d.Value, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -236,7 +237,7 @@ func TestReferences(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.refs, func(t *testing.T) {
-			p, err := Compile("p.json", parse(t, doc(tt.refs)), Options{})
+			p, err := Compile(context.Background(), "p.json", parse(t, doc(tt.refs)), Options{})
 			if err != nil {
 				if !strings.Contains(err.Error(), tt.want) {
 					t.Errorf("error %v\nwant %q", err, tt.want)
@@ -256,7 +257,7 @@ func TestReferences(t *testing.T) {
 		})
 	}
 	// A bare name two contexts share, referenced from a third place, is ambiguous.
-	_, err := Compile("p.json", parse(t, `{"properties": {
+	_, err := Compile(context.Background(), "p.json", parse(t, `{"properties": {
 		"llmContext1": {"properties": {"s": {}}}, "llmContext2": {"properties": {"s": {}}},
 		"llmContext3": {"properties": {"t": {"references": ["s"]}}}}}`), Options{})
 	if err == nil || !strings.Contains(err.Error(), "ambiguous: it names llmContext1.s and llmContext2.s") {
@@ -265,7 +266,7 @@ func TestReferences(t *testing.T) {
 }
 
 func TestClassification(t *testing.T) {
-	p, err := Compile("p.json", parse(t, `{"properties": {
+	p, err := Compile(context.Background(), "p.json", parse(t, `{"properties": {
 		"think": {"type": "object"},
 		"Fetch_Activity": {"type": "object"},
 		"lookup": {"type": "object", "properties": {"output": {"type": ["object", "null"]}}},
@@ -306,7 +307,7 @@ func TestProcessErrors(t *testing.T) {
 		{`{"properties": {"x": {"properties": {}, "required": "p"}}}`, `p.json: /properties/x/required: required must be an array`},
 	}
 	for _, tt := range tests {
-		_, err := Compile("p.json", parse(t, tt.doc), Options{Actions: []string{}})
+		_, err := Compile(context.Background(), "p.json", parse(t, tt.doc), Options{Actions: []string{}})
 		if tt.want == "" {
 			if err == nil || !strings.Contains(err.Error(), "no registered action matches it (registered: none)") {
 				t.Errorf("%s: %v", tt.doc, err)
@@ -319,7 +320,7 @@ func TestProcessErrors(t *testing.T) {
 	}
 	for _, ok := range []string{`{"type": ["object", "null"]}`, `{"anyOf": [{"type": "object"}, {"type": "null"}]}`, `{}`, `{"enum": [null, 1]}`, `true`} {
 		doc := `{"properties": {"s": {"properties": {"output": ` + ok + `}}}}`
-		if _, err := Compile("p.json", parse(t, doc), Options{}); err != nil {
+		if _, err := Compile(context.Background(), "p.json", parse(t, doc), Options{}); err != nil {
 			t.Errorf("output %s is nullable: %v", ok, err)
 		}
 	}
@@ -331,7 +332,7 @@ func TestDecode(t *testing.T) {
 		`"x" | ComposeLike | SendLike`,
 		`"x" | FindUser_Activity | DraftEmail`,
 	} {
-		p, err := CompilePipeline(expr, Options{Registry: testRegistry(t), Actions: []string{"LogEvent", "SendLike", "FindUser_Activity"}})
+		p, err := CompilePipeline(context.Background(), expr, Options{Registry: testRegistry(t), Actions: []string{"LogEvent", "SendLike", "FindUser_Activity"}})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -44,10 +44,16 @@ func Decode(doc jsonv.Value) (*Process, error) {
 	if len(p.Chunks) == 0 {
 		return nil, fmt.Errorf("not a compiled process: $defs holds no chunk (LLM_…, SERVER_…, USER_… with a \"kind\")")
 	}
+	steps := make(map[string]*Step) // by qualified name
+	for _, s := range p.Steps() {
+		if _, dup := steps[s.QualifiedName()]; !dup {
+			steps[s.QualifiedName()] = s
+		}
+	}
 	for _, ch := range p.Chunks {
 		for _, s := range ch.Steps {
 			for _, r := range schemaStrings(s.Schema.Lookup("references")) {
-				ref, err := p.parseRef(r)
+				ref, err := parseRef(steps, r)
 				if err != nil {
 					return nil, fmt.Errorf("compiled process: step %s: %w", s.QualifiedName(), err)
 				}
@@ -55,7 +61,7 @@ func Decode(doc jsonv.Value) (*Process, error) {
 			}
 		}
 		for _, r := range schemaStrings(doc.Lookup("$defs").Lookup(ch.Name).Lookup("references")) {
-			ref, err := p.parseRef(r)
+			ref, err := parseRef(steps, r)
 			if err != nil {
 				return nil, fmt.Errorf("compiled process: chunk %s: %w", ch.Name, err)
 			}
@@ -75,15 +81,15 @@ func Decode(doc jsonv.Value) (*Process, error) {
 }
 
 // parseRef resolves a canonical reference "context.step.field…" or
-// "step.field…".
-func (p *Process) parseRef(r string) (Ref, error) {
+// "step.field…" among steps, keyed by qualified name.
+func parseRef(steps map[string]*Step, r string) (Ref, error) {
 	parts := strings.Split(r, ".")
 	if len(parts) > 1 {
-		if s := p.Step(parts[0] + "." + parts[1]); s != nil && s.Context == parts[0] {
+		if s := steps[parts[0]+"."+parts[1]]; s != nil && s.Context == parts[0] {
 			return Ref{Step: s, Field: parts[2:]}, nil
 		}
 	}
-	if s := p.Step(parts[0]); s != nil {
+	if s := steps[parts[0]]; s != nil {
 		return Ref{Step: s, Field: parts[1:]}, nil
 	}
 	return Ref{}, fmt.Errorf("reference %q names no step", r)

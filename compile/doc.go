@@ -45,4 +45,9 @@
 // N×M properties in step-major order (step1_item1, step1_item2, …), the
 // step schemas shared through "$defs"; Demultiplex splits an answer back
 // per item, and Batches keeps every call inside a provider's limits.
+//
+// A compilation is bounded: at most Options.MaxSteps steps
+// (compose.MaxSteps by default), at most Options.Budget of time
+// (DefaultBudget), and it stops when its context ends; BatchCalls lays out
+// at most MaxBatchItems items. Every pass is linear in the steps.
 package compile

@@ -49,17 +49,11 @@ func ref(ch *Chunk) jsonv.Value {
 // when the chunk is the whole context, the engine keywords, and the steps.
 func chunkDef(flat jsonv.Value, ch *Chunk) jsonv.Value {
 	def := jsonv.NewObject(8)
-	if ch.Context != "" {
-		ctx := schema.Properties(flat).Members()
-		for _, m := range ctx {
-			if m.Name != ch.Context {
-				continue
-			}
-			if steps := schema.Properties(m.Value); steps.Len() == len(ch.Steps) {
-				for _, kw := range []string{"title", "description"} {
-					if v, ok := m.Value.Get(kw); ok {
-						def.Set(kw, v)
-					}
+	if ctx, ok := schema.Properties(flat).Get(ch.Context); ok && ch.Context != "" {
+		if steps := schema.Properties(ctx); steps.Len() == len(ch.Steps) {
+			for _, kw := range []string{"title", "description"} {
+				if v, ok := ctx.Get(kw); ok {
+					def.Set(kw, v)
 				}
 			}
 		}

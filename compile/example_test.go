@@ -1,6 +1,7 @@
 package compile_test
 
 import (
+	"context"
 	"fmt"
 	"log"
 	"os"
@@ -14,7 +15,7 @@ func ExampleCompile() {
 		"llmContext1": {"properties": {"draft": {"type": "object"}}},
 		"userContext": {"properties": {"approve": {"references": ["llmContext1.draft"], "enum": ["yes", "no"]}}},
 		"serverContext1": {"properties": {"send": {"references": ["llmContext1.draft", "approve"]}}}}}`))
-	p, err := compile.Compile("process.json", doc, compile.Options{})
+	p, err := compile.Compile(context.Background(), "process.json", doc, compile.Options{})
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -33,7 +34,7 @@ func ExampleMinimalContext() {
 	doc, _ := jsonv.Parse([]byte(`{"properties": {
 		"step4_find_user": {"properties": {"output": {"type": ["object", "null"]}}},
 		"step5_draft_email": {"references": ["step4_find_user.output"], "type": "object"}}}`))
-	p, err := compile.Compile("p.json", doc, compile.Options{})
+	p, err := compile.Compile(context.Background(), "p.json", doc, compile.Options{})
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -1,6 +1,7 @@
 package compile
 
 import (
+	"context"
 	"testing"
 
 	"github.com/augceo/vibe/jsonv"
@@ -26,7 +27,7 @@ func FuzzCompile(f *testing.F) {
 		if err != nil {
 			return
 		}
-		p, err := Compile("fuzz.json", doc, Options{Actions: []string{"x", "s_Activity", "t"}})
+		p, err := Compile(context.Background(), "fuzz.json", doc, Options{Actions: []string{"x", "s_Activity", "t"}})
 		if err != nil {
 			return
 		}

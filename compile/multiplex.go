@@ -195,12 +195,23 @@ type BatchCall struct {
 	Schema jsonv.Value // what the model is sent
 }
 
+// MaxBatchItems bounds the items BatchCalls lays out at once: 100,000.
+// Every call it lists holds its whole schema, about a kilobyte per item and
+// step, so this many items of a four-step chunk are already some hundreds
+// of megabytes; a larger run is a stream, sent batch by batch, not one
+// list made up front.
+const MaxBatchItems = 100_000
+
 // BatchCalls lists the model calls that run every LLM chunk of p over n
 // items: each chunk multiplexed in batches that keep within limits,
-// projected with popts.
+// projected with popts. n must be between 1 and MaxBatchItems; it is
+// checked before anything is made.
 func (p *Process) BatchCalls(n int, limits Limits, popts ProjectOptions, mopts MultiplexOptions) ([]BatchCall, error) {
 	if n < 1 {
 		return nil, fmt.Errorf("%d items; give at least 1", n)
+	}
+	if n > MaxBatchItems {
+		return nil, fmt.Errorf("%d items is over the limit of %d items laid out at once", n, MaxBatchItems)
 	}
 	var calls []BatchCall
 	for _, ch := range p.Chunks {

@@ -1,6 +1,7 @@
 package compile
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"strings"
@@ -76,7 +77,7 @@ func TestProjectStrict(t *testing.T) {
 // TestMultiplex3x4 runs a 4-step LLM chunk over 3 items: 12 properties in
 // step-major order, the step schemas shared once, demultiplexed back.
 func TestMultiplex3x4(t *testing.T) {
-	p, err := CompilePipeline(`"Moderate the comments" | Classify | Explain | Score | Decide`, Options{Registry: testRegistry(t)})
+	p, err := CompilePipeline(context.Background(), `"Moderate the comments" | Classify | Explain | Score | Decide`, Options{Registry: testRegistry(t)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,6 +14,9 @@ import (
 // name). A reference must name an earlier step.
 func (c *compiler) resolveReferences() {
 	for _, st := range c.steps {
+		if !c.alive() {
+			return
+		}
 		refs, ok := st.Schema.Get("references")
 		if !ok {
 			continue
@@ -55,10 +58,10 @@ func (c *compiler) resolve(from *Step, ref string) (Ref, string) {
 	parts := strings.Split(ref, ".")
 	var candidates []*Step
 	var field []string
-	if c.isContext(parts[0]) && len(parts) > 1 {
+	if c.context[parts[0]] && len(parts) > 1 {
 		ctx := parts[0]
-		for _, s := range c.steps {
-			if s.Context == ctx && s.Name == parts[1] {
+		for _, s := range c.byName[parts[1]] {
+			if s.Context == ctx {
 				candidates = append(candidates, s)
 			}
 		}
@@ -69,14 +72,12 @@ func (c *compiler) resolve(from *Step, ref string) (Ref, string) {
 		field = parts[2:]
 	} else {
 		name := parts[0]
-		for _, s := range c.steps {
-			if s.Name == name && s.Context == from.Context {
+		for _, s := range c.byName[name] {
+			if s.Context == from.Context {
 				candidates = []*Step{s}
 				break
 			}
-			if s.Name == name {
-				candidates = append(candidates, s)
-			}
+			candidates = append(candidates, s)
 		}
 		if len(candidates) == 0 {
 			return Ref{}, "which names no step" + c.suggest(from, ref, 1)
@@ -111,15 +112,6 @@ func (c *compiler) resolve(from *Step, ref string) (Ref, string) {
 		s = next
 	}
 	return Ref{Step: target, Field: field}, ""
-}
-
-func (c *compiler) isContext(name string) bool {
-	for _, g := range c.groups {
-		if g.context == name {
-			return true
-		}
-	}
-	return false
 }
 
 // suggest proposes the name of a step before from that ref may have meant:

@@ -1,6 +1,7 @@
 package compose
 
 import (
+	"context"
 	"fmt"
 	"math/rand/v2"
 	"slices"
@@ -46,7 +47,7 @@ func TestScheduleMeetingTool(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	out, err := Flatten("tool.json", doc, Options{Registry: exampleRegistry(t)})
+	out, err := Flatten(context.Background(), "tool.json", doc, Options{Registry: exampleRegistry(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -117,7 +118,7 @@ func TestOrderSurvives200(t *testing.T) {
 	b.WriteString(`},"$defs":{"shared":{"type":"object","properties":{"k":{"type":"string"},"d":{"type":"string"}}},` +
 		`"wrap":{"type":"object","properties":{"_before":{"type":"string"},"default":{"type":"object"},"_after":{"type":"string"}},"required":["_before","default","_after"]}}}`)
 	doc := parse(t, b.String())
-	out, err := Flatten("big.json", doc, Options{})
+	out, err := Flatten(context.Background(), "big.json", doc, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -213,7 +214,7 @@ func TestFlattenRules(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			in := parse(t, tt.in)
 			before := string(jsonv.Marshal(in))
-			out, err := Flatten("in.json", in, Options{Registry: reg})
+			out, err := Flatten(context.Background(), "in.json", in, Options{Registry: reg})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -234,7 +235,7 @@ func TestFlattenRules(t *testing.T) {
 
 func TestFlattenReportsEveryError(t *testing.T) {
 	in := parse(t, `{"properties":{"a":{"$ref":"#/nope"},"b":{"$ref":"aug:x"},"c":{"allOf":[{"type":"string"},{"type":"integer"}]}}}`)
-	_, err := Flatten("in.json", in, Options{})
+	_, err := Flatten(context.Background(), "in.json", in, Options{})
 	errs := schema.Errors(err, "")
 	if len(errs) != 3 {
 		t.Fatalf("got %d errors, want 3:\n%v", len(errs), err)

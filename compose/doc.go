@@ -25,4 +25,10 @@
 //
 // Split applies the `_` / `$` convention to a filled value: thinking fields
 // and metrics come off, the output stays.
+//
+// Composition is bounded: a pipeline has at most MaxSteps calls, one
+// composition inlines at most MaxInlined values, and every function stops
+// when its context ends. Its cost is linear in the pipeline's length: an
+// instruction called by many steps is found and flattened once, and a
+// "$ref" is resolved once per document.
 package compose

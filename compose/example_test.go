@@ -1,6 +1,7 @@
 package compose_test
 
 import (
+	"context"
 	"fmt"
 	"log"
 
@@ -22,7 +23,7 @@ func ExampleFlatten() {
 	tool, _ := jsonv.Parse([]byte(`{"type": "object", "allOf": [
 		{"$ref": "aug:macros/Introspect"},
 		{"properties": {"default": {"properties": {"reply": {"type": "string"}, "tone": {"type": "string"}}}}}]}`))
-	out, err := compose.Flatten("tool.json", tool, compose.Options{Registry: reg})
+	out, err := compose.Flatten(context.Background(), "tool.json", tool, compose.Options{Registry: reg})
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -39,7 +40,7 @@ func ExamplePipeline() {
 		doc, _ := jsonv.Parse([]byte(`{"type": "object", "properties": {"x": {"type": "string"}}}`))
 		reg.Add("aug:instructions/"+name, doc)
 	}
-	out, err := compose.Pipeline(`"Schedule a meeting" | IdentifyParticipants | FetchAvailability`, compose.Options{Registry: reg})
+	out, err := compose.Pipeline(context.Background(), `"Schedule a meeting" | IdentifyParticipants | FetchAvailability`, compose.Options{Registry: reg})
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -1,7 +1,10 @@
 package compose
 
 import (
+	"cmp"
+	"context"
 	"errors"
+	"fmt"
 	"path"
 	"slices"
 	"strings"
@@ -12,23 +15,53 @@ import (
 )
 
 // Options configures Flatten, Pipeline and Toolset. The zero value resolves
-// local references only.
+// local references only, within the default bounds.
 type Options struct {
 	// Registry resolves "aug:" references and instruction names.
 	Registry *registry.Registry
+	// MaxSteps bounds a pipeline's steps; 0 means MaxSteps.
+	MaxSteps int
+	// MaxInlined bounds the values one composition inlines; 0 means
+	// MaxInlined.
+	MaxInlined int
 }
+
+// Bounds on one composition. Each stops work that grows with its input —
+// or faster — with an error, before it takes the machine's memory or time.
+const (
+	// MaxSteps bounds a pipeline's steps: 1,000. The seeds' pipelines have
+	// a handful; a thousand steps is already a process no person reviews,
+	// while a 40 KB request can hold ten thousand.
+	MaxSteps = 1000
+	// MaxInlined bounds the values one composition may inline: by "$ref"s
+	// into one schema, or as the instructions of a pipeline's steps,
+	// 1,048,576 (like schema.MaxValues for a document read). Each reference
+	// is resolved once, but a schema whose every level refers twice to the
+	// one below (the "billion laughs" shape) still doubles per level; past
+	// this bound composing stops with an error instead of eating the
+	// machine's memory.
+	MaxInlined = 1 << 20
+)
+
+func (o Options) maxSteps() int   { return cmp.Or(max(o.MaxSteps, 0), MaxSteps) }
+func (o Options) maxInlined() int { return cmp.Or(max(o.MaxInlined, 0), MaxInlined) }
 
 // Flatten resolves every "$ref" in doc and folds every "allOf", giving one
 // plain schema (see the package documentation for the rules). file names
-// doc in errors. Definitions ("$defs") are inlined where referenced and not
-// kept. doc is not changed.
+// doc in errors; doc must be a schema object. Definitions ("$defs") are
+// inlined where referenced and not kept. doc is not changed.
 //
 // All problems are reported together as a schema.ErrorList, each naming the
-// file and JSON path where it is.
-func Flatten(file string, doc jsonv.Value, opts Options) (jsonv.Value, error) {
-	f := newFlattener(opts)
+// file and JSON path where it is. When ctx ends first, the error wraps its
+// cause (context.Cause).
+func Flatten(ctx context.Context, file string, doc jsonv.Value, opts Options) (jsonv.Value, error) {
+	f := newFlattener(ctx, opts)
+	if doc.Object() == nil {
+		f.errs.Add(file, "", "the document must be a schema: a JSON object {\"type\": …, \"properties\": …}, not %s", article(doc.Kind()))
+		return jsonv.Value{}, f.errs
+	}
 	out := f.flatten(&base{file: file, root: doc}, "", doc)
-	if err := f.errs.Err(); err != nil {
+	if err := f.err(file); err != nil {
 		return jsonv.Value{}, err
 	}
 	return out, nil
@@ -36,15 +69,27 @@ func Flatten(file string, doc jsonv.Value, opts Options) (jsonv.Value, error) {
 
 // FlattenURI flattens what a registry URI names: a whole document or, with
 // a fragment, a part of it (aug:processes/schedule-meeting:1#fetchAvailability),
-// resolving local references against the whole document. The root-only
-// keywords $schema, $id and $anchor are dropped.
-func FlattenURI(uri string, opts Options) (jsonv.Value, error) {
-	f := newFlattener(opts)
-	out := f.ref(&base{file: uri}, "", jsonv.StringValue(uri))
-	if err := f.errs.Err(); err != nil {
+// resolving local references against the whole document. What it names
+// must be a schema object. The root-only keywords $schema, $id and $anchor
+// are dropped.
+func FlattenURI(ctx context.Context, uri string, opts Options) (jsonv.Value, error) {
+	f := newFlattener(ctx, opts)
+	b := &base{file: uri}
+	if r := f.resolve(b, jsonv.StringValue(uri)); r.msg == "" && r.target.Object() == nil {
+		f.errs.Add(r.b.file, r.ptr, "%s names %s, not a schema object", uri, article(r.target.Kind()))
+		return jsonv.Value{}, f.errs
+	}
+	out := f.ref(b, "", jsonv.StringValue(uri))
+	if err := f.err(uri); err != nil {
 		return jsonv.Value{}, err
 	}
 	return out, nil
+}
+
+// ended returns the error for work on file that ctx ended: its cause
+// (context.Cause), wrapped.
+func ended(ctx context.Context, file string) error {
+	return fmt.Errorf("composing %s stopped: %w", file, context.Cause(ctx))
 }
 
 // base is the document that local references ("#/…", "#name") resolve in.
@@ -55,13 +100,18 @@ type base struct {
 }
 
 type flattener struct {
-	reg   *registry.Registry
-	errs  schema.ErrorList
-	bases map[string]*base    // registry documents by URI
-	stack []string            // the "$ref" targets being flattened, outermost first
-	memo  map[string]memoized // flattened "$ref" targets by "uri#pointer"
-	size  int                 // values inlined so far, to stop a schema that expands exponentially
-	big   bool                // the size error was reported
+	ctx      context.Context
+	reg      *registry.Registry
+	errs     schema.ErrorList
+	bases    map[string]*base    // registry documents by URI
+	stack    []string            // the "$ref" targets being flattened, outermost first
+	memo     map[string]memoized // flattened "$ref" targets by "uri#pointer"
+	resolved map[refKey]resolved // what each "$ref" written in a document names
+	size     int                 // values inlined so far, to stop a schema that expands exponentially
+	limit    int                 // the bound on size
+	big      bool                // the size error was reported
+	visits   int                 // schemas visited, to look at ctx now and then
+	stopped  bool                // ctx ended: stop walking
 }
 
 type memoized struct {
@@ -69,19 +119,60 @@ type memoized struct {
 	size int // the number of values in v
 }
 
-// MaxInlined bounds the values "$ref"s may inline into one composed schema.
-// Each reference is resolved once, but a schema whose every level refers
-// twice to the one below (the "billion laughs" shape) still doubles per
-// level; past this bound composing stops with an error instead of eating
-// the machine's memory.
-const MaxInlined = 1 << 20
+// refKey is a "$ref" as written in a document: resolving "#name" walks the
+// whole document, so a document that refers to one step many times would
+// cost its size squared without the cache.
+type refKey struct {
+	b   *base
+	ref string
+}
 
-func newFlattener(opts Options) *flattener {
+// resolved is what a "$ref" names, or why it names nothing.
+type resolved struct {
+	b      *base
+	ptr    jsonv.Pointer
+	target jsonv.Value
+	errs   []*schema.Error // located in the target's file: it is malformed
+	msg    string          // the problem, reported where the "$ref" is; "" when found
+	cause  error           // what msg wraps, if anything
+}
+
+// checkEvery is how many schemas the flattener visits between two looks at
+// its context: often enough to stop within a millisecond, rarely enough to
+// cost nothing.
+const checkEvery = 256
+
+func newFlattener(ctx context.Context, opts Options) *flattener {
 	return &flattener{
-		reg:   opts.Registry,
-		bases: make(map[string]*base),
-		memo:  make(map[string]memoized),
+		ctx:      ctx,
+		reg:      opts.Registry,
+		bases:    make(map[string]*base),
+		memo:     make(map[string]memoized),
+		resolved: make(map[refKey]resolved),
+		limit:    opts.maxInlined(),
+		stopped:  ctx.Err() != nil,
 	}
+}
+
+// err is the outcome of a flattening of file: the context's end, or the
+// errors found, or nil.
+func (f *flattener) err(file string) error {
+	if f.stopped {
+		return ended(f.ctx, file)
+	}
+	return f.errs.Err()
+}
+
+// alive counts a visit and reports whether to go on: false once the
+// context has ended.
+func (f *flattener) alive() bool {
+	if f.stopped {
+		return false
+	}
+	if f.visits++; f.visits%checkEvery == 0 && f.ctx.Err() != nil {
+		f.stopped = true
+	}
+	return !f.stopped
 }
 
 // Annotation keywords describe a schema without constraining instances. A
@@ -102,7 +193,7 @@ const slot = "default" // the mixin slot: a property of this name
 // flatten returns a plain copy of schema s found at pointer at of b.
 func (f *flattener) flatten(b *base, at jsonv.Pointer, s jsonv.Value) jsonv.Value {
 	obj := s.Object()
-	if obj == nil {
+	if obj == nil || !f.alive() {
 		return s // a boolean schema, or data that is not a schema
 	}
 	own := jsonv.NewObject(obj.Len())
@@ -246,10 +337,16 @@ func joinDescriptions(first, second jsonv.Value) jsonv.Value {
 	return jsonv.StringValue(a + "\n" + b)
 }
 
+// union is a followed by the strings of b it does not hold, in order.
 func union(a, b []string) []string {
 	out := slices.Clone(a)
+	seen := make(map[string]bool, len(a)+len(b))
+	for _, s := range a {
+		seen[s] = true
+	}
 	for _, s := range b {
-		if !slices.Contains(out, s) {
+		if !seen[s] {
+			seen[s] = true
 			out = append(out, s)
 		}
 	}
@@ -259,8 +356,15 @@ func union(a, b []string) []string {
 // ref returns the flattened target of a "$ref" at pointer at of b.
 func (f *flattener) ref(b *base, at jsonv.Pointer, v jsonv.Value) jsonv.Value {
 	empty := jsonv.NewObject(0).Value()
-	tb, ptr, target, ok := f.resolve(b, at, v)
-	if !ok {
+	r := f.resolve(b, v)
+	if r.msg != "" {
+		f.errs = append(f.errs, r.errs...)
+		f.errs = append(f.errs, &schema.Error{File: b.file, Path: at, Message: r.msg, Err: r.cause})
+		return empty
+	}
+	tb, ptr, target := r.b, r.ptr, r.target
+	if k := target.Kind(); k != jsonv.KindObject && k != jsonv.KindBool {
+		f.errs.Add(b.file, at, "$ref %s names %s, not a schema", show(v), article(k))
 		return empty
 	}
 	key := tb.file
@@ -288,10 +392,10 @@ func (f *flattener) ref(b *base, at jsonv.Pointer, v jsonv.Value) jsonv.Value {
 		done = memoized{v: out, size: count(out)}
 		f.memo[key] = done
 	}
-	if f.size += done.size; f.size > MaxInlined {
+	if f.size += done.size; f.size > f.limit {
 		if !f.big {
 			f.big = true
-			f.errs.Add(b.file, at, "$ref %s makes the composed schema too large: over %d values inlined (a schema that refers to the same part many times at every level?)", show(v), MaxInlined)
+			f.errs.Add(b.file, at, "$ref %s makes the composed schema too large: over %d values inlined (a schema that refers to the same part many times at every level?)", show(v), f.limit)
 		}
 		return empty
 	}
@@ -300,47 +404,56 @@ func (f *flattener) ref(b *base, at jsonv.Pointer, v jsonv.Value) jsonv.Value {
 
 // count returns the number of values in v.
 func count(v jsonv.Value) int {
-	n := 0
-	jsonv.Walk(v, func(jsonv.Pointer, jsonv.Value) error {
-		n++
-		return nil
-	})
+	n := 1
+	switch v.Kind() {
+	case jsonv.KindArray:
+		for _, e := range v.Array() {
+			n += count(e)
+		}
+	case jsonv.KindObject:
+		for _, m := range v.Object().Members() {
+			n += count(m.Value)
+		}
+	}
 	return n
 }
 
-// resolve finds what a "$ref" value names: the document it is in, where in
-// it, and the value. It reports an error and returns ok == false when
-// nothing is found.
-func (f *flattener) resolve(b *base, at jsonv.Pointer, v jsonv.Value) (tb *base, ptr jsonv.Pointer, target jsonv.Value, ok bool) {
+// resolve finds what a "$ref" value written in b names: the document it is
+// in, where in it, and the value — or why it names nothing. Outcomes are
+// cached per document and reference.
+func (f *flattener) resolve(b *base, v jsonv.Value) resolved {
 	if v.Kind() != jsonv.KindString {
-		f.errs.Add(b.file, at, "$ref must be a string, not %s", article(v.Kind()))
-		return nil, "", jsonv.Value{}, false
+		return resolved{msg: fmt.Sprintf("$ref must be a string, not %s", article(v.Kind()))}
 	}
-	ref := v.Str()
+	k := refKey{b, v.Str()}
+	r, ok := f.resolved[k]
+	if !ok {
+		r = f.lookup(b, v.Str())
+		f.resolved[k] = r
+	}
+	return r
+}
+
+func (f *flattener) lookup(b *base, ref string) resolved {
 	switch {
 	case strings.HasPrefix(ref, "#"):
 		p, err := registry.Fragment(b.root, ref[1:])
 		if err != nil {
-			f.errs.Add(b.file, at, "unknown $ref %q: %v", ref, trimNotFound(err))
-			return nil, "", jsonv.Value{}, false
+			return resolved{msg: fmt.Sprintf("unknown $ref %q: %v", ref, trimNotFound(err))}
 		}
 		t, _ := b.root.At(p)
-		return b, p, t, true
+		return resolved{b: b, ptr: p, target: t}
 	case registry.IsURI(ref):
 		if f.reg == nil {
-			f.errs.Add(b.file, at, "cannot resolve $ref %q: %w", ref, registry.ErrNoRegistry)
-			return nil, "", jsonv.Value{}, false
+			return resolved{msg: fmt.Sprintf("cannot resolve $ref %q: %v", ref, registry.ErrNoRegistry), cause: registry.ErrNoRegistry}
 		}
 		t, err := f.reg.Resolve(ref)
 		if err != nil {
 			var located *schema.Error
 			if errors.As(err, &located) { // the target file itself is malformed
-				f.errs = append(f.errs, located)
-				f.errs.Add(b.file, at, "cannot resolve $ref %q: %s is malformed", ref, located.File)
-			} else {
-				f.errs.Add(b.file, at, "unknown $ref %q: %v%s", ref, trimNotFound(err), f.suggestDocument(ref))
+				return resolved{errs: []*schema.Error{located}, msg: fmt.Sprintf("cannot resolve $ref %q: %s is malformed", ref, located.File)}
 			}
-			return nil, "", jsonv.Value{}, false
+			return resolved{msg: fmt.Sprintf("unknown $ref %q: %v%s", ref, trimNotFound(err), f.suggestDocument(ref))}
 		}
 		uri := t.Document.URI.String()
 		tb, ok := f.bases[uri]
@@ -348,10 +461,9 @@ func (f *flattener) resolve(b *base, at jsonv.Pointer, v jsonv.Value) (tb *base,
 			tb = &base{file: t.Document.File, uri: uri, root: t.Document.Value}
 			f.bases[uri] = tb
 		}
-		return tb, t.Pointer, t.Value, true
+		return resolved{b: tb, ptr: t.Pointer, target: t.Value}
 	}
-	f.errs.Add(b.file, at, "unsupported $ref %q: only local references (\"#/pointer\", \"#name\") and registry URIs (\"aug:path[:version][#fragment]\") are resolved", ref)
-	return nil, "", jsonv.Value{}, false
+	return resolved{msg: fmt.Sprintf("unsupported $ref %q: only local references (\"#/pointer\", \"#name\") and registry URIs (\"aug:path[:version][#fragment]\") are resolved", ref)}
 }
 
 // suggestDocument proposes registry documents near a URI that named none.

@@ -79,8 +79,15 @@ func (c *Call) String() string {
 // prompt stands for a prompt given at run time; "//" starts a comment that
 // runs to the end of the line. Errors are *schema.Error values located by
 // line and column in PipelineFile.
-func ParsePipeline(expr string) (Expr, error) {
-	p := &parser{src: expr}
+//
+// An expression of more than MaxSteps instruction calls is refused where
+// the call past the bound stands.
+func ParsePipeline(expr string) (Expr, error) { return parsePipeline(expr, MaxSteps) }
+
+// parsePipeline parses expr, refusing it at its call number maxCalls+1. The
+// bound keeps the parser's recursion, and all that follows, in proportion.
+func parsePipeline(expr string, maxCalls int) (Expr, error) {
+	p := &parser{src: expr, maxCalls: maxCalls}
 	p.next()
 	if p.tok.kind == tEOF {
 		return nil, p.errorAt(0, "empty pipeline: expected a quoted prompt or an instruction name")
@@ -138,10 +145,12 @@ func (t token) String() string {
 }
 
 type parser struct {
-	src    string
-	off    int
-	tok    token
-	lexErr *schema.Error
+	src      string
+	off      int
+	tok      token
+	lexErr   *schema.Error
+	calls    int // instruction calls read so far
+	maxCalls int
 }
 
 func (p *parser) errorAt(pos int, format string, args ...any) *schema.Error {
@@ -218,6 +227,10 @@ func (p *parser) next() {
 	}
 	if r == utf8.RuneError && w == 1 {
 		p.tok = p.bad(start, "invalid UTF-8")
+		return
+	}
+	if err := schema.CheckName(string(r)); err != nil {
+		p.tok = p.bad(start, fmt.Sprintf("the pipeline %v: its names must read as they are written", err))
 		return
 	}
 	p.off += w
@@ -363,6 +376,9 @@ func (p *parser) call(prev Expr) (Expr, error) {
 			return nil, p.errorAt(pos, "the prompt can only start a pipeline, not follow \"|\"")
 		}
 		return &Prompt{Offset: pos}, nil
+	}
+	if p.calls++; p.calls > p.maxCalls {
+		return nil, p.errorAt(pos, "the pipeline is too long: over the limit of %d instruction calls for one pipeline", p.maxCalls)
 	}
 	c := &Call{Name: name, Offset: pos}
 	if prev != nil {

@@ -1,11 +1,14 @@
 package compose
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 	"unicode"
+	"unicode/utf8"
 
 	"github.com/augceo/vibe/jsonv"
 	"github.com/augceo/vibe/registry"
@@ -22,13 +25,20 @@ const InstructionsFolder = "instructions"
 // naming the steps its arguments come from — unless the instruction declares
 // its own. A call written twice with the same arguments is one step. A
 // quoted prompt is kept under the engine keyword "prompt".
-func Pipeline(expr string, opts Options) (jsonv.Value, error) {
-	root, err := ParsePipeline(expr)
+//
+// A pipeline has at most opts.MaxSteps instruction calls (MaxSteps by
+// default), and its steps' instructions hold at most opts.MaxInlined values
+// together. When ctx ends first, the error wraps its cause.
+func Pipeline(ctx context.Context, expr string, opts Options) (jsonv.Value, error) {
+	root, err := parsePipeline(expr, opts.maxSteps())
 	if err != nil {
 		return jsonv.Value{}, err
 	}
-	l := &lowering{opts: opts, src: expr, byKey: make(map[string]*step)}
+	l := &lowering{ctx: ctx, opts: opts, src: expr, byKey: make(map[string]*step), instructions: make(map[string]*instruction)}
 	l.lower(root)
+	if l.cancelled {
+		return jsonv.Value{}, ended(ctx, PipelineFile)
+	}
 	if len(l.steps) == 0 && len(l.errs) == 0 {
 		l.errs = append(l.errs, locate(expr, root.Pos(), "a pipeline needs at least one instruction after its prompt"))
 	}
@@ -57,18 +67,34 @@ type step struct {
 	schema jsonv.Value
 }
 
+// instruction is an instruction a pipeline calls, found and flattened once
+// however many steps call it.
+type instruction struct {
+	flat jsonv.Value // nil (the zero Value) when it cannot be used
+	size int         // the values in flat
+	err  error       // why it was not found, reported at every call
+}
+
 type lowering struct {
-	opts   Options
-	steps  []*step
-	byKey  map[string]*step // by the call's canonical text
-	prompt string
-	errs   schema.ErrorList
-	src    string // the expression, to locate errors
+	ctx          context.Context
+	opts         Options
+	steps        []*step
+	byKey        map[string]*step // by the call's canonical key (see key)
+	instructions map[string]*instruction
+	size         int // the values of the steps' instructions, together
+	prompt       string
+	errs         schema.ErrorList
+	src          string // the expression, to locate errors
+	cancelled    bool   // ctx ended: lower no more
+	full         bool   // the steps grew too large: lower no more
 }
 
 // lower adds the steps of e, arguments first, and returns e's step (nil
 // for the prompt).
 func (l *lowering) lower(e Expr) *step {
+	if l.cancelled || l.full {
+		return nil
+	}
 	switch e := e.(type) {
 	case *Prompt:
 		if e.Text != "" {
@@ -79,13 +105,24 @@ func (l *lowering) lower(e Expr) *step {
 		}
 		return nil
 	case *Call:
-		key := e.String()
+		args := make([]*step, len(e.Args))
+		for i, a := range e.Args {
+			args[i] = l.lower(a.Value)
+		}
+		if l.cancelled || l.full {
+			return nil
+		}
+		key := key(e, args)
 		if s, ok := l.byKey[key]; ok {
 			return s
 		}
+		if l.ctx.Err() != nil {
+			l.cancelled = true
+			return nil
+		}
 		var refs []string
-		for _, a := range e.Args {
-			if s := l.lower(a.Value); s != nil && !slices.Contains(refs, s.prop) {
+		for _, s := range args {
+			if s != nil && !slices.Contains(refs, s.prop) {
 				refs = append(refs, s.prop)
 			}
 		}
@@ -98,6 +135,27 @@ func (l *lowering) lower(e Expr) *step {
 	return nil
 }
 
+// key is a call's canonical form, given the steps its arguments lowered
+// to: two calls of one instruction on the same arguments are one step.
+// Arguments are named by their step, not spelled out, so that the key of
+// each call of a long chain is short and making them all costs linear time.
+func key(c *Call, args []*step) string {
+	var b strings.Builder
+	b.WriteString(c.Name)
+	for i, a := range c.Args {
+		b.WriteByte(0)
+		b.WriteString(a.Name)
+		b.WriteByte(0)
+		switch v := a.Value.(type) {
+		case *Prompt:
+			b.WriteString(v.String()) // "prompt", or the quoted text
+		default:
+			b.WriteString(args[i].prop)
+		}
+	}
+	return b.String()
+}
+
 func (l *lowering) errorAt(off int, format string, args ...any) {
 	l.errs = append(l.errs, locate(l.src, off, fmt.Sprintf(format, args...)))
 }
@@ -105,26 +163,20 @@ func (l *lowering) errorAt(off int, format string, args ...any) {
 // instruction returns the flattened schema of the instruction c names, with
 // references to refs unless it declares its own.
 func (l *lowering) instruction(c *Call, refs []string) jsonv.Value {
-	doc, err := FindInstruction(l.opts.Registry, c.Name)
-	if err != nil {
-		var malformed *schema.Error
-		if errors.As(err, &malformed) {
-			l.errs = append(l.errs, malformed)
-			err = fmt.Errorf("instruction %s cannot be used: %s is malformed", c.Name, malformed.File)
-		}
-		l.errs = append(l.errs, locate(l.src, c.Offset, err.Error()))
+	in := l.find(c.Name)
+	if in.err != nil {
+		l.errs = append(l.errs, locate(l.src, c.Offset, in.err.Error()))
+	}
+	if in.flat.Object() == nil {
 		return jsonv.NewObject(0).Value()
 	}
-	flat, err := FlattenURI(doc.URI.String(), l.opts)
-	if err != nil {
-		l.errs.Append(doc.File, err)
+	if l.size += in.size; l.size > l.opts.maxInlined() {
+		l.errorAt(c.Offset, "the pipeline is too large: its steps' instructions hold more than %d values together", l.opts.maxInlined())
+		l.full = true
 		return jsonv.NewObject(0).Value()
 	}
+	flat := in.flat.Clone()
 	obj := flat.Object()
-	if obj == nil {
-		l.errs.Add(doc.File, "", "instruction %s is not a schema object", c.Name)
-		return jsonv.NewObject(0).Value()
-	}
 	if !obj.Has("references") && len(refs) > 0 {
 		at := 0
 		if names := obj.Names(); len(names) > 0 && names[0] == "title" {
@@ -133,6 +185,38 @@ func (l *lowering) instruction(c *Call, refs []string) jsonv.Value {
 		obj.Insert(at, "references", schema.StringArray(refs))
 	}
 	return flat
+}
+
+// find finds and flattens the instruction name once. The problems of its
+// files are reported at its first call; that it cannot be found, at every
+// call.
+func (l *lowering) find(name string) *instruction {
+	if in, ok := l.instructions[name]; ok {
+		return in
+	}
+	in := &instruction{}
+	l.instructions[name] = in
+	doc, err := FindInstruction(l.opts.Registry, name)
+	if err != nil {
+		var malformed *schema.Error
+		if errors.As(err, &malformed) {
+			l.errs = append(l.errs, malformed)
+			err = fmt.Errorf("instruction %s cannot be used: %s is malformed", name, malformed.File)
+		}
+		in.err = err
+		return in
+	}
+	flat, err := FlattenURI(l.ctx, doc.URI.String(), l.opts)
+	if err != nil {
+		if l.ctx.Err() != nil {
+			l.cancelled = true
+			return in
+		}
+		l.errs.Append(doc.File, err)
+		return in
+	}
+	in.flat, in.size = flat, count(flat)
+	return in
 }
 
 // FindInstruction returns the registry document of the instruction name:
@@ -169,20 +253,30 @@ func FindInstruction(r *registry.Registry, name string) (*registry.Document, err
 
 // Suggest returns up to n of known closest to name by edit distance
 // (ignoring case), nearest first, leaving out those too far to be a typo.
+// It costs time in proportion to len(known): names whose length alone puts
+// them too far are skipped, and a distance stops being counted once it is
+// too far.
 func Suggest(name string, known []string, n int) []string {
 	type cand struct {
 		s string
 		d int
 	}
 	var cs []cand
-	lname := strings.ToLower(name)
-	limit := max(2, len([]rune(name))/3)
-	if len([]rune(name)) <= 3 {
+	lname := []rune(strings.ToLower(name))
+	limit := max(2, len(lname)/3)
+	if len(lname) <= 3 {
 		limit = 1 // a short name is near everything
 	}
 	for _, k := range known {
-		d := distance(lname, strings.ToLower(k))
-		if d <= limit || strings.Contains(strings.ToLower(k), lname) {
+		lk := strings.ToLower(k)
+		if strings.Contains(lk, string(lname)) {
+			cs = append(cs, cand{k, distance(lname, []rune(lk), math.MaxInt)})
+			continue
+		}
+		if abs(utf8.RuneCountInString(lk)-len(lname)) > limit {
+			continue
+		}
+		if d := distance(lname, []rune(lk), limit); d <= limit {
 			cs = append(cs, cand{k, d})
 		}
 	}
@@ -194,26 +288,33 @@ func Suggest(name string, known []string, n int) []string {
 	return out
 }
 
-// distance is the Levenshtein distance between a and b, in runes.
-func distance(a, b string) int {
-	ra, rb := []rune(a), []rune(b)
-	prev := make([]int, len(rb)+1)
-	cur := make([]int, len(rb)+1)
+func abs(x int) int { return max(x, -x) }
+
+// distance is the Levenshtein distance between a and b, or some value over
+// bound once it is sure to be over bound.
+func distance(a, b []rune, bound int) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
 	for j := range prev {
 		prev[j] = j
 	}
-	for i := 1; i <= len(ra); i++ {
+	for i := 1; i <= len(a); i++ {
 		cur[0] = i
-		for j := 1; j <= len(rb); j++ {
+		least := i
+		for j := 1; j <= len(b); j++ {
 			cost := 1
-			if ra[i-1] == rb[j-1] {
+			if a[i-1] == b[j-1] {
 				cost = 0
 			}
 			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+			least = min(least, cur[j])
+		}
+		if least > bound {
+			return least // every later row is at least this
 		}
 		prev, cur = cur, prev
 	}
-	return prev[len(rb)]
+	return prev[len(b)]
 }
 
 // Suffixes that classify a step (SPEC §5) keep their case in step names, so

@@ -1,6 +1,7 @@
 package compose
 
 import (
+	"context"
 	"errors"
 	"slices"
 	"strings"
@@ -51,11 +52,11 @@ func stepNames(t *testing.T, v jsonv.Value) []string {
 
 func TestPipelineForms(t *testing.T) {
 	reg := seedRegistry(t)
-	chain, err := Pipeline(`"Schedule a meeting" | IdentifyParticipants | FetchAvailability | FindCommonSlot | DraftInvitation`, Options{Registry: reg})
+	chain, err := Pipeline(context.Background(), `"Schedule a meeting" | IdentifyParticipants | FetchAvailability | FindCommonSlot | DraftInvitation`, Options{Registry: reg})
 	if err != nil {
 		t.Fatal(err)
 	}
-	nested, err := Pipeline(`DraftInvitation(FindCommonSlot(FetchAvailability(IdentifyParticipants("Schedule a meeting"))))`, Options{Registry: reg})
+	nested, err := Pipeline(context.Background(), `DraftInvitation(FindCommonSlot(FetchAvailability(IdentifyParticipants("Schedule a meeting"))))`, Options{Registry: reg})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -104,7 +105,7 @@ SendInvitation_Activity(
     )
   )
 )`
-	out, err := Pipeline(expr, Options{Registry: seedRegistry(t)})
+	out, err := Pipeline(context.Background(), expr, Options{Registry: seedRegistry(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -139,7 +140,7 @@ SendInvitation_Activity(
 
 func TestPipelineChainWithArguments(t *testing.T) {
 	// X | F(a) is F(X, a).
-	out, err := Pipeline(`"p" | IdentifyParticipants | DraftInvitation(FindCommonSlot(prompt))`, Options{Registry: seedRegistry(t)})
+	out, err := Pipeline(context.Background(), `"p" | IdentifyParticipants | DraftInvitation(FindCommonSlot(prompt))`, Options{Registry: seedRegistry(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -152,10 +153,10 @@ func TestPipelineChainWithArguments(t *testing.T) {
 func TestPipelineNameResolution(t *testing.T) {
 	reg := seedRegistry(t)
 	// A name that differs only in case resolves.
-	if _, err := Pipeline(`"p" | identifyParticipants`, Options{Registry: reg}); err != nil {
+	if _, err := Pipeline(context.Background(), `"p" | identifyParticipants`, Options{Registry: reg}); err != nil {
 		t.Errorf("case-insensitive name: %v", err)
 	}
-	_, err := Pipeline(`"p" | IdentifyParticipant | FindComonSlot`, Options{Registry: reg})
+	_, err := Pipeline(context.Background(), `"p" | IdentifyParticipant | FindComonSlot`, Options{Registry: reg})
 	var list schema.ErrorList
 	if !errors.As(err, &list) || len(list) != 2 {
 		t.Fatalf("want two errors, got %v", err)
@@ -166,7 +167,7 @@ func TestPipelineNameResolution(t *testing.T) {
 	if !strings.Contains(list[1].Message, "did you mean FindCommonSlot?") {
 		t.Errorf("second error: %v", list[1])
 	}
-	if _, err := Pipeline(`"p" | X`, Options{}); err == nil || !strings.Contains(err.Error(), "no registry given") {
+	if _, err := Pipeline(context.Background(), `"p" | X`, Options{}); err == nil || !strings.Contains(err.Error(), "no registry given") {
 		t.Errorf("without a registry: %v", err)
 	}
 }

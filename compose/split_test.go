@@ -1,6 +1,7 @@
 package compose
 
 import (
+	"context"
 	"testing"
 
 	"github.com/augceo/vibe/jsonv"
@@ -47,7 +48,7 @@ func TestSplit(t *testing.T) {
 
 func TestToolset(t *testing.T) {
 	reg := exampleRegistry(t)
-	tools, err := Toolset([]string{
+	tools, err := Toolset(context.Background(), []string{
 		"aug:instructions/identifyParticipants",
 		"aug:processes/schedule-meeting:1#fetchAvailability",
 	}, Options{Registry: reg})
@@ -64,7 +65,7 @@ func TestToolset(t *testing.T) {
 	if got := tools[1].Schema.Lookup("title").Str(); got != "Подготовка параметров для запроса доступности" {
 		t.Errorf("fragment tool title %q", got)
 	}
-	_, err = Toolset([]string{"aug:instructions/identifyParticipants", "aug:instructions/identifyParticipants", "aug:instructions/nope"}, Options{Registry: reg})
+	_, err = Toolset(context.Background(), []string{"aug:instructions/identifyParticipants", "aug:instructions/identifyParticipants", "aug:instructions/nope"}, Options{Registry: reg})
 	if err == nil {
 		t.Fatal("duplicate and unknown tools accepted")
 	}

@@ -1,6 +1,7 @@
 package compose
 
 import (
+	"context"
 	"fmt"
 	"path"
 
@@ -24,12 +25,17 @@ type Tool struct {
 // flattened, presented side by side and not merged — they influence each
 // other only through the context they share. Two tools of one name are an
 // error. Every problem of every tool is reported.
-func Toolset(uris []string, opts Options) ([]Tool, error) {
+//
+// When ctx ends first, the error wraps its cause.
+func Toolset(ctx context.Context, uris []string, opts Options) ([]Tool, error) {
 	var errs schema.ErrorList
 	tools := make([]Tool, 0, len(uris))
 	seen := make(map[string]string)
 	for _, uri := range uris {
-		t, err := tool(uri, opts)
+		t, err := tool(ctx, uri, opts)
+		if ctx.Err() != nil {
+			return nil, ended(ctx, uri)
+		}
 		if err != nil {
 			errs.Append(uri, err)
 			continue
@@ -44,7 +50,7 @@ func Toolset(uris []string, opts Options) ([]Tool, error) {
 	return tools, errs.Err()
 }
 
-func tool(uri string, opts Options) (Tool, error) {
+func tool(ctx context.Context, uri string, opts Options) (Tool, error) {
 	if opts.Registry == nil {
 		return Tool{}, fmt.Errorf("cannot resolve %s: %w", uri, registry.ErrNoRegistry)
 	}
@@ -52,13 +58,16 @@ func tool(uri string, opts Options) (Tool, error) {
 	if err != nil {
 		return Tool{}, err
 	}
-	flat, err := FlattenURI(uri, opts)
-	if err != nil {
-		return Tool{}, err
-	}
 	name := path.Base(u.Path)
 	if u.Fragment != "" && u.Fragment[0] != '/' {
 		name = u.Fragment
+	}
+	if err := schema.CheckName(name); err != nil {
+		return Tool{}, fmt.Errorf("tool name %q %w: a tool's name must read as it is written", name, err)
+	}
+	flat, err := FlattenURI(ctx, uri, opts)
+	if err != nil {
+		return Tool{}, err
 	}
 	return Tool{Name: name, URI: uri, Schema: flat}, nil
 }

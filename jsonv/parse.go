@@ -25,29 +25,72 @@ func (e *SyntaxError) Error() string {
 // Parse parses one JSON value. Objects keep their member order, numbers
 // their literal text. Duplicate member names, invalid UTF-8 and trailing
 // data are errors, reported as a *SyntaxError.
-func Parse(data []byte) (Value, error) {
-	dec := jsontext.NewDecoder(bytes.NewReader(data))
-	v, err := decodeValue(dec)
+func Parse(data []byte) (Value, error) { return ParseWithin(data, Limits{}) }
+
+// Limits bound what ParseWithin builds from a document, so that a small or
+// hostile input cannot make the parser (or what walks the result
+// recursively) use more memory or stack than its caller allows. The zero
+// value bounds nothing beyond the parser's own limit of 10,000 levels.
+type Limits struct {
+	// MaxDepth is the deepest nesting of arrays and objects: {"a": [1]}
+	// nests 2 deep. 0 means no bound.
+	MaxDepth int
+	// MaxValues is the most values the document may hold, every object,
+	// array, member value, element and scalar counted: {"a": [1]} holds 3.
+	// 0 means no bound.
+	MaxValues int
+}
+
+// LimitError is a document that passes a bound of Limits. The document
+// may be well-formed; it is refused for its size.
+type LimitError struct {
+	Pointer Pointer // where parsing stopped: the value that passed the bound
+	Msg     string  // which bound, and its value
+}
+
+func (e *LimitError) Error() string { return e.Msg }
+
+// ParseWithin is Parse with the bounds of lim. A document past a bound is a
+// *LimitError, found while parsing: the parser stops there, before it has
+// built the rest.
+func ParseWithin(data []byte, lim Limits) (Value, error) {
+	d := &decoder{dec: jsontext.NewDecoder(bytes.NewReader(data)), lim: lim}
+	v, err := d.value()
 	if err == nil {
 		// Anything but whitespace after the value is an error.
-		end := dec.InputOffset()
-		if _, err = dec.ReadToken(); err == io.EOF {
+		end := d.dec.InputOffset()
+		if _, err = d.dec.ReadToken(); err == io.EOF {
 			return v, nil
 		}
 		end += int64(len(data[end:]) - len(bytes.TrimLeft(data[end:], " \t\r\n")))
 		err = &jsontext.SyntacticError{ByteOffset: end, Err: errors.New("unexpected data after the JSON value")}
 	}
-	return Value{}, syntaxError(data, dec, err)
+	var le *LimitError
+	if errors.As(err, &le) {
+		return Value{}, le
+	}
+	return Value{}, syntaxError(data, d.dec, err)
 }
 
 // Decode reads the next JSON value from dec, keeping member order and
 // number literals. Errors are jsontext's.
-func Decode(dec *jsontext.Decoder) (Value, error) { return decodeValue(dec) }
+func Decode(dec *jsontext.Decoder) (Value, error) { return (&decoder{dec: dec}).value() }
 
-func decodeValue(dec *jsontext.Decoder) (Value, error) {
+// decoder reads values from dec within lim.
+type decoder struct {
+	dec    *jsontext.Decoder
+	lim    Limits
+	values int // read so far
+}
+
+func (d *decoder) value() (Value, error) {
+	dec := d.dec
 	tok, err := dec.ReadToken()
 	if err != nil {
 		return Value{}, err
+	}
+	if d.values++; d.lim.MaxValues > 0 && d.values > d.lim.MaxValues {
+		return Value{}, &LimitError{Pointer: Pointer(dec.StackPointer()), Msg: fmt.Sprintf("the document holds more than %d values", d.lim.MaxValues)}
 	}
 	switch tok.Kind() {
 	case 'n':
@@ -58,10 +101,15 @@ func decodeValue(dec *jsontext.Decoder) (Value, error) {
 		return StringValue(tok.String()), nil
 	case '0':
 		return Value{kind: KindNumber, s: tok.String()}, nil
-	case '[':
+	case '[', '{':
+		if d.lim.MaxDepth > 0 && dec.StackDepth() > d.lim.MaxDepth {
+			return Value{}, &LimitError{Pointer: Pointer(dec.StackPointer()), Msg: fmt.Sprintf("arrays and objects nest more than %d levels deep", d.lim.MaxDepth)}
+		}
+	}
+	if tok.Kind() == '[' {
 		arr := []Value{}
 		for dec.PeekKind() != ']' {
-			e, err := decodeValue(dec)
+			e, err := d.value()
 			if err != nil {
 				return Value{}, err
 			}
@@ -71,7 +119,8 @@ func decodeValue(dec *jsontext.Decoder) (Value, error) {
 			return Value{}, err
 		}
 		return Value{kind: KindArray, arr: arr}, nil
-	case '{':
+	}
+	if tok.Kind() == '{' {
 		o := &Object{}
 		for dec.PeekKind() != '}' {
 			tok, err := dec.ReadToken()
@@ -79,7 +128,7 @@ func decodeValue(dec *jsontext.Decoder) (Value, error) {
 				return Value{}, err
 			}
 			name := tok.String() // before the next read voids tok
-			m, err := decodeValue(dec)
+			m, err := d.value()
 			if err != nil {
 				return Value{}, err
 			}

@@ -241,3 +241,42 @@ func TestClone(t *testing.T) {
 		t.Errorf("original changed: %s", got)
 	}
 }
+
+// TestParseWithin: a document past a bound is a *LimitError naming where
+// parsing stopped; one within the bounds parses as Parse would.
+func TestParseWithin(t *testing.T) {
+	tests := []struct {
+		name, in string
+		lim      Limits
+		at, msg  string // the error's pointer and message; "" msg for none
+	}{
+		{"within", `{"a":[1,{"b":2}]}`, Limits{MaxDepth: 3, MaxValues: 5}, "", ""},
+		{"too deep", `{"a":[1,{"b":2}]}`, Limits{MaxDepth: 2}, "/a/1", "arrays and objects nest more than 2 levels deep"},
+		{"too deep in an array", `[[[[]]]]`, Limits{MaxDepth: 3}, "/0/0/0", "arrays and objects nest more than 3 levels deep"},
+		{"too many values", `[1,2,3,4,5]`, Limits{MaxValues: 4}, "/3", "the document holds more than 4 values"},
+		{"members count", `{"a":1,"b":2}`, Limits{MaxValues: 2}, "/b", "the document holds more than 2 values"},
+		{"no bounds", strings.Repeat("[", 500) + strings.Repeat("]", 500), Limits{}, "", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			v, err := ParseWithin([]byte(tt.in), tt.lim)
+			if tt.msg == "" {
+				if err != nil {
+					t.Fatal(err)
+				}
+				if want := mustParse(t, tt.in); !Equal(v, want) {
+					t.Errorf("parsed %s", Marshal(v))
+				}
+				return
+			}
+			var le *LimitError
+			if !errors.As(err, &le) || string(le.Pointer) != tt.at || le.Error() != tt.msg {
+				t.Errorf("err = %#v, want %q at %q", err, tt.msg, tt.at)
+			}
+		})
+	}
+	// A syntax error is still a *SyntaxError.
+	if _, err := ParseWithin([]byte(`[1,`), Limits{MaxDepth: 4}); !errors.As(err, new(*SyntaxError)) {
+		t.Errorf("err = %#v, want a *SyntaxError", err)
+	}
+}

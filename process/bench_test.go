@@ -56,7 +56,7 @@ func benchEngine(b *testing.B) (*Client, jsonv.Value) {
 	}
 	b.Cleanup(w.Stop)
 	doc, _ := jsonv.Parse([]byte(benchProcess))
-	p, err := compile.Compile("bench.json", doc, compile.Options{Actions: acts.Names()})
+	p, err := compile.Compile(context.Background(), "bench.json", doc, compile.Options{Actions: acts.Names()})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -83,7 +83,7 @@ func (c *Client) Start(ctx context.Context, opts StartOptions) (*Started, error)
 	switch {
 	case opts.Pipeline != "":
 		name = "pipeline"
-		p, err = compile.CompilePipeline(opts.Pipeline, copts)
+		p, err = compile.CompilePipeline(ctx, opts.Pipeline, copts)
 	case opts.Process != "":
 		if c.Registry == nil {
 			return nil, fmt.Errorf("cannot start %s: %w", opts.Process, registry.ErrNoRegistry)
@@ -94,14 +94,14 @@ func (c *Client) Start(ctx context.Context, opts StartOptions) (*Started, error)
 			return nil, err
 		}
 		name = path.Base(d.URI.Path)
-		p, err = compile.Compile(d.File, d.Value, copts)
+		p, err = compile.Compile(ctx, d.File, d.Value, copts)
 	case opts.Document.Object() != nil:
 		name = wfid.Slug(opts.Document.Lookup("title").Str(), "process")
 		file := opts.File
 		if file == "" {
 			file = "process"
 		}
-		p, err = compile.Compile(file, opts.Document, copts)
+		p, err = compile.Compile(ctx, file, opts.Document, copts)
 	default:
 		return nil, errors.New("nothing to start: give a process URI, an inline process schema or a pipeline")
 	}

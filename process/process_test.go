@@ -72,7 +72,7 @@ func meeting(t testing.TB) *compile.Process {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := compile.Compile(d.File, d.Value, compile.Options{Actions: []string{"FetchAvailability_Activity", "sendInvitation"}})
+	p, err := compile.Compile(context.Background(), d.File, d.Value, compile.Options{Actions: []string{"FetchAvailability_Activity", "sendInvitation"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -295,7 +295,7 @@ func TestFireAndForgetAndDirectCall(t *testing.T) {
 	}}
 
 	// A direct server call: one model call, then the action with retries.
-	direct, err := compile.CompilePipeline(`"Like post 42" | ComposeLike | SendLike`, compile.Options{Registry: reg, Actions: acts.Names()})
+	direct, err := compile.CompilePipeline(context.Background(), `"Like post 42" | ComposeLike | SendLike`, compile.Options{Registry: reg, Actions: acts.Names()})
 	if err != nil || direct.Direct == nil {
 		t.Fatalf("%v %v", err, direct)
 	}
@@ -310,7 +310,7 @@ func TestFireAndForgetAndDirectCall(t *testing.T) {
 	}
 
 	// A fire-and-forget step inside a process: started, not awaited.
-	ff, err := compile.CompilePipeline(`"Like post 42" | ComposeLike | SendLike | Thank`, compile.Options{Registry: reg, Actions: acts.Names()})
+	ff, err := compile.CompilePipeline(context.Background(), `"Like post 42" | ComposeLike | SendLike | Thank`, compile.Options{Registry: reg, Actions: acts.Names()})
 	if err != nil {
 		t.Fatal(err)
 	}

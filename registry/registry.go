@@ -157,12 +157,13 @@ func (r *Registry) read(k key) (*Document, error) {
 		return nil, fs.ErrNotExist
 	}
 	u := URI{Path: k.path, Version: k.version}
-	data, err := fs.ReadFile(r.fsys, u.File())
-	if err != nil {
-		return nil, err
-	}
 	file := r.filename(u.File())
-	v, err := schema.Parse(file, data)
+	// Read like any input: a regular file within schema.MaxBytes, so that a
+	// registry entry linked to a device or a huge file is refused, not read.
+	v, err := schema.ReadFileFS(r.fsys, u.File(), file)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, fs.ErrNotExist
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -202,3 +202,39 @@ func TestConcurrentUse(t *testing.T) {
 	}
 	wg.Wait()
 }
+
+// TestUnreadableFile: a registry entry that is a link to a device, a
+// directory, or a file past schema.MaxBytes is refused with an error
+// naming it, and nothing is read.
+func TestUnreadableFile(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(dir, "instructions", "folder.json"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("/dev/zero", filepath.Join(dir, "instructions", "zero.json")); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Create(filepath.Join(dir, "instructions", "huge.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Truncate(1 << 40); err != nil { // sparse: a terabyte that takes no room
+		t.Fatal(err)
+	}
+	f.Close()
+	r, err := Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for uri, want := range map[string]string{
+		"aug:instructions/zero":   "/instructions/zero.json: /: cannot read: it is a device, not a file (only regular files and pipes are read)",
+		"aug:instructions/folder": "/instructions/folder.json: /: cannot read: it is a directory, not a file",
+		"aug:instructions/huge":   "/instructions/huge.json: /: too large: 1099511627776 bytes, over the limit of 4194304 bytes (4 MiB) for one document",
+	} {
+		_, err := r.Document(uri)
+		var located *schema.Error
+		if !errors.As(err, &located) || err.Error() != dir+want {
+			t.Errorf("%s: %v\nwant %s", uri, err, dir+want)
+		}
+	}
+}

@@ -387,7 +387,7 @@ func TestDelegateIsolation(t *testing.T) {
 		}
 		return `{"summary": "for Bob"}`
 	})
-	res, err := runDelegating(t, Input{Toolset: ts, Context: ctx, Decision: decision}, model, &vessel.Loader{})
+	res, err := runDelegating(t, Input{Toolset: ts, Context: ctx, Decision: decision}, model, &vessel.Loader{Roots: []string{dir}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -867,12 +867,13 @@ func TestAheadOfTimeThinking(t *testing.T) {
 		"registry/instructions/synth.json": `{"_delegate": "` + engineer + `", "_resolve": "ahead", "type": "object"}`,
 		"v.vessel.json":                    `{"name": "v", "tools": ["aug:instructions/synth"]}`,
 	})
-	ts := buildVessel(t, filepath.Join(dir, "v.vessel.json"), filepath.Join(dir, "registry"), &vessel.Loader{})
+	loader := &vessel.Loader{Roots: []string{filepath.Dir(engineer)}} // the delegate lies outside the Vessel's directory
+	ts := buildVessel(t, filepath.Join(dir, "v.vessel.json"), filepath.Join(dir, "registry"), loader)
 	if got := schema.Properties(ts.Tool("synth").Schema).Names(); !slices.Equal(got, []string{"sound", "seconds"}) {
 		t.Fatalf("parameters %v", got)
 	}
 	model := llmtest.New(t, llmtest.Fixed(`{"_physics": "a sine", "patch": {"oscillator": "sine", "cutoffHz": 800, "attackMs": 5, "releaseMs": 50}, "notes": "clean"}`))
-	res, err := runDelegating(t, Input{Toolset: ts, Context: jsonv.ArrayValue(), Decision: mustJSON(t, `{"calls": [{"_tool": "synth", "sound": "beep", "seconds": 1}]}`)}, model, &vessel.Loader{})
+	res, err := runDelegating(t, Input{Toolset: ts, Context: jsonv.ArrayValue(), Decision: mustJSON(t, `{"calls": [{"_tool": "synth", "sound": "beep", "seconds": 1}]}`)}, model, loader)
 	if err != nil {
 		t.Fatal(err)
 	}

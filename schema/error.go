@@ -37,16 +37,18 @@ func Errorf(file string, path jsonv.Pointer, format string, args ...any) *Error 
 
 // Error prints the error as "FILE: /json/path: message"; the whole document
 // is shown as "/". An error located by line and column prints as
-// "FILE:LINE:COLUMN: message".
+// "FILE:LINE:COLUMN: message". Control and invisible characters in the
+// file name and the path (a property named with NUL or a bidirectional
+// control) are printed as escapes, so the line reads as it is.
 func (e *Error) Error() string {
-	file := e.File
+	file := escapeInvisible(e.File)
 	if file == "" {
 		file = "<input>"
 	}
 	if e.Path == "" && e.Line > 0 {
 		return fmt.Sprintf("%s:%d:%d: %s", file, e.Line, e.Column, e.Message)
 	}
-	return file + ": " + e.Path.String() + ": " + e.Message
+	return file + ": " + escapeInvisible(e.Path.String()) + ": " + e.Message
 }
 
 func (e *Error) Unwrap() error { return e.Err }

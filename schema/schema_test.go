@@ -30,6 +30,7 @@ func TestErrorFormat(t *testing.T) {
 		{&Error{File: "a.json", Message: "bad"}, "a.json: /: bad"},
 		{&Error{File: "<pipeline>", Line: 2, Column: 7, Message: "bad"}, "<pipeline>:2:7: bad"},
 		{&Error{Message: "bad"}, "<input>: /: bad"},
+		{&Error{File: "a\u202e.json", Path: "/properties/x\x00y", Message: "bad"}, `a\u202e.json: /properties/x\x00y: bad`},
 	}
 	for _, tt := range tests {
 		if got := tt.e.Error(); got != tt.want {
@@ -182,6 +183,90 @@ func TestSkeleton(t *testing.T) {
 		}
 		if got := string(jsonv.Marshal(Skeleton(s))); got != c.want {
 			t.Errorf("Skeleton(%s) = %s, want %s", c.schema, got, c.want)
+		}
+	}
+}
+
+// TestReadBounds: a device, a directory and a document past a bound are
+// refused at once, each with an error naming the file; a pipe is read up
+// to MaxBytes.
+func TestReadBounds(t *testing.T) {
+	dir := t.TempDir()
+	big := filepath.Join(dir, "big.json")
+	f, err := os.Create(big)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A sparse file: past the bound without writing it.
+	if err := f.Truncate(MaxBytes + 1); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	deep := filepath.Join(dir, "deep.json")
+	if err := os.WriteFile(deep, []byte(strings.Repeat("[", MaxDepth+1)+strings.Repeat("]", MaxDepth+1)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	many := filepath.Join(dir, "many.json")
+	if err := os.WriteFile(many, []byte("["+strings.Repeat("0,", MaxValues)+"0]"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct{ file, want string }{
+		{"/dev/zero", "/dev/zero: /: cannot read: it is a device, not a file (only regular files and pipes are read)"},
+		{dir, dir + ": /: cannot read: it is a directory, not a file"},
+		{big, big + ": /: too large: 4194305 bytes, over the limit of 4194304 bytes (4 MiB) for one document"},
+		{deep, deep + ": " + strings.Repeat("/0", MaxDepth) + ": too large: arrays and objects nest more than 64 levels deep, over the limit for one document"},
+		{many, many + ": /1048575: too large: the document holds more than 1048576 values, over the limit for one document"},
+	}
+	for _, tt := range tests {
+		_, err := ReadFile(tt.file)
+		if err == nil || err.Error() != tt.want {
+			t.Errorf("ReadFile(%s) = %v\nwant %s", tt.file, err, tt.want)
+		}
+	}
+	// Standard input, a pipe: read up to the bound, then refused.
+	_, err = Read("<stdin>", zeros{})
+	if want := "<stdin>: /: too large: over the limit of 4194304 bytes (4 MiB) for one document"; err == nil || err.Error() != want {
+		t.Errorf("Read(zeros) = %v, want %s", err, want)
+	}
+	if v, err := Read("<stdin>", strings.NewReader(`{"a": 1}`)); err != nil || v.Lookup("a").Literal() != "1" {
+		t.Errorf("Read = %v, %v", v, err)
+	}
+}
+
+// zeros is an endless input.
+type zeros struct{}
+
+func (zeros) Read(p []byte) (int, error) {
+	clear(p)
+	return len(p), nil
+}
+
+// TestCheckName: names with control, bidirectional or invisible characters
+// are refused, saying which; readable names pass, in any script.
+func TestCheckName(t *testing.T) {
+	tests := []struct{ name, want string }{
+		{"identifyParticipants", ""},
+		{"step2_fetch_availability_Activity", ""},
+		{"Определить участников", ""},
+		{"会議を計画", ""},
+		{"a b", ""},
+		{"a\x00b", "holds U+0000, a control character"},
+		{"tab\there", "holds U+0009, a control character"},
+		{"a\u202eb", "holds U+202E, a bidirectional text control"},
+		{"a\u2066b", "holds U+2066, a bidirectional text control"},
+		{"a\u200fb", "holds U+200F, a bidirectional text control"},
+		{"a\u061cb", "holds U+061C, a bidirectional text control"},
+		{"a\u200bb", "holds U+200B, an invisible character"},
+		{"\ufeffa", "holds U+FEFF, an invisible character"},
+		{"a\u3164", "holds U+3164, an invisible character"},
+		{"a\ufe0f", "holds U+FE0F, an invisible character"},
+		{"a\u2028b", "holds U+2028, an invisible character"},
+		{"a\u00a0b", "holds U+00A0, a space other than U+0020"},
+	}
+	for _, tt := range tests {
+		err := CheckName(tt.name)
+		if got := fmt.Sprint(err); (tt.want == "" && err != nil) || (tt.want != "" && got != tt.want) {
+			t.Errorf("CheckName(%q) = %v, want %q", tt.name, err, tt.want)
 		}
 	}
 }

@@ -22,7 +22,7 @@ type WorkerOptions struct {
 	Provider llm.Provider
 	// Actions are the server actions; nil means none.
 	Actions *process.Actions
-	// Loader loads delegates; nil means files only.
+	// Loader loads delegates; nil means anonymous ones only.
 	Loader *vessel.Loader
 	// Logger receives the per-call records; nil means slog.Default().
 	Logger *slog.Logger

@@ -42,12 +42,19 @@ type Delegate struct {
 }
 
 // Loader loads delegates: from the registry, a file, or an allowed URL.
-// The zero Loader loads from files only.
+// The zero Loader loads anonymous delegates only: no registry, no
+// directory to read files from, no host to fetch from.
 type Loader struct {
 	Registry *registry.Registry
 	// Allow lists the hosts (host or host:port) delegates may be fetched
 	// from over http(s); a URL on any other host is refused.
 	Allow []string
+	// Roots lists the directories delegate files may be read from, besides
+	// the registry's directory: a file outside all of them, once symbolic
+	// links are resolved, is refused (ErrOutsideRoots), so that a
+	// "_delegate" of "../../etc/passwd" or "/etc/passwd" reads nothing.
+	// Build adds the Vessel file's directory for the delegates it resolves.
+	Roots []string
 	// HTTP fetches URLs; nil means a client with Timeout.
 	HTTP *http.Client
 	// Timeout bounds fetching a URL; 0 means 10 s.
@@ -78,6 +85,9 @@ func (l *Loader) Load(ctx context.Context, ref string) (*Delegate, error) {
 	if err != nil {
 		return nil, fmt.Errorf("delegate %s: %w", ref, err)
 	}
+	if err := l.confine(path); err != nil {
+		return nil, fmt.Errorf("delegate %s: %w", ref, err)
+	}
 	data, err := readLimited(path, l.maxBytes())
 	if err != nil {
 		return nil, fmt.Errorf("delegate %s: %w", ref, err)
@@ -94,6 +104,45 @@ func (l *Loader) maxBytes() int64 {
 		return l.MaxBytes
 	}
 	return 1 << 20
+}
+
+// ErrOutsideRoots is wrapped by the error for a delegate file outside the
+// directories delegate files are read from (Loader.Roots and the
+// registry's directory).
+var ErrOutsideRoots = errors.New("outside the directories delegate files are read from")
+
+// confine checks that the file path (absolute) lies in one of the
+// loader's roots or the extra ones, symbolic links resolved on both sides.
+func (l *Loader) confine(path string, extra ...string) error {
+	roots := slices.Concat(l.Roots, extra)
+	if l.Registry != nil && l.Registry.Dir() != "" {
+		roots = append(roots, l.Registry.Dir())
+	}
+	real := resolveLinks(path)
+	for _, root := range roots {
+		abs, err := filepath.Abs(root)
+		if err != nil {
+			continue
+		}
+		if rel, err := filepath.Rel(resolveLinks(abs), real); err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+			return nil
+		}
+	}
+	return fmt.Errorf("%s is %w", path, ErrOutsideRoots)
+}
+
+// resolveLinks is path with its symbolic links resolved. A file that does
+// not exist (yet) keeps its name, resolved in its directory: it may still
+// not be reached through a link out of the roots.
+func resolveLinks(path string) string {
+	if real, err := filepath.EvalSymlinks(path); err == nil {
+		return real
+	}
+	dir, file := filepath.Split(filepath.Clean(path))
+	if dir == path || dir == "" {
+		return filepath.Clean(path)
+	}
+	return filepath.Join(resolveLinks(filepath.Clean(dir)), file)
 }
 
 func readLimited(path string, limit int64) ([]byte, error) {

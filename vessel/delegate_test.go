@@ -2,6 +2,7 @@ package vessel
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"slices"
@@ -168,6 +169,77 @@ func BenchmarkDelegate(b *testing.B) {
 		}
 		if _, err := d.Prepare(ctx, tool, nil, params, BuildOptions{Registry: reg, Loader: loader}); err != nil {
 			b.Fatal(err)
+		}
+	}
+}
+
+// TestDelegateFilesConfined: a delegate file is read only from the Vessel's
+// directory, the registry's or a Loader root — symbolic links resolved —
+// and a tool whose _delegate points elsewhere is refused when the toolset
+// is built, naming the tool and the path as written.
+func TestDelegateFilesConfined(t *testing.T) {
+	dir := t.TempDir()
+	outside := t.TempDir()
+	writeFiles(t, outside, map[string]string{"secret.json": speakerDoc})
+	writeFiles(t, dir, map[string]string{
+		"helper.json":                        speakerDoc,
+		"registry/requests/inside.json":      speakerDoc,
+		"registry/instructions/near.json":    `{"_delegate": "helper.json", "type": "object"}`,
+		"registry/instructions/up.json":      `{"_delegate": "../../../../../../../../etc/passwd", "type": "object"}`,
+		"registry/instructions/abs.json":     `{"_delegate": "` + filepath.Join(outside, "secret.json") + `", "_resolve": "ahead", "type": "object"}`,
+		"registry/instructions/linked.json":  `{"_delegate": "registry/requests/link.json", "type": "object"}`,
+		"registry/instructions/inreg.json":   `{"_delegate": "registry/requests/inside.json", "_resolve": "ahead", "type": "object"}`,
+		"registry/instructions/missing.json": `{"_delegate": "../nowhere.json", "type": "object"}`,
+		"v.vessel.json":                      `{"name": "v", "tools": ["aug:instructions/near", "aug:instructions/up", "aug:instructions/abs", "aug:instructions/linked", "aug:instructions/inreg", "aug:instructions/missing"]}`,
+	})
+	// A link inside the registry to a file outside it.
+	if err := os.Symlink(filepath.Join(outside, "secret.json"), filepath.Join(dir, "registry/requests/link.json")); err != nil {
+		t.Fatal(err)
+	}
+	r, err := registry.Open(filepath.Join(dir, "registry"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := Load(filepath.Join(dir, "v.vessel.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = Build(context.Background(), v, BuildOptions{Registry: r})
+	reg := filepath.Join(dir, "registry", "instructions")
+	want := []string{
+		reg + `/up.json: /_delegate: tool up: delegate file "../../../../../../../../etc/passwd" is outside the Vessel's directory and the registry's: a delegate file must be in one of them`,
+		reg + `/abs.json: /_delegate: tool abs: delegate file "` + filepath.Join(outside, "secret.json") + `" is outside the Vessel's directory and the registry's: a delegate file must be in one of them`,
+		reg + `/linked.json: /_delegate: tool linked: delegate file "registry/requests/link.json" is outside the Vessel's directory and the registry's: a delegate file must be in one of them`,
+		reg + `/missing.json: /_delegate: tool missing: delegate file "../nowhere.json" is outside the Vessel's directory and the registry's: a delegate file must be in one of them`,
+	}
+	if err == nil || err.Error() != strings.Join(want, "\n") {
+		t.Errorf("err:\n%v\nwant:\n%s", err, strings.Join(want, "\n"))
+	}
+	for _, e := range schema.Errors(err, "") {
+		if !errors.Is(e, ErrOutsideRoots) {
+			t.Errorf("%v does not wrap ErrOutsideRoots", e)
+		}
+	}
+
+	// The loader a worker runs delegates with: the registry's directory and
+	// its roots, nothing else.
+	ctx := context.Background()
+	for _, tt := range []struct {
+		loader *Loader
+		path   string
+		ok     bool
+	}{
+		{&Loader{Registry: r}, filepath.Join(dir, "registry/requests/inside.json"), true},
+		{&Loader{Registry: r}, filepath.Join(dir, "helper.json"), false},
+		{&Loader{Registry: r, Roots: []string{dir}}, filepath.Join(dir, "helper.json"), true},
+		{&Loader{Registry: r, Roots: []string{dir}}, filepath.Join(dir, "registry/requests/link.json"), false},
+		{&Loader{Registry: r, Roots: []string{dir}}, filepath.Join(dir, "..", filepath.Base(outside), "secret.json"), false},
+		{&Loader{}, filepath.Join(outside, "secret.json"), false},
+		{&Loader{Roots: []string{outside}}, filepath.Join(outside, "secret.json"), true},
+	} {
+		_, err := tt.loader.Load(ctx, tt.path)
+		if tt.ok != (err == nil) || (!tt.ok && !errors.Is(err, ErrOutsideRoots)) {
+			t.Errorf("Load(%s) with roots %v: %v", tt.path, tt.loader.Roots, err)
 		}
 	}
 }

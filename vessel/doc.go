@@ -40,7 +40,10 @@
 // A tool whose schema has "_delegate" runs its call in an isolated
 // sub-request (SPEC §8): a stored Request {context, schema (with _output),
 // tools…} from the registry, a file, an allowed URL (Loader), or
-// "anonymous". The sub-request holds the delegate's own messages, the
+// "anonymous". A file is read only from the Vessel file's directory, the
+// registry's, or a directory in Loader.Roots, symbolic links resolved: a
+// "_delegate" of "../../etc/passwd" is refused when the toolset is built.
+// The sub-request holds the delegate's own messages, the
 // parent data its "_scopes" select for the call's instance (Scoped), and an
 // input message with the call's parameters and the delegate's input schema
 // (SubRequest, Delegate.Prepare). With "_resolve": "ahead" the delegate is

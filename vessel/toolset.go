@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"path"
 	"path/filepath"
+	"slices"
 	"strings"
 	"unicode"
 
@@ -108,7 +109,8 @@ func (ts *Toolset) Names() []string {
 type BuildOptions struct {
 	Registry *registry.Registry
 	// Loader loads delegates resolved ahead of time; nil means one over
-	// Registry that loads files and no URLs.
+	// Registry that loads no URLs. Its Roots, the registry's directory and
+	// the Vessel file's directory are where delegate files may be.
 	Loader *Loader
 	// Actions are the registered server actions: a tool of that name is an
 	// Action tool, and launched processes are compiled against them.
@@ -151,7 +153,7 @@ func Build(ctx context.Context, v *Vessel, opts BuildOptions) (*Toolset, error) 
 	copts := compose.Options{Registry: opts.Registry}
 	var tools []compose.Tool
 	for i, uri := range v.Tools {
-		got, err := compose.Toolset([]string{uri}, copts)
+		got, err := compose.Toolset(ctx, []string{uri}, copts)
 		if err != nil {
 			// A URI that names nothing is the Vessel file's error; problems
 			// inside a tool's own files keep their place.
@@ -177,7 +179,7 @@ func Build(ctx context.Context, v *Vessel, opts BuildOptions) (*Toolset, error) 
 		} else if a, ok := compile.MatchAction(t.Name, opts.Actions); ok {
 			tool.Kind, tool.Action = Action, a
 		}
-		s, err := wrap(v, params, copts)
+		s, err := wrap(ctx, v, params, copts)
 		if err != nil {
 			errs.Append(v.File, err)
 			continue
@@ -186,7 +188,7 @@ func Build(ctx context.Context, v *Vessel, opts BuildOptions) (*Toolset, error) 
 		ts.Tools = append(ts.Tools, tool)
 	}
 	for i, uri := range v.Processes {
-		tool, err := launchTool(v, uri, opts)
+		tool, err := launchTool(ctx, v, uri, opts)
 		if err != nil {
 			errs.Append(v.File, err)
 			continue
@@ -221,12 +223,28 @@ func delegateTool(ctx context.Context, v *Vessel, tool *Tool, s jsonv.Value, opt
 		errs.Add(file, "/_delegate", "_delegate must be a registry URI, a file path, an http(s) URL or \"anonymous\"")
 	}
 	tool.Delegate = ref.Str()
-	if !registry.IsURI(tool.Delegate) && tool.Delegate != Anonymous && !strings.Contains(tool.Delegate, "://") && v.File != "" && !filepath.IsAbs(tool.Delegate) {
-		// A file path is relative to the Vessel file.
-		tool.Delegate = filepath.Join(filepath.Dir(v.File), tool.Delegate)
+	loader := opts.Loader
+	if isFile := tool.Delegate != "" && !registry.IsURI(tool.Delegate) && tool.Delegate != Anonymous && !strings.Contains(tool.Delegate, "://"); isFile {
+		// A file path is relative to the Vessel file, and must stay in its
+		// directory or the registry's: a tool from the registry must not
+		// read what else the machine holds.
+		var roots []string
+		if v.File != "" {
+			roots = append(roots, filepath.Dir(v.File))
+			if !filepath.IsAbs(tool.Delegate) {
+				tool.Delegate = filepath.Join(filepath.Dir(v.File), tool.Delegate)
+			}
+		}
 		if abs, err := filepath.Abs(tool.Delegate); err == nil {
 			tool.Delegate = abs
 		}
+		if err := loader.confine(tool.Delegate, roots...); err != nil {
+			errs = append(errs, &schema.Error{File: file, Path: "/_delegate", Err: err,
+				Message: fmt.Sprintf("tool %s: delegate file %q is outside the Vessel's directory and the registry's: a delegate file must be in one of them", tool.Name, ref.Str())})
+		}
+		within := *loader
+		within.Roots = slices.Concat(loader.Roots, roots)
+		loader = &within
 	}
 	if sc, ok := s.Get("_scopes"); ok {
 		for i, e := range sc.Array() {
@@ -260,7 +278,7 @@ func delegateTool(ctx context.Context, v *Vessel, tool *Tool, s jsonv.Value, opt
 	if tool.Resolve != ResolveAhead {
 		return s, nil
 	}
-	d, err := opts.Loader.Load(ctx, tool.Delegate)
+	d, err := loader.Load(ctx, tool.Delegate)
 	var list schema.ErrorList
 	var one *schema.Error
 	if errors.As(err, &list) || (errors.As(err, &one) && one.File != "") {
@@ -280,7 +298,7 @@ func delegateTool(ctx context.Context, v *Vessel, tool *Tool, s jsonv.Value, opt
 	}
 	// The delegate's input becomes the tool's exact parameters.
 	merged := jsonv.ObjectValue(jsonv.Member{Name: "allOf", Value: jsonv.ArrayValue(s, d.Input)})
-	flat, err := compose.Flatten(file, merged, compose.Options{Registry: opts.Registry})
+	flat, err := compose.Flatten(ctx, file, merged, compose.Options{Registry: opts.Registry})
 	if err != nil {
 		return jsonv.Value{}, err
 	}
@@ -289,7 +307,7 @@ func delegateTool(ctx context.Context, v *Vessel, tool *Tool, s jsonv.Value, opt
 
 // wrap puts a schema in the Vessel's mixins (outside-in, as listed), keeps
 // its own title and description, and projects it for the model.
-func wrap(v *Vessel, s jsonv.Value, opts compose.Options) (jsonv.Value, error) {
+func wrap(ctx context.Context, v *Vessel, s jsonv.Value, opts compose.Options) (jsonv.Value, error) {
 	if len(v.Mixins) > 0 {
 		items := make([]jsonv.Value, 0, len(v.Mixins)+1)
 		for _, m := range v.Mixins {
@@ -297,7 +315,7 @@ func wrap(v *Vessel, s jsonv.Value, opts compose.Options) (jsonv.Value, error) {
 		}
 		items = append(items, jsonv.ObjectValue(jsonv.Member{Name: "properties", Value: jsonv.ObjectValue(jsonv.Member{Name: "default", Value: s})}))
 		doc := jsonv.ObjectValue(jsonv.Member{Name: "type", Value: jsonv.StringValue("object")}, jsonv.Member{Name: "allOf", Value: jsonv.ArrayValue(items...)})
-		flat, err := compose.Flatten(v.File, doc, opts)
+		flat, err := compose.Flatten(ctx, v.File, doc, opts)
 		if err != nil {
 			return jsonv.Value{}, err
 		}
@@ -337,7 +355,7 @@ func ProcessName(uri string) string {
 
 // launchTool expands LaunchProcess for one process: {name: {const: Name},
 // llmContext1: <entry chunk in the Vessel's mixins>}.
-func launchTool(v *Vessel, uri string, opts BuildOptions) (*Tool, error) {
+func launchTool(ctx context.Context, v *Vessel, uri string, opts BuildOptions) (*Tool, error) {
 	if opts.Registry == nil {
 		return nil, fmt.Errorf("cannot launch %s: %w", uri, registry.ErrNoRegistry)
 	}
@@ -345,7 +363,7 @@ func launchTool(v *Vessel, uri string, opts BuildOptions) (*Tool, error) {
 	if err != nil {
 		return nil, err
 	}
-	p, err := compile.Compile(d.File, d.Value, compile.Options{Registry: opts.Registry, Actions: opts.Actions})
+	p, err := compile.Compile(ctx, d.File, d.Value, compile.Options{Registry: opts.Registry, Actions: opts.Actions})
 	if err != nil {
 		return nil, err
 	}
@@ -364,7 +382,7 @@ func launchTool(v *Vessel, uri string, opts BuildOptions) (*Tool, error) {
 	}
 	name := ProcessName(uri)
 	var wrapped jsonv.Value
-	if wrapped, err = wrap(v, chunk, compose.Options{Registry: opts.Registry}); err != nil {
+	if wrapped, err = wrap(ctx, v, chunk, compose.Options{Registry: opts.Registry}); err != nil {
 		return nil, err
 	}
 	doc := jsonv.ObjectValue(
@@ -373,7 +391,7 @@ func launchTool(v *Vessel, uri string, opts BuildOptions) (*Tool, error) {
 			jsonv.Member{Name: "name", Value: jsonv.ObjectValue(jsonv.Member{Name: "const", Value: jsonv.StringValue(name)})},
 			jsonv.Member{Name: entry, Value: wrapped},
 		)}))})
-	flat, err := compose.Flatten(v.File, doc, compose.Options{Registry: opts.Registry})
+	flat, err := compose.Flatten(ctx, v.File, doc, compose.Options{Registry: opts.Registry})
 	if err != nil {
 		return nil, err
 	}

@@ -45,7 +45,7 @@ $VIBE_LLM_RECORD=FILE records every answer, for replay:FILE later.`,
 			if err != nil {
 				return err
 			}
-			flat, err := compose.Flatten(inputName(args[0]), doc, compose.Options{Registry: reg})
+			flat, err := compose.Flatten(cmd.Context(), inputName(args[0]), doc, compose.Options{Registry: reg})
 			if err != nil {
 				return err
 			}

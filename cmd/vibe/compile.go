@@ -45,11 +45,11 @@ and exits with status 1.`,
 			}
 			var p *compile.Process
 			if cmd.Flags().Changed("pipeline") {
-				p, err = compile.CompilePipeline(pipeline, opts)
+				p, err = compile.CompilePipeline(cmd.Context(), pipeline, opts)
 			} else {
 				var doc jsonv.Value
 				if doc, err = readInput(io, args[0]); err == nil {
-					p, err = compile.Compile(inputName(args[0]), doc, opts)
+					p, err = compile.Compile(cmd.Context(), inputName(args[0]), doc, opts)
 				}
 			}
 			if err != nil {

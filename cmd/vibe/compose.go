@@ -1,6 +1,8 @@
 package main
 
 import (
+	"context"
+
 	"github.com/spf13/cobra"
 
 	"github.com/augceo/vibe/compose"
@@ -32,9 +34,9 @@ On bad input it prints every error, one per line, as FILE: /json/path: message
 			opts := compose.Options{Registry: reg}
 			var out jsonv.Value
 			if cmd.Flags().Changed("pipeline") {
-				out, err = compose.Pipeline(pipeline, opts)
+				out, err = compose.Pipeline(cmd.Context(), pipeline, opts)
 			} else {
-				out, err = composeFile(io, args[0], opts)
+				out, err = composeFile(cmd.Context(), io, args[0], opts)
 			}
 			if err != nil {
 				return err
@@ -47,12 +49,12 @@ On bad input it prints every error, one per line, as FILE: /json/path: message
 	return cmd
 }
 
-func composeFile(io stdio, name string, opts compose.Options) (jsonv.Value, error) {
+func composeFile(ctx context.Context, io stdio, name string, opts compose.Options) (jsonv.Value, error) {
 	doc, err := readInput(io, name)
 	if err != nil {
 		return jsonv.Value{}, err
 	}
-	return compose.Flatten(inputName(name), doc, opts)
+	return compose.Flatten(ctx, inputName(name), doc, opts)
 }
 
 // readInput reads a JSON file, or standard input for "-".

@@ -118,6 +118,14 @@ type workerFlags struct {
 	delegateAllow string
 	otlp          string
 	llm           llmFlags
+	// delegateRoots are the directories delegate files are read from
+	// besides the registry's: the Vessel's, for the commands that read one.
+	delegateRoots []string
+}
+
+// loader loads delegates from reg, the delegate roots and the allowed hosts.
+func (f *workerFlags) loader(reg *registry.Registry) *vessel.Loader {
+	return &vessel.Loader{Registry: reg, Allow: splitList(f.delegateAllow), Roots: f.delegateRoots}
 }
 
 func (f *workerFlags) add(cmd *cobra.Command) {
@@ -220,7 +228,7 @@ func startWorker(ctx context.Context, io stdio, eng *engine.Engine, wf *workerFl
 				return nil, err
 			}
 		}
-		opts.Loader = &vessel.Loader{Registry: reg, Allow: splitList(wf.delegateAllow)}
+		opts.Loader = wf.loader(reg)
 		l.client.Actions = opts.Actions.Names()
 	}
 	if wf != nil {
@@ -244,11 +252,7 @@ func parseJSONArg(what, s string) (jsonv.Value, error) {
 	data := []byte(s)
 	if strings.HasPrefix(s, "@") {
 		file = s[1:]
-		b, err := os.ReadFile(file)
-		if err != nil {
-			return jsonv.Value{}, fmt.Errorf("%s: %w", what, err)
-		}
-		data = b
+		return schema.ReadFile(file)
 	}
 	return schema.Parse(file, data)
 }

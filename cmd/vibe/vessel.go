@@ -179,8 +179,10 @@ func buildToolset(file string, reg *registry.Registry, wf *workerFlags) (*vessel
 	if err != nil {
 		return nil, err
 	}
-	return vessel.Build(context.Background(), v, vessel.BuildOptions{Registry: reg, Actions: acts.Names(),
-		Loader: &vessel.Loader{Registry: reg, Allow: splitList(wf.delegateAllow)}})
+	// The Vessel's delegate files are read from its directory, here and
+	// by the worker this command starts.
+	wf.delegateRoots = append(wf.delegateRoots, filepath.Dir(file))
+	return vessel.Build(context.Background(), v, vessel.BuildOptions{Registry: reg, Actions: acts.Names(), Loader: wf.loader(reg)})
 }
 
 // readContext reads messages: an array, or {"context": [...]}.

@@ -57,7 +57,7 @@ func runInTestEnv(t *testing.T, model llm.Provider) process.View {
 		t.Fatal(err)
 	}
 	acts := Actions()
-	p, err := compile.Compile(d.File, d.Value, compile.Options{Actions: acts.Names()})
+	p, err := compile.Compile(context.Background(), d.File, d.Value, compile.Options{Actions: acts.Names()})
 	if err != nil {
 		t.Fatal(err)
 	}
