@@ -99,12 +99,26 @@ type Step struct {
 	Schema jsonv.Value
 	// Path is where the step is in the document.
 	Path jsonv.Pointer
+	// Inputs is a blocking step's input (SPEC §2): its properties other
+	// than "output", which the model fills in the LLM chunk before it;
+	// null for a step with none (its action gets its references' values).
+	Inputs jsonv.Value
+	// WithReferences: the step's action gets its references' values beside
+	// its inputs (the engine keyword "withReferences").
+	WithReferences bool
+	// Fills is the blocking step whose Inputs this LLM step asks the model
+	// for; the step's value is that step's input.
+	Fills *Step
 
 	index int // position in execution order
 }
 
-// StatePath is where the step's result lives in process state.
+// StatePath is where the step's result lives in process state; an input
+// step's value is its blocking step's "input".
 func (s *Step) StatePath() []string {
+	if s.Fills != nil {
+		return append(s.Fills.StatePath(), "input")
+	}
 	if s.Context == "" {
 		return []string{s.Name}
 	}
@@ -136,9 +150,32 @@ type Chunk struct {
 	Kind    Kind
 	Context string // the context its steps sit in; "" for plain steps
 	Steps   []*Step
+	// Members are the chunk's properties in order: its steps, and the "_"
+	// and "$" members that are no steps — a mixin's _considerations, a
+	// loop's _loopDone — which the model fills and the engine keeps as the
+	// chunk's thinking and metrics.
+	Members []Member
+	// Loop, when set, repeats the chunk (a Loop_Mixin): SPEC §4.2.
+	Loop *Loop
 	// References are the results from outside the chunk its steps need, in
 	// order of first use.
 	References []Ref
+}
+
+// Member is one property of a chunk: a step, or (Step nil) a thinking
+// field or metric of the chunk itself.
+type Member struct {
+	Name   string
+	Schema jsonv.Value
+	Step   *Step
+}
+
+// Loop is a chunk's loop: the engine asks again, showing the model its
+// previous attempt, until the value at Done is true or Max attempts were
+// made.
+type Loop struct {
+	Max  int           `json:"max"`
+	Done jsonv.Pointer `json:"done"` // in the chunk's value: "/_loopDone"
 }
 
 // Process is a compiled process.
@@ -342,9 +379,10 @@ func (c *compiler) stopped() bool { return c.done || c.ctx.Err() != nil }
 // group is one top-level property: a context with its steps, or a plain
 // step.
 type group struct {
-	context string // "" for a plain step
-	kind    Kind   // the context's kind
-	steps   []*Step
+	context string      // "" for a plain step
+	kind    Kind        // the context's kind
+	schema  jsonv.Value // the context's schema; null for a plain step
+	members []Member    // its steps and its own thinking fields, in order
 }
 
 func (c *compiler) errorf(p jsonv.Pointer, format string, args ...any) {
@@ -408,23 +446,43 @@ func (c *compiler) collectSteps() {
 				continue
 			}
 			c.context[m.Name] = true
-			g := group{context: m.Name, kind: kind}
+			g := group{context: m.Name, kind: kind, schema: m.Value}
 			for _, s := range steps.Members() {
-				if !c.readable("step", s.Name, at.Append("properties")) || !c.room() {
+				sat := at.Append("properties").Append(s.Name)
+				if !c.readable("step", s.Name, at.Append("properties")) {
 					continue
 				}
-				if st := c.step(s.Name, m.Name, kind, s.Value, at.Append("properties").Append(s.Name)); st != nil {
-					g.steps = append(g.steps, st)
+				if thought(s.Name) {
+					g.members = append(g.members, Member{Name: s.Name, Schema: s.Value})
+					continue
 				}
+				if !c.room() {
+					continue
+				}
+				if st := c.step(s.Name, m.Name, kind, s.Value, sat); st != nil {
+					g.members = append(g.members, Member{Name: s.Name, Schema: s.Value, Step: st})
+				}
+			}
+			if !slices.ContainsFunc(g.members, func(x Member) bool { return x.Step != nil }) && len(g.members) > 0 {
+				c.errorf(at, "context %q has no steps, only thinking fields (%s)", m.Name, memberNames(g.members))
+				continue
 			}
 			c.groups = append(c.groups, g)
 			continue
 		}
-		if !c.readable("step", m.Name, "/properties") || !c.room() {
+		if !c.readable("step", m.Name, "/properties") {
+			continue
+		}
+		if thought(m.Name) {
+			// The process's own thinking field: it joins the chunk around it.
+			c.groups = append(c.groups, group{members: []Member{{Name: m.Name, Schema: m.Value}}})
+			continue
+		}
+		if !c.room() {
 			continue
 		}
 		if st := c.step(m.Name, "", "", m.Value, at); st != nil {
-			c.groups = append(c.groups, group{steps: []*Step{st}})
+			c.groups = append(c.groups, group{members: []Member{{Name: m.Name, Schema: m.Value, Step: st}}})
 		}
 	}
 	if c.counted > c.opts.maxSteps() {
@@ -468,6 +526,10 @@ func (c *compiler) step(name, ctx string, ctxKind Kind, s jsonv.Value, at jsonv.
 		if hasOutput && !nullable(output) {
 			c.errorf(at.Append("properties").Append("output"), "blocking step %q: its output must be nullable, since a model filling the pipeline sets it to null (write \"type\": [\"object\", \"null\"])", name)
 		}
+		if hasOutput {
+			st.Inputs = inputsOf(s)
+		}
+		st.WithReferences = s.Lookup("withReferences").Bool()
 	case strings.HasSuffix(name, "_User") || ctxKind == User:
 		st.Kind = User
 	case ctxKind == Server:
@@ -529,64 +591,265 @@ func nullable(s jsonv.Value) bool {
 	return true // unconstrained
 }
 
+// thought reports whether a context's or process's member is a thinking
+// field or a metric rather than a step (SPEC §2: "_" and "$" at any level).
+func thought(name string) bool { return schema.IsThinking(name) || schema.IsMetric(name) }
+
+func memberNames(ms []Member) string {
+	names := make([]string, len(ms))
+	for i, m := range ms {
+		names[i] = m.Name
+	}
+	return strings.Join(names, ", ")
+}
+
+// inputsOf is a blocking step's input schema: its properties other than
+// "output", with their required names; null when it has none.
+func inputsOf(s jsonv.Value) jsonv.Value {
+	props := jsonv.NewObject(0)
+	for name, p := range schema.Properties(s).All() {
+		if name != "output" {
+			props.Set(name, p)
+		}
+	}
+	if props.Len() == 0 {
+		return jsonv.NullValue()
+	}
+	var req []string
+	for _, r := range schema.Required(s) {
+		if r != "output" {
+			req = append(req, r)
+		}
+	}
+	return jsonv.ObjectValue(
+		jsonv.Member{Name: "type", Value: jsonv.StringValue("object")},
+		jsonv.Member{Name: "properties", Value: props.Value()},
+		jsonv.Member{Name: "required", Value: schema.StringArray(req)})
+}
+
 // partition forms chunks: maximal runs of one kind inside a context, or
-// among consecutive plain steps.
+// among consecutive plain steps. A thinking field joins the run of the
+// step before it (the run after it when it comes first).
 func (c *compiler) partition() {
 	used := map[string]int{}
-	add := func(kind Kind, ctx string, steps []*Step, base string) {
+	var pending []Member // thinking fields of the process waiting for a chunk
+	add := func(kind Kind, ctx string, ctxSchema jsonv.Value, members []Member, base string) {
 		name := string(kind) + "_" + base
 		if used[name]++; used[name] > 1 {
 			name = fmt.Sprintf("%s_%d", name, used[name])
 		}
-		ch := &Chunk{Name: name, Kind: kind, Context: ctx, Steps: steps}
-		// A chunk is a run of consecutive steps: those between its first
-		// and its last.
-		inside := func(s *Step) bool { return s.index >= steps[0].index && s.index <= steps[len(steps)-1].index }
-		seen := map[string]bool{}
-		for _, s := range steps {
-			for _, r := range s.References {
-				if !inside(r.Step) && !seen[r.String()] {
-					seen[r.String()] = true
-					ch.References = append(ch.References, r)
-				}
+		if len(pending) > 0 && kind != Server {
+			// The process's own thinking fields before this chunk.
+			members = append(pending, members...)
+			pending = nil
+		}
+		ch := &Chunk{Name: name, Kind: kind, Context: ctx, Members: members}
+		for _, m := range members {
+			if m.Step != nil {
+				ch.Steps = append(ch.Steps, m.Step)
 			}
 		}
+		if len(ch.Steps) == 0 {
+			return // thinking fields alone: reported by collectSteps
+		}
+		c.refs(ch)
+		c.loop(ch, ctxSchema)
 		c.chunks = append(c.chunks, ch)
 	}
-	// runs splits steps into maximal runs of one kind.
-	runs := func(steps []*Step) [][]*Step {
-		var out [][]*Step
-		for i, s := range steps {
-			if i == 0 || s.Kind != steps[i-1].Kind {
+	// runs splits members into maximal runs of one kind; a thinking field
+	// takes the kind of the step before it, or of the first step.
+	runs := func(members []Member) [][]Member {
+		var out [][]Member
+		kind, prev := runKind(members), Kind("")
+		for i, m := range members {
+			if m.Step != nil {
+				kind = m.Step.Kind
+			}
+			if i == 0 || kind != prev {
 				out = append(out, nil)
 			}
-			out[len(out)-1] = append(out[len(out)-1], s)
+			out[len(out)-1] = append(out[len(out)-1], m)
+			prev = kind
 		}
 		return out
 	}
-	var plain []*Step
+	var plain []Member
 	flush := func() {
 		for _, r := range runs(plain) {
-			add(r[0].Kind, "", r, r[0].Name)
+			if k := runKind(r); k != "" {
+				add(k, "", jsonv.NullValue(), r, firstStep(r).Name)
+			} else {
+				pending = append(pending, r...)
+			}
 		}
 		plain = nil
 	}
 	for _, g := range c.groups {
 		if g.context == "" {
-			plain = append(plain, g.steps...)
+			plain = append(plain, g.members...)
 			continue
 		}
 		flush()
-		rs := runs(g.steps)
+		rs := runs(g.members)
 		for i, r := range rs {
 			base := g.context
 			if len(rs) > 1 {
 				base = fmt.Sprintf("%s_%d", g.context, i+1)
 			}
-			add(r[0].Kind, g.context, r, base)
+			add(runKind(r), g.context, g.schema, r, base)
 		}
 	}
 	flush()
+	if len(pending) > 0 {
+		// Thinking fields after the last step join the last model's chunk.
+		for i := len(c.chunks) - 1; i >= 0; i-- {
+			if c.chunks[i].Kind != Server {
+				c.chunks[i].Members = append(c.chunks[i].Members, pending...)
+				pending = nil
+				break
+			}
+		}
+		if pending != nil {
+			c.errorf("/properties", "thinking fields %s have no model's or person's chunk to go in: the process has none", memberNames(pending))
+		}
+	}
+	for _, ch := range c.chunks {
+		if ch.Kind != Server {
+			continue
+		}
+		for _, m := range ch.Members {
+			if m.Step == nil {
+				c.errorf(ch.Steps[0].Path.Parent(), "%s is a thinking field among server steps (%s): only a model or a person fills one", m.Name, ch.Name)
+			}
+		}
+	}
+	c.fillInputs()
+}
+
+// runKind is the kind of a run's steps.
+func runKind(r []Member) Kind {
+	if s := firstStep(r); s != nil {
+		return s.Kind
+	}
+	return ""
+}
+
+func firstStep(r []Member) *Step {
+	for _, m := range r {
+		if m.Step != nil {
+			return m.Step
+		}
+	}
+	return nil
+}
+
+// refs sets a chunk's references: those of its steps that lie outside it,
+// in order of first use.
+func (c *compiler) refs(ch *Chunk) {
+	inside := make(map[*Step]bool, len(ch.Steps))
+	for _, s := range ch.Steps {
+		inside[s] = true
+	}
+	seen := map[string]bool{}
+	for _, r := range ch.References {
+		seen[r.String()] = true
+	}
+	for _, s := range ch.Steps {
+		for _, r := range s.References {
+			if !inside[r.Step] && !seen[r.String()] {
+				seen[r.String()] = true
+				ch.References = append(ch.References, r)
+			}
+		}
+	}
+}
+
+// loop sets a chunk's loop: its context's (a Loop_Mixin around the
+// context), or else its first step's (around one step). Only a model's
+// chunk loops.
+func (c *compiler) loop(ch *Chunk, ctxSchema jsonv.Value) {
+	read := func(l jsonv.Value, at jsonv.Pointer) *Loop {
+		if l.IsNull() {
+			return nil
+		}
+		n, _ := l.Lookup("max").Int()
+		return &Loop{Max: int(max(n, 1)), Done: at.Append(l.Lookup("done").Str())}
+	}
+	lp := read(ctxSchema.Lookup("loop"), "")
+	for _, s := range ch.Steps {
+		if lp == nil {
+			lp = read(s.Schema.Lookup("loop"), jsonv.PointerTo(s.Name))
+		}
+	}
+	if lp != nil && ch.Kind != LLM {
+		c.errorf(ch.Steps[0].Path, "%s loops, but only a model's chunk repeats: a loop mixin belongs around LLM steps", ch.Name)
+		return
+	}
+	ch.Loop = lp
+}
+
+// fillInputs gives every blocking step with inputs (SPEC §2) a step that
+// asks the model for them: in the LLM chunk just before it, or else in a
+// chunk made for that — also between two server steps when the second's
+// inputs come after the first (its chunk is split there).
+func (c *compiler) fillInputs() {
+	var out []*Chunk
+	for _, ch := range c.chunks {
+		if ch.Kind != Server {
+			out = append(out, ch)
+			continue
+		}
+		part := &Chunk{Name: ch.Name, Kind: Server, Context: ch.Context}
+		for _, s := range ch.Steps {
+			if !s.Inputs.IsNull() {
+				if len(part.Steps) > 0 {
+					// The server steps before it run first.
+					c.refs(part)
+					out = append(out, part)
+					part = &Chunk{Name: ch.Name + "_" + s.Name, Kind: Server, Context: ch.Context}
+				}
+				var into *Chunk
+				if n := len(out); n > 0 && out[n-1].Kind == LLM {
+					into = out[n-1]
+				} else {
+					into = &Chunk{Name: "LLM_" + s.Name + "_input", Kind: LLM, Context: s.Context}
+					out = append(out, into)
+				}
+				if slices.ContainsFunc(into.Members, func(m Member) bool { return m.Name == s.Name }) {
+					c.errorf(s.Path, "blocking step %q: chunk %s, which asks the model for its inputs, has a member of that name already", s.Name, into.Name)
+				} else {
+					f := &Step{Name: s.Name, Context: s.Context, Kind: LLM, Fills: s, Schema: fillerSchema(s), Path: s.Path, References: s.References, index: s.index}
+					into.Steps = append(into.Steps, f)
+					into.Members = append(into.Members, Member{Name: s.Name, Schema: f.Schema, Step: f})
+					c.refs(into)
+				}
+			}
+			part.Steps = append(part.Steps, s)
+			part.Members = append(part.Members, Member{Name: s.Name, Schema: s.Schema, Step: s})
+		}
+		c.refs(part)
+		out = append(out, part)
+	}
+	c.chunks = out
+}
+
+// fillerSchema is what the model fills for a blocking step: the step's
+// inputs and its "output" as null, left for the server.
+func fillerSchema(s *Step) jsonv.Value {
+	out := jsonv.NewObject(6)
+	for _, kw := range []string{"title", "description"} {
+		if v, ok := s.Schema.Get(kw); ok {
+			out.Set(kw, v)
+		}
+	}
+	out.Set("type", jsonv.StringValue("object"))
+	props := schema.Properties(s.Inputs).Clone()
+	props.Set("output", jsonv.ObjectValue(
+		jsonv.Member{Name: "type", Value: jsonv.StringValue("null")},
+		jsonv.Member{Name: "description", Value: jsonv.StringValue("Filled by the server once the step runs: leave it null.")}))
+	out.Set("properties", props.Value())
+	out.Set("required", schema.StringArray(append(schema.Required(s.Inputs), "output")))
+	return out.Value()
 }
 
 // directCall recognises a process that reduced to one LLM chunk ending in

@@ -2,6 +2,7 @@ package compile
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"slices"
 	"strings"
@@ -155,11 +156,18 @@ func TestBlockingStepPipeline(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := kinds(p); !slices.Equal(got, []string{"SERVER_step1_find_user_Activity:SERVER", "LLM_step2_draft_email:LLM"}) {
+	// The blocking step declares an input (email): a model fills it before
+	// the step runs, in a chunk of its own since none comes before.
+	if got := kinds(p); !slices.Equal(got, []string{"LLM_step1_find_user_Activity_input:LLM", "SERVER_step1_find_user_Activity:SERVER", "LLM_step2_draft_email:LLM"}) {
 		t.Fatalf("chunks %q", got)
 	}
-	if _, ok := p.Document.Get(EntryPointKey); ok {
-		t.Error("a process that starts on the server has no LLM entry point")
+	input := p.Chunks[0].Steps[0]
+	if input.Fills != p.Chunks[1].Steps[0] || input.QualifiedName() != "step1_find_user_Activity.input" ||
+		strings.Join(schema.Properties(input.Schema).Names(), ",") != "email,output" || input.Schema.Lookup("properties").Lookup("output").Lookup("type").Str() != "null" {
+		t.Errorf("input step %s: %s", input.QualifiedName(), jsonv.Marshal(input.Schema))
+	}
+	if ref := p.Document.Lookup(EntryPointKey).Lookup("$ref").Str(); ref != "#/$defs/LLM_step1_find_user_Activity_input" {
+		t.Errorf("entry point %q: the chunk that asks for the inputs", ref)
 	}
 	// Seed 000's example: the step references one field of the blocking step.
 	draft := p.Step("step2_draft_email")
@@ -326,7 +334,10 @@ func TestProcessErrors(t *testing.T) {
 	}
 }
 
-func TestDecode(t *testing.T) {
+// TestProgram: a compiled process prepared for the runtime comes back
+// from JSON (as a workflow's input does) with its chunks, steps, actions,
+// references as state paths and direct call.
+func TestProgram(t *testing.T) {
 	for _, expr := range []string{
 		`"x" | IdentifyParticipants | LogEvent | DraftInvitation`,
 		`"x" | ComposeLike | SendLike`,
@@ -336,26 +347,33 @@ func TestDecode(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		// Through bytes, as a stored process would come back.
-		back, err := Decode(parse(t, string(jsonv.Marshal(p.Document))))
+		b, err := json.Marshal(p.Program())
 		if err != nil {
+			t.Fatal(err)
+		}
+		var back Program
+		if err := json.Unmarshal(b, &back); err != nil {
 			t.Fatalf("%s: %v", expr, err)
 		}
-		if !slices.Equal(kinds(back), kinds(p)) || back.Prompt != p.Prompt {
-			t.Errorf("%s: decoded %q, want %q", expr, kinds(back), kinds(p))
+		if len(back.Chunks) != len(p.Chunks) || back.Prompt != p.Prompt || (back.Direct == nil) != (p.Direct == nil) {
+			t.Fatalf("%s: program %s", expr, b)
 		}
-		for i, s := range p.Steps() {
-			b := back.Steps()[i]
-			if b.Name != s.Name || b.Kind != s.Kind || b.Action != s.Action || b.FireAndForget != s.FireAndForget || len(b.References) != len(s.References) {
-				t.Errorf("%s: step %d decoded as %+v, want %+v", expr, i, b, s)
+		for i, ch := range p.Chunks {
+			bc := back.Chunks[i]
+			if bc.Name != ch.Name || bc.Kind != ch.Kind || len(bc.Steps) != len(ch.Steps) || len(bc.References) != len(ch.References) {
+				t.Errorf("%s: chunk %d is %+v", expr, i, bc)
+				continue
+			}
+			for j, s := range ch.Steps {
+				bs := bc.Steps[j]
+				if bs.Name != s.Name || bs.Qualified() != s.QualifiedName() || bs.Action != s.Action || bs.FireAndForget != s.FireAndForget || len(bs.References) != len(s.References) {
+					t.Errorf("%s: step %s is %+v", expr, s.Name, bs)
+				}
+			}
+			if ch.Kind != Server && bc.Schema.Lookup("properties").Len() == 0 {
+				t.Errorf("%s: chunk %s has no schema for the model", expr, ch.Name)
 			}
 		}
-		if (back.Direct == nil) != (p.Direct == nil) {
-			t.Errorf("%s: direct call lost", expr)
-		}
-	}
-	if _, err := Decode(parse(t, `{"properties": {}}`)); err == nil {
-		t.Error("a document without $defs decoded")
 	}
 }
 

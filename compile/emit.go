@@ -50,7 +50,7 @@ func ref(ch *Chunk) jsonv.Value {
 func chunkDef(flat jsonv.Value, ch *Chunk) jsonv.Value {
 	def := jsonv.NewObject(8)
 	if ctx, ok := schema.Properties(flat).Get(ch.Context); ok && ch.Context != "" {
-		if steps := schema.Properties(ctx); steps.Len() == len(ch.Steps) {
+		if members := schema.Properties(ctx); members.Len() == len(ch.Members) {
 			for _, kw := range []string{"title", "description"} {
 				if v, ok := ctx.Get(kw); ok {
 					def.Set(kw, v)
@@ -63,25 +63,34 @@ func chunkDef(flat jsonv.Value, ch *Chunk) jsonv.Value {
 		def.Set("contextName", jsonv.StringValue(ch.Context))
 	}
 	def.Set("type", jsonv.StringValue("object"))
-	props := jsonv.NewObject(len(ch.Steps))
-	names := make([]string, len(ch.Steps))
-	for i, s := range ch.Steps {
-		props.Set(s.Name, stepDef(s))
-		names[i] = s.Name
+	props := jsonv.NewObject(len(ch.Members))
+	names := make([]string, len(ch.Members))
+	for i, m := range ch.Members {
+		if m.Step != nil {
+			props.Set(m.Name, stepDef(m.Step))
+		} else {
+			props.Set(m.Name, m.Schema)
+		}
+		names[i] = m.Name
 	}
 	def.Set("properties", props.Value())
 	def.Set("required", schema.StringArray(names))
 	if len(ch.References) > 0 {
 		def.Set("references", refStrings(ch.References))
 	}
+	if ch.Loop != nil {
+		def.Set("loop", jsonv.ObjectValue(
+			jsonv.Member{Name: "done", Value: jsonv.StringValue(string(ch.Loop.Done))},
+			jsonv.Member{Name: "max", Value: jsonv.IntValue(int64(ch.Loop.Max))}))
+	}
 	return def.Value()
 }
 
-// stepDef is a step's schema with its references in canonical form and
-// its action.
+// stepDef is a step's schema with its references in canonical form, its
+// action, and for an input step the blocking step it fills.
 func stepDef(s *Step) jsonv.Value {
 	def := s.Schema.Clone().Object()
-	if def.Has("references") {
+	if def.Has("references") || s.Fills != nil && len(s.References) > 0 {
 		def.Set("references", refStrings(s.References))
 	}
 	if s.Action != "" {
@@ -89,6 +98,9 @@ func stepDef(s *Step) jsonv.Value {
 	}
 	if s.FireAndForget {
 		def.Set("fireAndForget", jsonv.BoolValue(true))
+	}
+	if s.Fills != nil {
+		def.Set("fills", jsonv.StringValue(s.Fills.QualifiedName()))
 	}
 	return def.Value()
 }

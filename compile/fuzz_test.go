@@ -2,6 +2,7 @@ package compile
 
 import (
 	"context"
+	"encoding/json"
 	"testing"
 
 	"github.com/augceo/vibe/jsonv"
@@ -31,8 +32,8 @@ func FuzzCompile(f *testing.F) {
 		if err != nil {
 			return
 		}
-		if _, err := Decode(p.Document); err != nil {
-			t.Fatalf("compiled document does not decode: %v\n%s", err, jsonv.Marshal(p.Document))
+		if _, err := json.Marshal(p.Program()); err != nil {
+			t.Fatalf("the program does not encode: %v\n%s", err, jsonv.Marshal(p.Document))
 		}
 		for _, c := range p.Chunks {
 			Project(p.Document.Lookup("$defs").Lookup(c.Name), ProjectOptions{Strict: true})

@@ -38,6 +38,8 @@ type ProgramChunk struct {
 	// its steps need, in order of first use: its minimal context.
 	References []Path        `json:"references,omitempty"`
 	Steps      []ProgramStep `json:"steps"`
+	// Loop, when set, repeats an LLM chunk until the model marks it done.
+	Loop *Loop `json:"loop,omitempty"`
 }
 
 // ProgramStep is one step as the runtime runs it.
@@ -59,6 +61,13 @@ type ProgramStep struct {
 	// Output is the schema a SERVER step's result must fit: its "output"
 	// property, or its own schema, projected.
 	Output jsonv.Value `json:"output,omitzero"`
+	// Inputs: the action of this blocking step gets the inputs a model
+	// filled (at State + "input"), and WithReferences its references'
+	// values beside them.
+	Inputs         bool `json:"inputs,omitempty"`
+	WithReferences bool `json:"withReferences,omitempty"`
+	// Fills names the blocking step whose inputs this LLM step is.
+	Fills string `json:"fills,omitempty"`
 }
 
 // Path is a path in process state: ["llmContext1", "identifyParticipants",
@@ -88,12 +97,16 @@ func (p *Process) Program() *Program {
 	defs := p.Document.Lookup("$defs")
 	prog := &Program{Document: p.Document, Prompt: p.Prompt, Chunks: make([]ProgramChunk, len(p.Chunks))}
 	for i, ch := range p.Chunks {
-		pc := ProgramChunk{Name: ch.Name, Kind: ch.Kind, References: paths(ch.References), Steps: make([]ProgramStep, len(ch.Steps))}
+		pc := ProgramChunk{Name: ch.Name, Kind: ch.Kind, References: paths(ch.References), Steps: make([]ProgramStep, len(ch.Steps)), Loop: ch.Loop}
 		if ch.Kind != Server {
 			pc.Schema = Project(defs.Lookup(ch.Name), ProjectOptions{}).Schema
 		}
 		for j, s := range ch.Steps {
-			ps := ProgramStep{Name: s.Name, State: s.StatePath(), Action: s.Action, FireAndForget: s.FireAndForget, References: paths(s.References)}
+			ps := ProgramStep{Name: s.Name, State: s.StatePath(), Action: s.Action, FireAndForget: s.FireAndForget, References: paths(s.References),
+				Inputs: !s.Inputs.IsNull(), WithReferences: s.WithReferences}
+			if s.Fills != nil {
+				ps.Fills = s.Fills.QualifiedName()
+			}
 			if ch.Kind == Server {
 				out, blocking := schema.Properties(s.Schema).Get("output")
 				if !blocking {

@@ -1,7 +1,9 @@
 package compose
 
 import (
+	"regexp"
 	"slices"
+	"strconv"
 
 	"github.com/augceo/vibe/jsonv"
 	"github.com/augceo/vibe/schema"
@@ -13,6 +15,7 @@ type acc struct {
 	origins map[string]string // property name → where it was defined
 	kwSrc   map[string]string // keyword → the item it came from
 	slotSrc string            // the mixin whose "default" slot is open
+	loop    jsonv.Value       // a loop mixin's loop keyword, or null
 }
 
 func newAcc(first jsonv.Value, src string) *acc {
@@ -58,7 +61,9 @@ func (f *flattener) allOf(b *base, at jsonv.Pointer, v jsonv.Value) jsonv.Value 
 		}
 		src := source(b, itemAt, raw)
 		mixin := isMixin(item)
+		var loop jsonv.Value
 		if mixin {
+			loop = loopOf(item)
 			item = withoutAnnotations(item)
 		}
 		switch {
@@ -71,6 +76,9 @@ func (f *flattener) allOf(b *base, at jsonv.Pointer, v jsonv.Value) jsonv.Value 
 		}
 		if mixin && a.slotSrc == "" {
 			a.slotSrc = src
+		}
+		if !loop.IsNull() {
+			a.loop = loop
 		}
 	}
 	if a == nil {
@@ -88,7 +96,47 @@ func (f *flattener) allOf(b *base, at jsonv.Pointer, v jsonv.Value) jsonv.Value 
 		}
 		f.fill(a, withoutAnnotations(content), a.origins[slot], b, at)
 	}
+	if !a.loop.IsNull() {
+		a.obj.Delete("maxIterations")
+		a.obj.Set("loop", a.loop)
+	}
 	return a.obj.Value()
+}
+
+// Loops (SPEC §4.2). A mixin with a boolean LoopDone property is a loop:
+// the engine repeats the chunk it wraps, showing the model its previous
+// attempt, until the model sets LoopDone or the loop's maximum is reached.
+// The maximum is the mixin's "maxIterations", or else the last number in
+// its description — where the seed writes it, beside the $ref: "Цикл не
+// более 3 раз", "loop at most 3 times" — or else DefaultLoopMax. The
+// flattened schema keeps it as the engine keyword "loop": {"done":
+// "_loopDone", "max": 3}.
+const (
+	LoopDone       = "_loopDone"
+	DefaultLoopMax = 3
+	// MaxLoop bounds a loop's maximum: each attempt is a model call.
+	MaxLoop = 10
+)
+
+var lastNumber = regexp.MustCompile(`\d+`)
+
+// loopOf returns the loop keyword of a flattened mixin, or null when it is
+// no loop.
+func loopOf(mixin jsonv.Value) jsonv.Value {
+	done, ok := schema.Properties(mixin).Get(LoopDone)
+	if !ok || done.Lookup("type").Str() != "boolean" {
+		return jsonv.NullValue()
+	}
+	n := DefaultLoopMax
+	if m, ok := mixin.Lookup("maxIterations").Int(); ok {
+		n = int(m)
+	} else if nums := lastNumber.FindAllString(mixin.Lookup("description").Str(), -1); len(nums) > 0 {
+		n, _ = strconv.Atoi(nums[len(nums)-1])
+	}
+	n = min(max(n, 1), MaxLoop)
+	return jsonv.ObjectValue(
+		jsonv.Member{Name: "done", Value: jsonv.StringValue(LoopDone)},
+		jsonv.Member{Name: "max", Value: jsonv.IntValue(int64(n))})
 }
 
 func withoutAnnotations(s jsonv.Value) jsonv.Value {

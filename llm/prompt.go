@@ -24,6 +24,10 @@ type Task struct {
 	Context jsonv.Value
 	// Schema is the schema to fill, as a model is sent it (compile.Project).
 	Schema jsonv.Value
+	// Previous is the model's previous attempt at this task in a loop
+	// (Loop_Mixin); Attempt (from 1) and MaxAttempts say where the loop is.
+	Previous             jsonv.Value
+	Attempt, MaxAttempts int
 }
 
 // ContextBlock is the prompt text that carries a step's context (SPEC §6).
@@ -53,6 +57,10 @@ func NewRequest(t Task) *Request {
 	user := ContextBlock(t.Context, t.Name)
 	if p := strings.TrimSpace(t.Prompt); p != "" {
 		user = p + "\n\n" + user
+	}
+	if !t.Previous.IsNull() {
+		user += fmt.Sprintf("\n\n--- Your previous attempt (attempt %d of at most %d) ---\n%s\n--- End of previous attempt ---\n"+
+			"Improve on it; mark your answer done when it needs no further attempt.", t.Attempt-1, t.MaxAttempts, jsonv.MarshalIndent(t.Previous, "  "))
 	}
 	return &Request{
 		Name:     t.Name,

@@ -54,6 +54,11 @@ type FillInput struct {
 	ProcessName string `json:"processName,omitempty"`
 	StepContext string `json:"stepContext,omitempty"`
 	Instance    string `json:"instance,omitempty"`
+	// Previous is a loop's previous attempt at the chunk, shown to the
+	// model; Attempt and MaxAttempts say where the loop is.
+	Previous    jsonv.Value `json:"previous,omitzero"`
+	Attempt     int         `json:"attempt,omitempty"`
+	MaxAttempts int         `json:"maxAttempts,omitempty"`
 }
 
 // FillOutput is a filled LLM chunk.
@@ -104,6 +109,7 @@ func (a *Activities) FillChecked(ctx context.Context, in FillInput, check func(j
 	}
 	res, err := llm.Fill(ctx, a.Provider, llm.Task{
 		Name: in.Chunk, System: in.System, Prompt: in.Prompt, Context: in.Context, Schema: in.Schema,
+		Previous: in.Previous, Attempt: in.Attempt, MaxAttempts: in.MaxAttempts,
 	}, llm.Options{Logger: logger.With("attempt", info.Attempt), Metrics: a.Metrics, Process: in.Process, Instance: in.Instance,
 		MaxRepairs: a.MaxRepairs, Check: check, StepOf: stepOf})
 	if err != nil {

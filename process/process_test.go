@@ -56,7 +56,7 @@ func mustParse(t testing.TB, s string) jsonv.Value {
 
 var meetingAnswers = map[string]string{
 	"LLM_llmContext1": `{"identifyParticipants":{"organizer":"alice@example.com","attendee":"bob@example.com"},` +
-		`"fetchAvailability":{"organizerId":"alice","attendeeId":"bob","timeRange":{"start":"2024-03-20T09:00:00Z","end":"2024-03-20T17:00:00Z"}}}`,
+		`"fetchAvailability":{"organizerEmail":"alice@example.com","attendeeEmail":"bob@example.com","timeRange":{"start":"2024-03-20T09:00:00Z","end":"2024-03-20T17:00:00Z"}}}`,
 	"LLM_llmContext2": `{"findCommonSlot":{"selectedSlot":"2024-03-20T10:00:00Z","reasoning":"both are free at ten"},` +
 		`"draftInvitation":{"subject":"Meeting on March 20","body":"Hi Bob, shall we meet at 10:00?"}}`,
 }
@@ -186,7 +186,7 @@ func TestScheduleMeetingEndToEnd(t *testing.T) {
 		t.Errorf("send keys %q, want %q", m.sendKeys, want)
 	}
 	// The server step got exactly its reference.
-	if got := string(jsonv.Marshal(m.fetchInput)); got != `{"llmContext1":{"fetchAvailability":{"organizerId":"alice","attendeeId":"bob","timeRange":{"start":"2024-03-20T09:00:00Z","end":"2024-03-20T17:00:00Z"}}}}` {
+	if got := string(jsonv.Marshal(m.fetchInput)); got != `{"llmContext1":{"fetchAvailability":{"organizerEmail":"alice@example.com","attendeeEmail":"bob@example.com","timeRange":{"start":"2024-03-20T09:00:00Z","end":"2024-03-20T17:00:00Z"}}}}` {
 		t.Errorf("fetch input %s", got)
 	}
 	if got := v.State.Lookup("serverContext2").Lookup("sendInvitation").Lookup("status").Str(); got != "sent: Meeting on March 20" {
@@ -259,7 +259,7 @@ func TestFirstChunkGiven(t *testing.T) {
 			mustParse(t, `{"confirmInvitation":{"decision":"Reject"}}`))
 	}, time.Minute)
 	first := mustParse(t, `{"_considerations":"both work 9-17","identifyParticipants":{"organizer":"a@x.org","attendee":"b@x.org"},`+
-		`"fetchAvailability":{"organizerId":"a","attendeeId":"b","timeRange":{"start":"2024-03-20T09:00:00Z","end":"2024-03-20T17:00:00Z"}},"_feedback":"ok"}`)
+		`"fetchAvailability":{"organizerEmail":"a@example.com","attendeeEmail":"b@example.com","timeRange":{"start":"2024-03-20T09:00:00Z","end":"2024-03-20T17:00:00Z"}},"_feedback":"ok"}`)
 	env.ExecuteWorkflow(WorkflowName, Start{Name: "schedule-meeting", Program: meeting(t).Program(), First: first})
 	var v View
 	if err := env.GetWorkflowResult(&v); err != nil {

@@ -9,6 +9,7 @@ import (
 	"github.com/augceo/vibe/compose"
 	"github.com/augceo/vibe/jsonv"
 	"github.com/augceo/vibe/llm"
+	"github.com/augceo/vibe/schema"
 )
 
 // Status is a process's status.
@@ -133,21 +134,28 @@ func (v *View) keep(s *compile.ProgramStep, value jsonv.Value) (jsonv.Value, err
 	return parts.Output, nil
 }
 
-// keepChunk stores an LLM chunk's value: each step's part, and the members
-// that are no step — a mixin's _considerations — as the chunk's own
-// thinking.
+// keepChunk stores a chunk's value: each step's part, and the members
+// that are no step — a mixin's _considerations, a loop's _loopDone, a "$"
+// metric of the context — as the chunk's own thinking and metrics.
 func (v *View) keepChunk(ch *compile.ProgramChunk, value jsonv.Value) ([]jsonv.Value, error) {
 	if value.Object() == nil {
 		return nil, fmt.Errorf("chunk %s: the value is %s, not an object of its steps", ch.Name, value.Kind())
 	}
-	rest := jsonv.NewObject(0)
+	thinking, metrics := jsonv.NewObject(0), jsonv.NewObject(0)
 	for name, m := range value.Members() {
-		if ch.Step(name) == nil {
-			rest.Set(name, m)
+		switch {
+		case ch.Step(name) != nil:
+		case schema.IsMetric(name):
+			metrics.Set(name, m)
+		default:
+			thinking.Set(name, m)
 		}
 	}
-	if rest.Len() > 0 {
-		v.Thinking.Object().Set(ch.Name, rest.Value())
+	if thinking.Len() > 0 {
+		v.Thinking.Object().Set(ch.Name, thinking.Value())
+	}
+	if metrics.Len() > 0 {
+		v.Metrics.Object().Set(ch.Name, metrics.Value())
 	}
 	outs := make([]jsonv.Value, len(ch.Steps))
 	for i := range ch.Steps {

@@ -108,7 +108,10 @@ func ErrorText(err error) string {
 }
 
 // llmChunk fills an LLM chunk (or takes the value a Vessel already filled),
-// keeps its steps' outputs, and starts its fire-and-forget actions.
+// keeps its steps' outputs, and starts its fire-and-forget actions. A
+// chunk with a loop is asked again, with its previous attempt, until the
+// model marks it done or the loop's maximum is reached; the last attempt
+// is kept.
 func (r *processRun) llmChunk(ctx workflow.Context, ch *compile.ProgramChunk, first bool) error {
 	value := r.in.First
 	if !first || value.IsNull() {
@@ -118,12 +121,21 @@ func (r *processRun) llmChunk(ctx workflow.Context, ch *compile.ProgramChunk, fi
 		}
 		in := FillInput{Chunk: ch.Name, System: r.in.System, Prompt: r.in.Prompt, Context: mctx, Schema: ch.Schema,
 			ProcessName: r.in.Name, StepContext: ch.StepContext(), Instance: cmp.Or(r.in.Instance, workflow.GetInfo(ctx).WorkflowExecution.ID)}
-		out, err := ExecuteFill(ctx, in)
-		if err != nil {
-			return fmt.Errorf("chunk %s: %w", ch.Name, err)
+		for attempt := 1; ; attempt++ {
+			if ch.Loop != nil {
+				in.Attempt, in.MaxAttempts = attempt, ch.Loop.Max
+			}
+			out, err := ExecuteFill(ctx, in)
+			if err != nil {
+				return fmt.Errorf("chunk %s: %w", ch.Name, err)
+			}
+			value = out.Value
+			r.view.account(ch, in, out)
+			if ch.Loop == nil || attempt >= ch.Loop.Max || loopDone(value, ch.Loop) {
+				break
+			}
+			in.Previous = value
 		}
-		value = out.Value
-		r.view.account(ch, in, out)
 	}
 	outs, err := r.view.keepChunk(ch, value)
 	if err != nil {
@@ -135,6 +147,12 @@ func (r *processRun) llmChunk(ctx workflow.Context, ch *compile.ProgramChunk, fi
 		}
 	}
 	return nil
+}
+
+// loopDone reports whether the model marked a loop's attempt final.
+func loopDone(value jsonv.Value, l *compile.Loop) bool {
+	done, err := value.At(l.Done)
+	return err == nil && done.Bool()
 }
 
 // fireAndForget starts a step's action as a child workflow the process does
@@ -195,9 +213,29 @@ func (r *processRun) serverChunk(ctx workflow.Context, ch *compile.ProgramChunk)
 	return nil
 }
 
-// actionInput is a server step's input: the minimal context of its
-// references, or the process's input when it has none.
+// actionInput is a server step's input: for a blocking step with inputs,
+// what the model filled (and, withReferences, its references' values
+// beside); else the minimal context of its references, or the process's
+// input when it has none.
 func (r *processRun) actionInput(s *compile.ProgramStep) (jsonv.Value, error) {
+	if s.Inputs {
+		filled, err := r.view.State.At(append(s.State, "input").Pointer())
+		if err != nil {
+			return jsonv.Value{}, fmt.Errorf("step %s: the model filled no inputs for it: %w", s.Qualified(), err)
+		}
+		in := filled.Clone()
+		in.Object().Delete("output")
+		if s.WithReferences {
+			refs, err := r.view.context(s.References)
+			if err != nil {
+				return jsonv.Value{}, fmt.Errorf("step %s: %w", s.Qualified(), err)
+			}
+			for name, v := range refs.Members() {
+				in.Object().Set(name, v)
+			}
+		}
+		return in, nil
+	}
 	if len(s.References) == 0 {
 		if in, ok := r.view.State.Get("input"); ok {
 			return in, nil
@@ -225,12 +263,8 @@ func (r *processRun) userChunk(ctx workflow.Context, ch *compile.ProgramChunk) e
 	}
 	answer := *r.answer
 	r.view.Waiting = nil
-	for i := range ch.Steps {
-		if _, err := r.view.keep(&ch.Steps[i], answer.Lookup(ch.Steps[i].Name)); err != nil {
-			return err
-		}
-	}
-	return nil
+	_, err = r.view.keepChunk(ch, answer)
+	return err
 }
 
 // FireAndForget runs one action with retries: the workflow of a

@@ -926,3 +926,42 @@ func TestDelegateFetchRetried(t *testing.T) {
 const speakerDoc = `{"name": "speaker_EN", "context": [{"type": "system", "message": "You speak English."}],
 	"schema": {"type": "object", "properties": {"recipientId": {"type": "string"}, "messageBody": {"type": "string"}},
 		"_output": {"type": "object", "properties": {"recipientId": {"type": "string"}, "messageBody": {"type": "string"}}, "required": ["recipientId", "messageBody"]}}}`
+
+// TestStartProcessTool: seed 001's composed StartProcess tool — the
+// LaunchProcess macro filled by hand, {name: "ScheduleMeeting",
+// llmContext1: …} — listed as a Vessel tool launches schedule-meeting with
+// the model's llmContext1 as its first chunk, like a "processes" entry.
+func TestStartProcessTool(t *testing.T) {
+	reg, err := registry.Open("../examples/schedule-meeting/registry")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tool, err := schema.ReadFile("../examples/schedule-meeting/tool.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := reg.Add("aug:tools/startScheduling", tool); err != nil {
+		t.Fatal(err)
+	}
+	v := &vessel.Vessel{Name: "scheduler", Tools: []string{"aug:tools/startScheduling"}, File: "scheduler.vessel.json"}
+	ts, err := vessel.Build(context.Background(), v, vessel.BuildOptions{Registry: reg, Actions: []string{"FetchAvailability_Activity", "sendInvitation"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := ts.Tool("startScheduling")
+	if st == nil || st.Kind != vessel.Launch || st.Entry != "llmContext1" || st.ProcessName != "schedule-meeting" || st.Program == nil {
+		t.Fatalf("tool %+v: a launch of schedule-meeting", st)
+	}
+	if got := schema.Properties(st.Schema).Names(); strings.Join(got, ",") != "name,llmContext1" {
+		t.Errorf("the model sees %v: the seed's tool as composed", got)
+	}
+	decision := mustJSON(t, `{"calls": [{"_tool": "startScheduling", "name": "ScheduleMeeting", "llmContext1": {
+		"_considerations": "Alice and Bob, working hours", "_previousAttempt": "первая попытка", "_loopDone": true,
+		"identifyParticipants": {"organizer": "alice@example.com", "attendee": "bob@example.com"},
+		"fetchAvailability": {"organizerId": "alice@example.com", "attendeeId": "bob@example.com", "timeRange": {"start": "2024-03-20T09:00:00Z", "end": "2024-03-20T17:00:00Z"}},
+		"_feedback": "ready"}}]}`)
+	res := runRequest(t, Input{Toolset: ts, Context: jsonv.ArrayValue(), Decision: decision}, "", nil)
+	if c := res.Calls[0]; c.Error != "" || c.Result.Lookup("process").Str() != "schedule-meeting" || !strings.HasPrefix(c.Result.Lookup("id").Str(), "schedule-meeting-") {
+		t.Errorf("call %+v: the process is launched", c)
+	}
+}

@@ -36,18 +36,22 @@ func IsCallField(name string) bool { return callFields[name] }
 // EngineKeywords are the schema keywords that only the engine reads. They are
 // removed from every schema sent to a model.
 var EngineKeywords = []string{
-	"references",    // the earlier results a step needs (SPEC §2)
-	"prompt",        // a pipeline's quoted head: the default prompt
-	"entryPoint",    // a compiled process: {"$ref": "#/$defs/LLM_<first chunk>"}
-	"directCall",    // a compiled direct server call
-	"kind",          // a compiled chunk: "LLM", "SERVER" or "USER"
-	"contextName",   // a compiled chunk: the context its steps sit in
-	"action",        // a compiled step: the server action it runs
-	"fireAndForget", // a compiled step: the action runs after its LLM chunk, not awaited
-	"_delegate",     // delegation (SPEC §8): where the delegate is
-	"_scopes",       // what of the parent's context it sees
-	"_resolve",      // "ahead": load it before the request (default: when the call runs)
-	"_output",       // the schema of a delegate's result
+	"references",     // the earlier results a step needs (SPEC §2)
+	"prompt",         // a pipeline's quoted head: the default prompt
+	"entryPoint",     // a compiled process: {"$ref": "#/$defs/LLM_<first chunk>"}
+	"directCall",     // a compiled direct server call
+	"kind",           // a compiled chunk: "LLM", "SERVER" or "USER"
+	"contextName",    // a compiled chunk: the context its steps sit in
+	"action",         // a compiled step: the server action it runs
+	"fireAndForget",  // a compiled step: the action runs after its LLM chunk, not awaited
+	"_delegate",      // delegation (SPEC §8): where the delegate is
+	"_scopes",        // what of the parent's context it sees
+	"_resolve",       // "ahead": load it before the request (default: when the call runs)
+	"_output",        // the schema of a delegate's result
+	"loop",           // a Loop_Mixin's loop: {"done": "_loopDone", "max": 3}; the engine repeats the chunk
+	"maxIterations",  // the most attempts of a loop, beside its mixin's $ref
+	"withReferences", // a blocking step: its action also gets its references' values
+	"fills",          // a compiled input step: the blocking step whose inputs the model fills
 }
 
 // IsEngineKeyword reports whether a schema keyword is for the engine only.

@@ -176,6 +176,15 @@ func Build(ctx context.Context, v *Vessel, opts BuildOptions) (*Toolset, error) 
 				errs.Append(v.File, err)
 				continue
 			}
+		} else if uri, entry, ok := launchMacro(t.Schema, opts.Registry); ok {
+			// The LaunchProcess macro filled by hand (seed 001's StartProcess
+			// tool): it launches its process like a "processes" entry.
+			p, d, err := compileLaunch(ctx, uri, opts)
+			if err != nil {
+				errs.Append(v.File, err)
+				continue
+			}
+			tool.Kind, tool.Program, tool.ProcessName, tool.Entry = Launch, p.Program(), path.Base(d.URI.Path), entry
 		} else if a, ok := compile.MatchAction(t.Name, opts.Actions); ok {
 			tool.Kind, tool.Action = Action, a
 		}
@@ -353,24 +362,59 @@ func ProcessName(uri string) string {
 	return b.String()
 }
 
-// launchTool expands LaunchProcess for one process: {name: {const: Name},
-// llmContext1: <entry chunk in the Vessel's mixins>}.
-func launchTool(ctx context.Context, v *Vessel, uri string, opts BuildOptions) (*Tool, error) {
+// compileLaunch compiles a process a Vessel may launch: one whose first
+// chunk is a model's.
+func compileLaunch(ctx context.Context, uri string, opts BuildOptions) (*compile.Process, *registry.Document, error) {
 	if opts.Registry == nil {
-		return nil, fmt.Errorf("cannot launch %s: %w", uri, registry.ErrNoRegistry)
+		return nil, nil, fmt.Errorf("cannot launch %s: %w", uri, registry.ErrNoRegistry)
 	}
 	d, err := opts.Registry.Document(uri)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	p, err := compile.Compile(ctx, d.File, d.Value, compile.Options{Registry: opts.Registry, Actions: opts.Actions})
+	if err != nil {
+		return nil, nil, err
+	}
+	if first := p.Chunks[0]; first.Kind != compile.LLM {
+		return nil, nil, &schema.Error{File: d.File, Message: fmt.Sprintf("process %s starts with a %s chunk (%s): a Vessel can launch only a process whose first chunk is a model's", uri, first.Kind, first.Name)}
+	}
+	return p, d, nil
+}
+
+// ProcessesFolder is where processes are in the registry.
+const ProcessesFolder = "processes"
+
+// launchMacro reports the process a tool launches when its schema is the
+// LaunchProcess macro filled by hand — seed 001's composed StartProcess
+// tool, {"name": {"const": P}, "<entry>": {…}} — and P names a process in
+// the registry (as ProcessName names it): its URI and the entry member.
+func launchMacro(s jsonv.Value, reg *registry.Registry) (uri, entry string, ok bool) {
+	props := schema.Properties(s)
+	if reg == nil || props.Len() != 2 || props.Members()[0].Name != "name" {
+		return "", "", false
+	}
+	name := props.Members()[0].Value.Lookup("const").Str()
+	entry = props.Members()[1].Name
+	if name == "" || schema.Properties(props.Members()[1].Value) == nil {
+		return "", "", false
+	}
+	for _, n := range reg.Names(ProcessesFolder) {
+		if u := "aug:" + ProcessesFolder + "/" + n; ProcessName(u) == name {
+			return u, entry, true
+		}
+	}
+	return "", "", false
+}
+
+// launchTool expands LaunchProcess for one process: {name: {const: Name},
+// llmContext1: <entry chunk in the Vessel's mixins>}.
+func launchTool(ctx context.Context, v *Vessel, uri string, opts BuildOptions) (*Tool, error) {
+	p, d, err := compileLaunch(ctx, uri, opts)
 	if err != nil {
 		return nil, err
 	}
 	first := p.Chunks[0]
-	if first.Kind != compile.LLM {
-		return nil, &schema.Error{File: d.File, Message: fmt.Sprintf("process %s starts with a %s chunk (%s): a Vessel can launch only a process whose first chunk is a model's", uri, first.Kind, first.Name)}
-	}
 	entry := first.Context
 	if entry == "" {
 		entry = "llmContext1"

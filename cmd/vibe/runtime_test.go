@@ -25,7 +25,7 @@ import (
 
 // A model that knows schedule-meeting's two LLM chunks.
 var meetingAnswers = map[string]string{
-	"LLM_llmContext1": `{"identifyParticipants":{"organizer":"alice@example.com","attendee":"bob@example.com"},"fetchAvailability":{"organizerId":"alice","attendeeId":"bob","timeRange":{"start":"2024-03-20T09:00:00Z","end":"2024-03-20T17:00:00Z"}}}`,
+	"LLM_llmContext1": `{"identifyParticipants":{"organizer":"alice@example.com","attendee":"bob@example.com"},"fetchAvailability":{"organizerEmail":"alice@example.com","attendeeEmail":"bob@example.com","timeRange":{"start":"2024-03-20T09:00:00Z","end":"2024-03-20T17:00:00Z"}}}`,
 	"LLM_llmContext2": `{"findCommonSlot":{"selectedSlot":"2024-03-20T14:00:00Z","reasoning":"both are free at two"},"draftInvitation":{"subject":"Meeting on March 20","body":"Hi Bob, shall we meet at 14:00?"}}`,
 }
 

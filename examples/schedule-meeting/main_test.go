@@ -26,7 +26,7 @@ import (
 var authored = map[string]string{
 	"LLM_llmContext1": `{
 		"identifyParticipants": {"organizer": "alice@example.com", "attendee": "bob@example.com"},
-		"fetchAvailability": {"organizerId": "alice@example.com", "attendeeId": "bob@example.com",
+		"fetchAvailability": {"organizerEmail": "alice@example.com", "attendeeEmail": "bob@example.com",
 			"timeRange": {"start": "2024-03-20T09:00:00Z", "end": "2024-03-20T17:00:00Z"}}}`,
 	"LLM_llmContext2": `{
 		"findCommonSlot": {"selectedSlot": "2024-03-20T14:00:00Z",
