@@ -166,9 +166,9 @@ func (c *Client) toolset(ctx context.Context, opts StartOptions) (*vessel.Toolse
 		if c.Registry == nil {
 			return nil, fmt.Errorf("cannot start %s: %w", opts.Vessel, registry.ErrNoRegistry)
 		}
-		d, err := c.Registry.Document(opts.Vessel)
-		if err != nil {
-			return nil, err
+		d, derr := c.Registry.Document(opts.Vessel)
+		if derr != nil {
+			return nil, derr
 		}
 		v, err = vessel.Parse(d.File, d.Value)
 	case !opts.Document.IsNull():

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -243,6 +245,32 @@ func TestClient(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestStartRefusesRegistryVessels: a Vessel from the registry with problems
+// is refused with each of them in its file, before the engine is asked.
+func TestStartRefusesRegistryVessels(t *testing.T) {
+	dir := t.TempDir()
+	os.MkdirAll(filepath.Join(dir, "vessels"), 0o755)
+	os.WriteFile(filepath.Join(dir, "vessels", "bad.json"), []byte(`{"name": 5, "tools": ["nope"]}`), 0o644)
+	reg, err := registry.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = (&Client{Registry: reg}).Start(context.Background(), StartOptions{Vessel: "aug:vessels/bad"})
+	var got []string
+	for _, e := range schema.Errors(err, "") {
+		got = append(got, e.Error())
+	}
+	want := []string{
+		filepath.Join(dir, "vessels", "bad.json") + ": /name: name must be a string",
+		filepath.Join(dir, "vessels", "bad.json") + `: /tools/0: "nope" is not a registry URI (aug:…)`,
+		filepath.Join(dir, "vessels", "bad.json") + ": /: a Vessel needs a name",
+		filepath.Join(dir, "vessels", "bad.json") + ": /: a Vessel needs tools or processes: it has nothing to call",
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("errors\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
 }
 
 func mustMarshal(t *testing.T, v any) string {
