@@ -170,6 +170,11 @@ func (c *Client) Get(ctx context.Context, id string) (*Info, error) {
 		return nil, err
 	}
 	ex := desc.GetWorkflowExecutionInfo()
+	if t := ex.GetType().GetName(); t != WorkflowName && t != DirectCallName {
+		// Another workflow — a Vessel request, a fire-and-forget action —
+		// is no process, though it may answer a query of the same name.
+		return nil, fmt.Errorf("%w: %s", ErrNotFound, id)
+	}
 	info := &Info{ID: id, Process: memoProcess(ex.GetMemo()), StartedAt: ex.GetStartTime().AsTime()}
 	if ex.GetType().GetName() == DirectCallName {
 		info.View = View{Status: statusOf(ex.GetStatus()), Done: []string{}}

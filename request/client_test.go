@@ -239,10 +239,12 @@ func TestClient(t *testing.T) {
 		if page, _ := c.List(ctx, ListOptions{}); len(page.Requests) != before {
 			t.Errorf("%d requests listed, %d before: a refused request started", len(page.Requests), before)
 		}
-		for _, id := range []string{"vessel-nope-00000000"} {
-			if _, err := c.Get(ctx, id); !errors.Is(err, ErrNotFound) {
-				t.Errorf("Get(%s): %v", id, err)
-			}
+		if _, err := c.Get(ctx, "vessel-nope-00000000"); !errors.Is(err, ErrNotFound) {
+			t.Errorf("an unknown id: %v", err)
+		}
+		// A request is no process, though both answer the query "view".
+		if _, err := (&process.Client{Temporal: eng.Client()}).Get(ctx, pairID); !errors.Is(err, process.ErrNotFound) {
+			t.Errorf("a request read as a process: %v", err)
 		}
 	})
 }
