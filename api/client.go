@@ -42,7 +42,9 @@ func (e *Error) Error() string {
 	return fmt.Sprintf("server: %d: %s", e.Status, e.Message)
 }
 
-func (c *Client) do(ctx context.Context, method, path string, body []byte, out any) error {
+// do calls the API; an error answer comes back as the error the server
+// had, a 404 wrapping notFound.
+func (c *Client) do(ctx context.Context, method, path string, body []byte, out any, notFound error) error {
 	var rd io.Reader
 	if body != nil {
 		rd = bytes.NewReader(body)
@@ -71,7 +73,7 @@ func (c *Client) do(ctx context.Context, method, path string, body []byte, out a
 		return err
 	}
 	if resp.StatusCode >= 300 {
-		return decodeError(resp.StatusCode, data)
+		return decodeError(resp.StatusCode, data, notFound)
 	}
 	if out == nil {
 		return nil
@@ -83,15 +85,16 @@ func (c *Client) do(ctx context.Context, method, path string, body []byte, out a
 const notWaitingSuffix = " and waits for no answer"
 
 // decodeError turns an error answer back into the error the server had:
-// located errors stay located, a refused answer stays a refusal.
-func decodeError(status int, data []byte) error {
+// located errors stay located, a refused answer stays a refusal, a 404
+// wraps notFound.
+func decodeError(status int, data []byte, notFound error) error {
 	var e apiError
 	if json.Unmarshal(data, &e) != nil || e.Error == "" {
 		return &Error{Status: status, Message: strings.TrimSpace(string(data))}
 	}
 	switch {
 	case status == http.StatusNotFound:
-		return fmt.Errorf("%w: %s", process.ErrNotFound, e.Error)
+		return fmt.Errorf("%w: %s", notFound, e.Error)
 	case status == http.StatusConflict && strings.HasSuffix(e.Error, notWaitingSuffix):
 		id, st, ok := strings.Cut(strings.TrimSuffix(strings.TrimPrefix(e.Error, "process "), notWaitingSuffix), " is ")
 		if ok {
@@ -159,7 +162,7 @@ func (c *Client) Start(ctx context.Context, opts process.StartOptions) (*process
 		Process string `json:"process"`
 		Direct  bool   `json:"direct"`
 	}
-	if err := c.do(ctx, http.MethodPost, "/v1/processes", jsonv.Marshal(body.Value()), &out); err != nil {
+	if err := c.do(ctx, http.MethodPost, "/v1/processes", jsonv.Marshal(body.Value()), &out, process.ErrNotFound); err != nil {
 		return nil, err
 	}
 	return &process.Started{ID: out.ID, Name: out.Process, Direct: out.Direct}, nil
@@ -168,7 +171,7 @@ func (c *Client) Start(ctx context.Context, opts process.StartOptions) (*process
 // Get returns a process.
 func (c *Client) Get(ctx context.Context, id string) (*process.Info, error) {
 	var info process.Info
-	if err := c.do(ctx, http.MethodGet, "/v1/processes/"+url.PathEscape(id), nil, &info); err != nil {
+	if err := c.do(ctx, http.MethodGet, "/v1/processes/"+url.PathEscape(id), nil, &info, process.ErrNotFound); err != nil {
 		return nil, err
 	}
 	return &info, nil
@@ -176,19 +179,8 @@ func (c *Client) Get(ctx context.Context, id string) (*process.Info, error) {
 
 // List returns a page of processes, newest first.
 func (c *Client) List(ctx context.Context, opts process.ListOptions) (process.Page, error) {
-	q := url.Values{}
-	if opts.Limit != 0 {
-		q.Set("limit", strconv.Itoa(opts.Limit))
-	}
-	if opts.Cursor != "" {
-		q.Set("cursor", opts.Cursor)
-	}
-	path := "/v1/processes"
-	if len(q) > 0 {
-		path += "?" + q.Encode()
-	}
 	var out listPage
-	if err := c.do(ctx, http.MethodGet, path, nil, &out); err != nil {
+	if err := c.do(ctx, http.MethodGet, listPath("/v1/processes", opts), nil, &out, process.ErrNotFound); err != nil {
 		return process.Page{}, err
 	}
 	page := process.Page{Processes: out.Processes}
@@ -198,10 +190,25 @@ func (c *Client) List(ctx context.Context, opts process.ListOptions) (process.Pa
 	return page, nil
 }
 
+// listPath is the path of a page of the list at path.
+func listPath(path string, opts process.ListOptions) string {
+	q := url.Values{}
+	if opts.Limit != 0 {
+		q.Set("limit", strconv.Itoa(opts.Limit))
+	}
+	if opts.Cursor != "" {
+		q.Set("cursor", opts.Cursor)
+	}
+	if len(q) > 0 {
+		path += "?" + q.Encode()
+	}
+	return path
+}
+
 // Answer sends a person's answer.
 func (c *Client) Answer(ctx context.Context, id string, answer jsonv.Value) (*process.View, error) {
 	var info process.Info
-	if err := c.do(ctx, http.MethodPost, "/v1/processes/"+url.PathEscape(id)+"/answer", jsonv.Marshal(answer), &info); err != nil {
+	if err := c.do(ctx, http.MethodPost, "/v1/processes/"+url.PathEscape(id)+"/answer", jsonv.Marshal(answer), &info, process.ErrNotFound); err != nil {
 		return nil, err
 	}
 	return &info.View, nil

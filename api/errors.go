@@ -13,6 +13,7 @@ import (
 	"github.com/augceo/vibe/llm/replay"
 	"github.com/augceo/vibe/process"
 	"github.com/augceo/vibe/registry"
+	"github.com/augceo/vibe/request"
 	"github.com/augceo/vibe/schema"
 )
 
@@ -56,6 +57,7 @@ func (s *server) failed(w http.ResponseWriter, r *http.Request, err error) {
 		notWaiting *process.NotWaitingError
 		tooLarge   *process.TooLargeError
 		missing    *replay.MissingError
+		bound      *request.BoundError
 	)
 	switch {
 	case errors.As(err, &tooLarge):
@@ -71,13 +73,16 @@ func (s *server) failed(w http.ResponseWriter, r *http.Request, err error) {
 		writeError(w, http.StatusUnprocessableEntity, e)
 	case errors.As(err, &notWaiting):
 		writeError(w, http.StatusConflict, &apiError{Error: notWaiting.Error()})
-	case errors.Is(err, process.ErrNotFound), errors.Is(err, registry.ErrNotFound):
-		writeError(w, http.StatusNotFound, &apiError{Error: err.Error()})
 	case errors.Is(err, process.ErrBadCursor):
 		writeError(w, http.StatusBadRequest, &apiError{Error: err.Error()})
-	case errors.Is(err, registry.ErrNoRegistry):
+	case errors.Is(err, registry.ErrNoRegistry) && strings.HasPrefix(r.URL.Path, "/v1/processes"):
 		writeError(w, http.StatusBadRequest, &apiError{Error: "this server has no registry: send the process inline", Path: "/process"})
+	case errors.Is(err, registry.ErrNoRegistry):
+		writeError(w, http.StatusBadRequest, &apiError{Error: "this server has no registry to find the Vessel and its tools in", Path: "/vessel"})
 	case errors.As(err, &list) || errors.As(err, &located):
+		// Before an unknown document: a $ref a document names that is
+		// not in the registry is the document's problem (422), not an
+		// unknown document (404).
 		var ds []detail
 		for _, e := range schema.Errors(err, "") {
 			p := string(e.Path)
@@ -87,6 +92,14 @@ func (s *server) failed(w http.ResponseWriter, r *http.Request, err error) {
 			ds = append(ds, detail{File: e.File, Path: p, Message: e.Message})
 		}
 		writeError(w, http.StatusUnprocessableEntity, &apiError{Error: ds[0].Message, Path: ds[0].Path, Details: ds})
+	case errors.Is(err, process.ErrNotFound), errors.Is(err, request.ErrNotFound), errors.Is(err, registry.ErrNotFound):
+		writeError(w, http.StatusNotFound, &apiError{Error: err.Error()})
+	case errors.As(err, &bound):
+		path := "/delegateDepth"
+		if bound.What == request.BoundFanOut {
+			path = "/delegateFanOut"
+		}
+		writeError(w, http.StatusBadRequest, &apiError{Error: err.Error(), Path: path})
 	case errors.As(err, &refused):
 		e := &apiError{Error: refused.Message}
 		for _, p := range refused.Problems() {

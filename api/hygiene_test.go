@@ -304,26 +304,7 @@ func TestLoopbackGuard(t *testing.T) {
 // Go client, and by hand.
 func TestPaging(t *testing.T) {
 	h := Handler(&fakeProcesses{}, quiet())
-	var ids []string
-	path := "/v1/processes?limit=2"
-	for pages := 0; path != ""; pages++ {
-		if pages > 3 {
-			t.Fatal("the cursors do not end")
-		}
-		code, out, raw := call(t, h, "GET", path, "", "")
-		if code != 200 {
-			t.Fatalf("%s: %d %s", path, code, raw)
-		}
-		for _, p := range out["processes"].([]any) {
-			ids = append(ids, p.(map[string]any)["id"].(string))
-		}
-		path = ""
-		if next, ok := out["next"].(string); ok {
-			path = "/v1/processes?limit=2&cursor=" + next
-		} else if _, present := out["next"]; !present {
-			t.Fatalf("no next: %s", raw)
-		}
-	}
+	ids := pageThrough(t, h, "/v1/processes", "processes")
 	if strings.Join(ids, " ") != "p-5 p-4 p-3 p-2 p-1" {
 		t.Errorf("paged through %v", ids)
 	}

@@ -45,6 +45,9 @@ type Options struct {
 	// MaxBody bounds a request body; 0 means process.MaxPayloadSize, the
 	// engine's own limit on what one request can carry.
 	MaxBody int64
+	// Requests, when set, serves Vessel requests and plans (/v1/requests,
+	// /v1/plans); without it those paths are unknown (404).
+	Requests Requests
 }
 
 // Handler returns the API's handler.
@@ -61,6 +64,12 @@ func Handler(p Processes, opts Options) http.Handler {
 	mux.HandleFunc("GET /v1/processes", s.list)
 	mux.HandleFunc("GET /v1/processes/{id}", s.get)
 	mux.HandleFunc("POST /v1/processes/{id}/answer", s.answer)
+	if opts.Requests != nil {
+		mux.HandleFunc("POST /v1/requests", s.startRequest)
+		mux.HandleFunc("GET /v1/requests", s.listRequests)
+		mux.HandleFunc("GET /v1/requests/{id}", s.getRequest)
+		mux.HandleFunc("POST /v1/plans", s.startPlan)
+	}
 	return s.logged(s.guarded(routed(mux)))
 }
 
@@ -155,17 +164,17 @@ func notJSON(contentType string) string {
 	return ""
 }
 
-// processID returns the request's process id, or writes why it cannot be
-// one: ids are printable, without spaces, and at most the engine's 1000
-// bytes.
-func processID(w http.ResponseWriter, r *http.Request) (string, bool) {
+// pathID returns the id in the request's path, or writes why it cannot be
+// the id of a what ("process"): ids are printable, without spaces, and at
+// most the engine's 1000 bytes.
+func pathID(w http.ResponseWriter, r *http.Request, what string) (string, bool) {
 	id := r.PathValue("id")
 	bad := len(id) > maxIDLength || !utf8.ValidString(id)
 	for _, c := range id {
 		bad = bad || !unicode.IsPrint(c) || unicode.IsSpace(c)
 	}
 	if bad {
-		writeError(w, http.StatusBadRequest, &apiError{Error: fmt.Sprintf("%q is not a process id: ids are printable, without spaces, at most %d bytes", id, maxIDLength)})
+		writeError(w, http.StatusBadRequest, &apiError{Error: fmt.Sprintf("%q is not a %s id: ids are printable, without spaces, at most %d bytes", id, what, maxIDLength)})
 		return "", false
 	}
 	return id, true
@@ -243,63 +252,89 @@ type listPage struct {
 	Next      *string           `json:"next"` // null on the last page
 }
 
-func (s *server) list(w http.ResponseWriter, r *http.Request) {
+// listOptions reads a list's query (limit, cursor), or writes why it
+// cannot.
+func listOptions(w http.ResponseWriter, r *http.Request) (process.ListOptions, bool) {
+	var opts process.ListOptions
 	query, err := url.ParseQuery(r.URL.RawQuery)
 	if err != nil {
 		writeError(w, http.StatusBadRequest, &apiError{Error: "the query is malformed: " + err.Error()})
-		return
+		return opts, false
 	}
-	var opts process.ListOptions
 	for name, vs := range query {
 		switch name {
 		case "limit":
 			n, err := strconv.Atoi(vs[0])
 			if err != nil || n < 1 || n > process.MaxListLimit || len(vs) > 1 {
 				writeError(w, http.StatusBadRequest, &apiError{Error: fmt.Sprintf("limit %q: give one number from 1 to %d (default %d)", strings.Join(vs, ","), process.MaxListLimit, process.DefaultListLimit)})
-				return
+				return opts, false
 			}
 			opts.Limit = n
 		case "cursor":
 			if len(vs) > 1 {
 				writeError(w, http.StatusBadRequest, &apiError{Error: "give one cursor: the \"next\" of the page before"})
-				return
+				return opts, false
 			}
 			opts.Cursor = vs[0]
 		default:
 			writeError(w, http.StatusBadRequest, &apiError{Error: fmt.Sprintf("unknown parameter %q (want limit, cursor)", name)})
-			return
+			return opts, false
 		}
 	}
-	page, err := s.p.List(r.Context(), opts)
-	if err != nil {
-		s.failed(w, r, err)
-		return
-	}
-	out := listPage{Processes: page.Processes}
-	if out.Processes == nil {
-		out.Processes = []process.Summary{}
-	}
-	if page.Next != "" {
-		out.Next = &page.Next
-	}
-	writeJSON(w, http.StatusOK, out)
+	return opts, true
 }
 
-func (s *server) get(w http.ResponseWriter, r *http.Request) {
-	id, ok := processID(w, r)
+func (s *server) list(w http.ResponseWriter, r *http.Request) {
+	servePage(s, w, r, func(ctx context.Context, opts process.ListOptions) ([]process.Summary, string, error) {
+		page, err := s.p.List(ctx, opts)
+		return page.Processes, page.Next, err
+	}, func(items []process.Summary, next *string) any { return listPage{Processes: items, Next: next} })
+}
+
+// servePage answers a list's GET: the page list gives for the query's
+// limit and cursor, as page puts it — its items (never null) and the next
+// cursor (null on the last page).
+func servePage[T any](s *server, w http.ResponseWriter, r *http.Request, list func(context.Context, process.ListOptions) ([]T, string, error), page func(items []T, next *string) any) {
+	opts, ok := listOptions(w, r)
 	if !ok {
 		return
 	}
-	info, err := s.p.Get(r.Context(), id)
+	items, next, err := list(r.Context(), opts)
 	if err != nil {
 		s.failed(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, info)
+	if items == nil {
+		items = []T{}
+	}
+	var nextCursor *string
+	if next != "" {
+		nextCursor = &next
+	}
+	writeJSON(w, http.StatusOK, page(items, nextCursor))
+}
+
+func (s *server) get(w http.ResponseWriter, r *http.Request) {
+	serveGet(s, w, r, "process", s.p.Get)
+}
+
+// serveGet answers the GET of one item: what get gives for the id in the
+// path, which names a what ("process").
+func serveGet[T any](s *server, w http.ResponseWriter, r *http.Request, what string, get func(context.Context, string) (T, error)) {
+	id, ok := pathID(w, r, what)
+	if !ok {
+		return
+	}
+	item, err := get(r.Context(), id)
+	if err != nil {
+		s.failed(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, item)
 }
 
 func (s *server) answer(w http.ResponseWriter, r *http.Request) {
-	id, ok := processID(w, r)
+	id, ok := pathID(w, r, "process")
 	if !ok {
 		return
 	}

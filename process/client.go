@@ -115,7 +115,7 @@ func (c *Client) Start(ctx context.Context, opts StartOptions) (*Started, error)
 	if err := checkFirst(in.Program, in.First); err != nil {
 		return nil, err
 	}
-	if err := checkPayloadSize("the start of "+name, in); err != nil {
+	if err := CheckPayloadSize("the start of "+name, in); err != nil {
 		return nil, err
 	}
 	id := wfid.New(name)
@@ -170,6 +170,11 @@ func (c *Client) Get(ctx context.Context, id string) (*Info, error) {
 		return nil, err
 	}
 	ex := desc.GetWorkflowExecutionInfo()
+	if t := ex.GetType().GetName(); t != WorkflowName && t != DirectCallName {
+		// Another workflow — a Vessel request, a fire-and-forget action —
+		// is no process, though it may answer a query of the same name.
+		return nil, fmt.Errorf("%w: %s", ErrNotFound, id)
+	}
 	info := &Info{ID: id, Process: memoProcess(ex.GetMemo()), StartedAt: ex.GetStartTime().AsTime()}
 	if ex.GetType().GetName() == DirectCallName {
 		info.View = View{Status: statusOf(ex.GetStatus()), Done: []string{}}
@@ -256,45 +261,60 @@ var ErrBadCursor = errors.New("not a cursor of this list")
 // List returns a page of processes, newest first. The cursor is the
 // engine's own page token, base64url-encoded.
 func (c *Client) List(ctx context.Context, opts ListOptions) (Page, error) {
+	query := fmt.Sprintf("WorkflowType = '%s' OR WorkflowType = '%s'", WorkflowName, DirectCallName)
+	execs, next, err := ListExecutions(ctx, c.Temporal, "processes", query, opts)
+	if err != nil {
+		return Page{}, err
+	}
+	page := Page{Processes: make([]Summary, len(execs)), Next: next}
+	for i, ex := range execs {
+		page.Processes[i] = summaryOf(ex)
+	}
+	return page, nil
+}
+
+// ListExecutions returns a page of the workflows a visibility query
+// matches, newest first, and the cursor of the next page ("" after the
+// last); what names them in errors ("processes"). It is List's paging,
+// shared with the lists of other workflows (package request's).
+func ListExecutions(ctx context.Context, c client.Client, what, query string, opts ListOptions) ([]*workflowpb.WorkflowExecutionInfo, string, error) {
 	limit := opts.Limit
 	if limit == 0 {
 		limit = DefaultListLimit
 	}
 	if limit < 1 || limit > MaxListLimit {
-		return Page{}, fmt.Errorf("list processes: the limit %d is not between 1 and %d", opts.Limit, MaxListLimit)
+		return nil, "", fmt.Errorf("list %s: the limit %d is not between 1 and %d", what, opts.Limit, MaxListLimit)
 	}
 	token, err := base64.RawURLEncoding.DecodeString(opts.Cursor)
 	if err != nil || !pageToken(token) {
-		return Page{}, fmt.Errorf("list processes: cursor %q: %w", opts.Cursor, ErrBadCursor)
+		return nil, "", fmt.Errorf("list %s: cursor %q: %w", what, opts.Cursor, ErrBadCursor)
 	}
-	page := Page{Processes: []Summary{}}
+	var execs []*workflowpb.WorkflowExecutionInfo
 	for calls := 0; ; calls++ {
-		resp, err := c.Temporal.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{
-			Query:         fmt.Sprintf("WorkflowType = '%s' OR WorkflowType = '%s'", WorkflowName, DirectCallName),
-			PageSize:      int32(limit - len(page.Processes)),
+		resp, err := c.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{
+			Query:         query,
+			PageSize:      int32(limit - len(execs)),
 			NextPageToken: token,
 		})
 		if err != nil {
 			var bad *serviceerror.InvalidArgument
 			if calls == 0 && len(token) > 0 && errors.As(err, &bad) {
-				return Page{}, fmt.Errorf("list processes: cursor %q: %w (%v)", opts.Cursor, ErrBadCursor, err)
+				return nil, "", fmt.Errorf("list %s: cursor %q: %w (%v)", what, opts.Cursor, ErrBadCursor, err)
 			}
-			return Page{}, fmt.Errorf("list processes: %w", err)
+			return nil, "", fmt.Errorf("list %s: %w", what, err)
 		}
-		for _, ex := range resp.GetExecutions() {
-			page.Processes = append(page.Processes, summaryOf(ex))
-		}
+		execs = append(execs, resp.GetExecutions()...)
 		token = resp.GetNextPageToken()
 		// The engine may give a short page before the last one: fill this
 		// one up to the limit, so that a page is short only at the end.
-		if len(token) == 0 || len(page.Processes) >= limit {
+		if len(token) == 0 || len(execs) >= limit {
 			break
 		}
 	}
-	if len(token) > 0 {
-		page.Next = base64.RawURLEncoding.EncodeToString(token)
+	if len(token) == 0 {
+		return execs, "", nil
 	}
-	return page, nil
+	return execs, base64.RawURLEncoding.EncodeToString(token), nil
 }
 
 // pageToken reports whether token may be one of the engine's page tokens:
@@ -331,7 +351,7 @@ func summaryOf(ex *workflowpb.WorkflowExecutionInfo) Summary {
 // a *NotWaitingError; an answer past the engine's payload limit is not
 // sent (*TooLargeError).
 func (c *Client) Answer(ctx context.Context, id string, answer jsonv.Value) (*View, error) {
-	if err := checkPayloadSize("the answer", []any{answer}); err != nil {
+	if err := CheckPayloadSize("the answer", []any{answer}); err != nil {
 		return nil, err
 	}
 	h, err := c.Temporal.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{

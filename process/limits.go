@@ -55,9 +55,11 @@ func checkPartsSize(opts StartOptions) error {
 	return nil
 }
 
-// checkPayloadSize measures v as the engine will: encoded by the default
-// data converter, as the Payloads of one workflow input or update.
-func checkPayloadSize(what string, v any) error {
+// CheckPayloadSize measures v as the engine will — encoded by the default
+// data converter, as the Payloads of one workflow input or update — and
+// returns a *TooLargeError naming it as what when it is past
+// MaxPayloadSize, so that a start is refused before it is sent.
+func CheckPayloadSize(what string, v any) error {
 	p, err := converter.GetDefaultDataConverter().ToPayloads(v)
 	if err != nil {
 		return fmt.Errorf("encode %s: %w", what, err)

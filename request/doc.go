@@ -1,6 +1,8 @@
 // Package request runs Vessel requests durably on Temporal: the workflow
 // that orchestrates a request, the activities that decide and delegate, and
-// the client that starts one and waits for its result.
+// the client that starts, reads and lists requests (Client, the
+// counterpart of process.Client; Run starts a prepared request and waits
+// for its result).
 //
 // What a request means — its toolset, context, state, instances, plans,
 // delegates, and how a decision is checked — is package vessel's, which
@@ -25,4 +27,10 @@
 // Every outside effect is an activity and every value a check needs is
 // checked in one (a local activity where it is cheap), so a restart of
 // the server replays the history and repeats nothing.
+//
+// The query "view" (QueryView) returns what the workflow holds as it runs:
+// the decision once made, the calls finished so far, each instance's state,
+// the usage. Client.Get reads it; top-level requests carry their Vessel's
+// name in the memo (MemoVessel) and are listed by Client.List, a
+// delegate's sub-request being shown as its call's run instead.
 package request

@@ -13,4 +13,12 @@ const (
 	// DelegateName is the activity type that loads a delegate and prepares
 	// its sub-request (Activities.Delegate).
 	DelegateName = "vibe.Delegate"
+
+	// QueryView is the query that returns a request as far as it has run
+	// (View): its decision, the calls finished so far, each instance's
+	// state, its usage.
+	QueryView = "view"
+	// MemoVessel is the memo field that names a request's Vessel, for
+	// listings.
+	MemoVessel = "vessel"
 )

@@ -34,6 +34,10 @@ type Workflows struct {
 // fill its output with the calls' results in view.
 func (w *Workflows) Request(ctx workflow.Context, req vessel.Request) (vessel.Result, error) {
 	res := vessel.Result{States: req.States}
+	var run *requestRun // set once the calls are known
+	if err := workflow.SetQueryHandler(ctx, QueryView, func() (View, error) { return view(&req, &res, run), nil }); err != nil {
+		return res, err
+	}
 	graph := req.Calls
 	res.Decision = req.Decision
 	switch {
@@ -55,8 +59,8 @@ func (w *Workflows) Request(ctx workflow.Context, req vessel.Request) (vessel.Re
 		graph, res.Decision, res.Usage, res.Replayed = d.Calls, d.Decision, d.Usage, d.Replayed
 	}
 
-	run := &requestRun{w: w, req: &req, graph: graph, states: req.States,
-		calls: make([]vessel.CallResult, len(graph.Calls)), failed: make([]bool, len(graph.Calls))}
+	run = &requestRun{w: w, req: &req, graph: graph, states: req.States,
+		calls: make([]vessel.CallResult, len(graph.Calls)), failed: make([]bool, len(graph.Calls)), done: make([]bool, len(graph.Calls))}
 	for _, layer := range graph.Layers() {
 		for start := 0; start < len(layer); start += MaxParallel {
 			run.batch(ctx, layer[start:min(len(layer), start+MaxParallel)])
@@ -98,6 +102,27 @@ type requestRun struct {
 	states map[string]jsonv.Value
 	calls  []vessel.CallResult
 	failed []bool
+	// done marks the calls that have finished, failed or were not run, for
+	// the query "view".
+	done []bool
+}
+
+// view is the request as far as it has run, for the query "view": what the
+// workflow holds, with only the calls that have finished.
+func view(req *vessel.Request, res *vessel.Result, run *requestRun) View {
+	v := View{Result: *res, Instances: req.Instances}
+	if run == nil || res.Calls != nil {
+		// Deciding, or done: res holds it all.
+		return v
+	}
+	v.Calls, v.States = []vessel.CallResult{}, run.states
+	for i, c := range run.calls {
+		if run.done[i] {
+			v.Calls = append(v.Calls, c)
+			v.Usage = v.Usage.Add(c.Usage)
+		}
+	}
+	return v
 }
 
 // batch runs calls of one layer in parallel, then writes their results into
@@ -115,13 +140,14 @@ func (r *requestRun) batch(ctx workflow.Context, batch []int) {
 			}
 		}
 		if r.failed[i] {
+			r.done[i] = true
 			continue
 		}
 		// Parameters read the state as it is when the layer starts.
 		params, err := vessel.ResolveRefs(c.Params, r.states[c.Instance])
 		if err != nil {
 			cr.Error = fmt.Sprintf("%s: %v", c.Name(), err)
-			r.failed[i] = true
+			r.failed[i], r.done[i] = true, true
 			continue
 		}
 		cr.Params = params
@@ -129,6 +155,7 @@ func (r *requestRun) batch(ctx workflow.Context, batch []int) {
 		wg.Add(1)
 		workflow.Go(ctx, func(ctx workflow.Context) {
 			defer wg.Done()
+			defer func() { r.done[i] = true }()
 			out, err := r.call(ctx, state, c, params, cr)
 			if err != nil {
 				cr.Error = fmt.Sprintf("%s: %v", c.Name(), process.ErrorText(err))

@@ -22,6 +22,7 @@ import (
 	"github.com/augceo/vibe/jsonv"
 	"github.com/augceo/vibe/process"
 	"github.com/augceo/vibe/registry"
+	"github.com/augceo/vibe/request"
 	"github.com/augceo/vibe/schema"
 	"github.com/augceo/vibe/server"
 	"github.com/augceo/vibe/telemetry"
@@ -170,6 +171,7 @@ type local struct {
 	eng       *engine.Engine
 	worker    worker.Worker
 	client    *process.Client
+	requests  *request.Client
 	telemetry func(context.Context) error // flushes the exporters
 }
 
@@ -215,7 +217,7 @@ func startLocal(ctx context.Context, io stdio, ef *engineFlags, wf *workerFlags,
 // queries and runs nothing. Its Close closes eng too.
 func startWorker(ctx context.Context, io stdio, eng *engine.Engine, wf *workerFlags, reg *registry.Registry, logger *slog.Logger) (*local, error) {
 	var err error
-	l := &local{client: &process.Client{Temporal: eng.Client(), Registry: reg}}
+	l := &local{client: &process.Client{Temporal: eng.Client(), Registry: reg}, requests: &request.Client{Temporal: eng.Client(), Registry: reg}}
 	opts := server.WorkerOptions{Logger: logger, QueryOnly: wf == nil}
 	if wf != nil {
 		if opts.Actions, err = wf.actions(); err != nil {
@@ -230,6 +232,7 @@ func startWorker(ctx context.Context, io stdio, eng *engine.Engine, wf *workerFl
 		}
 		opts.Loader = wf.loader(reg)
 		l.client.Actions = opts.Actions.Names()
+		l.requests.Actions, l.requests.Loader = l.client.Actions, opts.Loader
 	}
 	if wf != nil {
 		if l.telemetry, err = telemetry.Setup(ctx, telemetry.Options{Endpoint: wf.otlp}); err != nil {

@@ -19,6 +19,7 @@ func newServeCmd(io stdio) *cobra.Command {
 	var (
 		ef     engineFlags
 		wf     workerFlags
+		bounds delegateBounds
 		regDir string
 		addr   string
 	)
@@ -36,15 +37,30 @@ the model and the server actions, and the HTTP API on --addr:
   GET  /v1/processes/{id}            a process: status, what it waits for, state, usage
   POST /v1/processes/{id}/answer     a person's answer (422 with the errors when it does
                                      not fit, 409 when the process waits for none)
+  POST /v1/requests                  a Vessel request: {"vessel": URI or Vessel, "prompt",
+                                     "context": [messages], "decision"}; 201 {"id"}
+  GET  /v1/requests?limit=N&cursor=C  a page of requests, newest first: {"requests": [...],
+                                     "next": C or null}
+  GET  /v1/requests/{id}             a request: status, decision, the calls finished so far
+                                     (results, errors, runs), each instance's state, usage
+  POST /v1/plans                     a plan: {"vessel", "context"} whose context holds a
+                                     plan message; 422 with every problem before it runs
+
+A Vessel request's toolset is built with this server's registry, actions
+(--actions-file) and delegate allow-list (--delegate-allow); --delegate-depth
+and --delegate-fanout bound its delegation (a request may ask for less).
 
 Every error is JSON: {"error", "path", "details": [{"file", "path", "message"}]}.
 POST bodies are JSON (Content-Type: application/json, else 415) of at most
 2 MiB, the engine's limit (else 413); a "first" value that breaks the first
-chunk's schema gets 422 with each path, and nothing starts. A request must
-arrive within a minute (its header within 10 s); an idle connection closes
-after two minutes.
+chunk's schema gets 422 with each path, and nothing starts; so do a Vessel,
+context, plan or decision with problems, each named by the member it came in
+("vessel", "context", "decision") and its path there. A request must arrive
+within a minute (its header within 10 s); an idle connection closes after two
+minutes.
 
-While it runs, vibe run, answer, show and ps given the same --data use it.
+While it runs, vibe run, answer, show, ps, vessel and plan given the same
+--data use it.
 Off loopback every request needs a token (--token or $VIBE_TOKEN); without one
 serve refuses to listen off loopback, and answers only requests addressed to
 localhost or a loopback IP that come from no other web page's origin (403), so
@@ -69,7 +85,8 @@ a web page cannot reach it through your browser.`,
 			if ef.temporal != "" {
 				dataDir = "" // other commands find a cluster by its flag
 			}
-			h := api.Handler(l.client, api.Options{Token: ef.token, Logger: logger})
+			l.requests.MaxDepth, l.requests.MaxFanOut = bounds.depth, bounds.fanOut
+			h := api.Handler(l.client, api.Options{Token: ef.token, Logger: logger, Requests: l.requests})
 			return server.Serve(ctx, h, server.ServeOptions{Addr: addr, DataDir: dataDir, Ready: func(a net.Addr) {
 				mode := "embedded engine in " + ef.data
 				if ef.temporal != "" {
@@ -85,6 +102,7 @@ a web page cannot reach it through your browser.`,
 	}
 	ef.add(cmd)
 	wf.add(cmd)
+	bounds.add(cmd)
 	registryFlag(cmd, &regDir)
 	cmd.Flags().StringVar(&addr, "addr", "127.0.0.1:8080", "address of the HTTP API")
 	cmd.Flags().StringVar(&ef.listen, "temporal-listen", "", "let the embedded engine's Temporal frontend listen on `HOST:PORT` (an IP; 0.0.0.0 for every interface), so that vibe worker --temporal HOST:PORT --tls-dir … on other machines share the work; clients need the certificates in DATA/tls")

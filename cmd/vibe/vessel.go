@@ -9,11 +9,13 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/augceo/vibe/api"
 	"github.com/augceo/vibe/engine"
 	"github.com/augceo/vibe/jsonv"
 	"github.com/augceo/vibe/process"
 	"github.com/augceo/vibe/registry"
 	"github.com/augceo/vibe/request"
+	"github.com/augceo/vibe/schema"
 	"github.com/augceo/vibe/vessel"
 )
 
@@ -42,26 +44,38 @@ select, and an input message with the call's parameters. Its result is the
 call's result; the sub-request runs as a child workflow, printed as "run".
 
 --context holds the request's messages: a JSON array (or {"context": [...]}) of
-system, input, state, data and plan messages; any may carry "_instance".`,
+system, input, state, data and plan messages; any may carry "_instance".
+
+While a vibe serve runs on --data, the request goes to it (POST /v1/requests)
+with the Vessel file and the context inline: the server builds the toolset
+with its own registry, actions and model. Otherwise it runs here on the
+embedded engine, which stays up until the processes the request launched
+have finished or wait for a person.`,
 		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			opts := request.StartOptions{Prompt: prompt, Context: jsonv.ArrayValue(), ContextFile: "request", File: args[0]}
+			if c, ok := ef.runningServer(); ok && !showPrompt {
+				var err error
+				if opts.Document, err = schema.ReadFile(args[0]); err != nil {
+					return err
+				}
+				if err := readContextFlag(io, ctxFile, &opts); err != nil {
+					return err
+				}
+				return serveRequest(cmd, io, c, &bounds, opts)
+			}
 			reg, err := openRegistry(regDir)
 			if err != nil {
 				return err
 			}
-			ts, err := buildToolset(args[0], reg, &wf)
-			if err != nil {
+			if opts.Toolset, err = buildToolset(args[0], reg, &wf); err != nil {
 				return err
 			}
-			msgs := jsonv.ArrayValue()
-			file := "request"
-			if ctxFile != "" {
-				if msgs, err = readContext(io, ctxFile); err != nil {
-					return err
-				}
-				file = inputName(ctxFile)
+			if err := readContextFlag(io, ctxFile, &opts); err != nil {
+				return err
 			}
-			req, err := vessel.NewRequest(ts, msgs, vessel.RequestOptions{Prompt: prompt, File: file, MaxDepth: bounds.depth, MaxFanOut: bounds.fanOut})
+			// Prepared here to check the context before an engine starts.
+			req, err := vessel.NewRequest(opts.Toolset, opts.Context, vessel.RequestOptions{Prompt: prompt, File: opts.ContextFile, MaxDepth: bounds.depth, MaxFanOut: bounds.fanOut})
 			if err != nil {
 				return err
 			}
@@ -69,9 +83,9 @@ system, input, state, data and plan messages; any may carry "_instance".`,
 				return writeJSON(io, jsonv.ObjectValue(
 					jsonv.Member{Name: "system", Value: jsonv.StringValue(req.System())},
 					jsonv.Member{Name: "prompt", Value: jsonv.StringValue(req.Text())},
-					jsonv.Member{Name: "schema", Value: ts.DecisionSchema()}))
+					jsonv.Member{Name: "schema", Value: opts.Toolset.DecisionSchema()}))
 			}
-			return runRequest(cmd.Context(), io, &ef, &wf, reg, req)
+			return runRequest(cmd.Context(), io, &ef, &wf, reg, &bounds, opts)
 		},
 	}
 	ef.add(cmd)
@@ -106,13 +120,13 @@ FILE is {"vessel": "V.json", "context": [...]} (the vessel path relative to
 FILE) or a bare array of messages with --vessel.
 
   --dry-run   print the calls in the order they would run, layer by layer
-  --dot       print the plan as a Graphviz graph`,
+  --dot       print the plan as a Graphviz graph
+
+To run, a plan goes to the vibe serve on --data when one runs (POST /v1/plans),
+which checks it against the toolset it builds with its own registry and
+actions; otherwise it runs here on the embedded engine.`,
 		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			reg, err := openRegistry(regDir)
-			if err != nil {
-				return err
-			}
 			file := inputName(args[0])
 			doc, err := readInput(io, args[0])
 			if err != nil {
@@ -128,19 +142,28 @@ FILE) or a bare array of messages with --vessel.
 			if vfile == "" {
 				return usageError{errors.New("which Vessel's tools does the plan call? give --vessel V.json, or \"vessel\" in the file")}
 			}
-			ts, err := buildToolset(vfile, reg, &wf)
-			if err != nil {
-				return err
-			}
-			at := jsonv.Pointer("")
+			opts := request.StartOptions{File: vfile, Context: msgs, ContextFile: file, Plan: true}
 			if doc.Object() != nil {
-				at = "/context"
+				opts.ContextAt = "/context"
 			}
-			parsed, err := vessel.ParseContext(file, at, msgs)
+			if c, ok := ef.runningServer(); ok && !asDot && !dryRun {
+				if opts.Document, err = schema.ReadFile(vfile); err != nil {
+					return err
+				}
+				return serveRequest(cmd, io, c, &bounds, opts)
+			}
+			reg, err := openRegistry(regDir)
 			if err != nil {
 				return err
 			}
-			g, err := vessel.AssemblePlan(file, parsed, ts)
+			if opts.Toolset, err = buildToolset(vfile, reg, &wf); err != nil {
+				return err
+			}
+			parsed, err := vessel.ParseContext(file, opts.ContextAt, msgs)
+			if err != nil {
+				return err
+			}
+			g, err := vessel.AssemblePlan(file, parsed, opts.Toolset)
 			if err != nil {
 				return err
 			}
@@ -151,11 +174,7 @@ FILE) or a bare array of messages with --vessel.
 			case dryRun:
 				return g.WriteTable(io.out)
 			}
-			req, err := vessel.NewRequest(ts, msgs, vessel.RequestOptions{File: file, MaxDepth: bounds.depth, MaxFanOut: bounds.fanOut})
-			if err != nil {
-				return err
-			}
-			return runRequest(cmd.Context(), io, &ef, &wf, reg, req)
+			return runRequest(cmd.Context(), io, &ef, &wf, reg, &bounds, opts)
 		},
 	}
 	ef.add(cmd)
@@ -185,29 +204,44 @@ func buildToolset(file string, reg *registry.Registry, wf *workerFlags) (*vessel
 	return vessel.Build(context.Background(), v, vessel.BuildOptions{Registry: reg, Actions: acts.Names(), Loader: wf.loader(reg)})
 }
 
-// readContext reads messages: an array, or {"context": [...]}.
-func readContext(io stdio, name string) (jsonv.Value, error) {
+// readContextFlag reads --context into opts: messages as an array, or
+// {"context": [...]}, named by the file in errors.
+func readContextFlag(io stdio, name string, opts *request.StartOptions) error {
+	if name == "" {
+		return nil
+	}
 	doc, err := readInput(io, name)
 	if err != nil {
-		return jsonv.Value{}, err
+		return err
 	}
+	opts.Context, opts.ContextFile = doc, inputName(name)
 	if c, ok := doc.Get("context"); ok {
-		return c, nil
+		opts.Context = c
 	}
-	return doc, nil
+	return nil
 }
 
-// runRequest runs a request on the vibe serve's engine when one has the
-// data directory, else on the embedded engine with a worker here, and
-// prints what it did.
-func runRequest(ctx context.Context, io stdio, ef *engineFlags, wf *workerFlags, reg *registry.Registry, in *vessel.Request) error {
+// serveRequest runs a request on the vibe serve that c talks to: it builds
+// the toolset with its own registry, actions and model.
+func serveRequest(cmd *cobra.Command, io stdio, c *api.Client, bounds *delegateBounds, opts request.StartOptions) error {
+	fmt.Fprintf(io.err, "vibe: sending the request to the vibe serve at %s (its registry, actions and model)\n", c.BaseURL)
+	opts.MaxDepth, opts.MaxFanOut = bounds.asked(cmd)
+	_, err := runOn(cmd.Context(), io, c.Requests(), opts)
+	return err
+}
+
+// runRequest runs a request of a built toolset: on the engine of the vibe
+// process that has the data directory, or else on the embedded engine with
+// a worker here, which it keeps up until what the request launched has run
+// as far as it can without a person. It prints what the request did.
+func runRequest(ctx context.Context, io stdio, ef *engineFlags, wf *workerFlags, reg *registry.Registry, bounds *delegateBounds, opts request.StartOptions) error {
 	if ef.temporal == "" {
-		// A vibe serve runs on the data directory: its worker does the work.
+		// Another vibe process runs the engine: its worker does the work.
 		eng, err := ef.attach(ctx, quietLogger())
 		switch {
 		case err == nil:
 			defer eng.Close()
-			_, err := printResult(ctx, io, eng, in)
+			_, err := runOn(ctx, io, &request.Client{Temporal: eng.Client(), MaxDepth: bounds.depth, MaxFanOut: bounds.fanOut}, opts)
 			return err
 		case !errors.Is(err, engine.ErrNotRunning):
 			return err
@@ -218,11 +252,10 @@ func runRequest(ctx context.Context, io stdio, ef *engineFlags, wf *workerFlags,
 		return err
 	}
 	defer l.Close()
-	res, err := printResult(ctx, io, l.eng, in)
-	if res != nil {
-		// The worker is this command's: keep it up until what the request
-		// launched has run as far as it can without a person.
-		if serr := settle(ctx, io, l.client, launched(in, res)); err == nil {
+	l.requests.MaxDepth, l.requests.MaxFanOut = bounds.depth, bounds.fanOut
+	info, err := runOn(ctx, io, l.requests, opts)
+	if info != nil {
+		if serr := settle(ctx, io, l.client, launched(opts.Toolset, info)); err == nil {
 			err = serr
 		}
 	}
@@ -230,14 +263,49 @@ func runRequest(ctx context.Context, io stdio, ef *engineFlags, wf *workerFlags,
 }
 
 // launched lists the ids of the processes a request's calls launched.
-func launched(in *vessel.Request, res *vessel.Result) []string {
+func launched(ts *vessel.Toolset, info *request.Info) []string {
 	var ids []string
-	for _, c := range res.Calls {
-		if t := in.Toolset.Tool(c.Tool); t != nil && t.Kind == vessel.Launch && c.Error == "" {
+	for _, c := range info.Calls {
+		if t := ts.Tool(c.Tool); t != nil && t.Kind == vessel.Launch && c.Error == "" {
 			ids = append(ids, c.Result.Lookup("id").Str())
 		}
 	}
 	return ids
+}
+
+// runOn starts a request, waits until it has finished and prints what it
+// did. It returns the request unless it failed.
+func runOn(ctx context.Context, io stdio, r api.Requests, opts request.StartOptions) (*request.Info, error) {
+	started, err := r.Start(ctx, opts)
+	if err != nil {
+		return nil, err
+	}
+	info, err := awaitRequest(ctx, r, started.ID)
+	if err != nil {
+		return nil, fmt.Errorf("request %s: %w", started.ID, err)
+	}
+	if info.Status == process.Failed {
+		return nil, fmt.Errorf("request %s failed: %s", info.ID, *info.Error)
+	}
+	return info, printResult(io, info)
+}
+
+// awaitRequest reads a request until it has finished, more and more
+// slowly (20 ms at first, at most half a second apart).
+func awaitRequest(ctx context.Context, r api.Requests, id string) (*request.Info, error) {
+	wait := 20 * time.Millisecond
+	for {
+		info, err := r.Get(ctx, id)
+		if err != nil || info.Status != process.Running {
+			return info, err
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(wait):
+		}
+		wait = min(wait*3/2, 500*time.Millisecond)
+	}
 }
 
 // settle waits until each process has completed, failed or waits for a
@@ -278,11 +346,9 @@ func settle(ctx context.Context, io stdio, p processes, ids []string) error {
 	return nil
 }
 
-func printResult(ctx context.Context, io stdio, eng *engine.Engine, in *vessel.Request) (*vessel.Result, error) {
-	res, id, err := request.Run(ctx, eng.Client(), in)
-	if err != nil {
-		return nil, fmt.Errorf("request %s: %w", id, err)
-	}
+// printResult prints what a finished request did: each call on stderr, and
+// the decision, the calls, the states and the usage as JSON.
+func printResult(io stdio, res *request.Info) error {
 	if res.Replayed {
 		fmt.Fprintln(io.err, "vibe: the decision was replayed from a recording")
 	}
@@ -303,13 +369,6 @@ func printResult(ctx context.Context, io stdio, eng *engine.Engine, in *vessel.R
 		}
 		fmt.Fprintln(io.err, line)
 	}
-	states := jsonv.NewObject(len(res.States))
-	if g, ok := res.States[""]; ok && g.Len() > 0 {
-		states.Set("", g)
-	}
-	for _, m := range in.Instances {
-		states.Set(m, res.States[m])
-	}
 	calls := make([]jsonv.Value, len(res.Calls))
 	for i, c := range res.Calls {
 		calls[i] = c.Summary()
@@ -317,18 +376,18 @@ func printResult(ctx context.Context, io stdio, eng *engine.Engine, in *vessel.R
 			calls[i].Object().Set("run", jsonv.StringValue(c.Run))
 		}
 	}
-	err = writeJSON(io, jsonv.ObjectValue(
-		jsonv.Member{Name: "request", Value: jsonv.StringValue(id)},
+	err := writeJSON(io, jsonv.ObjectValue(
+		jsonv.Member{Name: "request", Value: jsonv.StringValue(res.ID)},
 		jsonv.Member{Name: "decision", Value: res.Decision},
 		jsonv.Member{Name: "calls", Value: jsonv.ArrayValue(calls...)},
-		jsonv.Member{Name: "states", Value: states.Value()},
+		jsonv.Member{Name: "states", Value: res.States},
 		jsonv.Member{Name: "usage", Value: jsonv.ObjectValue(
 			jsonv.Member{Name: "promptTokens", Value: jsonv.IntValue(res.Usage.PromptTokens)},
 			jsonv.Member{Name: "completionTokens", Value: jsonv.IntValue(res.Usage.CompletionTokens)})}))
 	if err == nil && failed > 0 {
 		err = fmt.Errorf("%d of %d calls failed", failed, len(res.Calls))
 	}
-	return res, err
+	return err
 }
 
 // delegateBounds bound a request's delegation.
@@ -337,4 +396,16 @@ type delegateBounds struct{ depth, fanOut int }
 func (b *delegateBounds) add(cmd *cobra.Command) {
 	cmd.Flags().IntVar(&b.depth, "delegate-depth", vessel.DefaultMaxDepth, "how deep delegates may nest")
 	cmd.Flags().IntVar(&b.fanOut, "delegate-fanout", vessel.DefaultMaxFanOut, "how many delegate calls one request (and each sub-request) may make")
+}
+
+// asked are the bounds given on the command line, 0 for those left at
+// their defaults: a server applies its own unless asked for others.
+func (b *delegateBounds) asked(cmd *cobra.Command) (depth, fanOut int) {
+	if cmd.Flags().Changed("delegate-depth") {
+		depth = b.depth
+	}
+	if cmd.Flags().Changed("delegate-fanout") {
+		fanOut = b.fanOut
+	}
+	return depth, fanOut
 }
