@@ -3,13 +3,13 @@ package request
 import (
 	"context"
 	"errors"
-	"fmt"
 
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/augceo/vibe/jsonv"
 	"github.com/augceo/vibe/llm"
 	"github.com/augceo/vibe/process"
+	"github.com/augceo/vibe/schema"
 	"github.com/augceo/vibe/vessel"
 )
 
@@ -26,17 +26,16 @@ type Activities struct {
 	Actions []string
 }
 
-// DecideInput is what a decision needs: the toolset it chooses from, each
-// instance's state (for the calls that read it), and the text the model is
-// sent.
+// DecideInput is what a decision needs: the toolset it chooses from, the
+// rules it must keep to, each instance's state (for the calls that read
+// it), and the text the model is sent.
 type DecideInput struct {
 	Process string                 `json:"process"` // the workflow id, for logs and metrics
 	Toolset *vessel.Toolset        `json:"toolset"`
+	Rules   vessel.DecisionRules   `json:"rules"`
 	States  map[string]jsonv.Value `json:"states"`
 	System  string                 `json:"system"`
 	Prompt  string                 `json:"prompt"`
-	// MaxFanOut bounds the delegate calls the decision may make.
-	MaxFanOut int `json:"maxFanOut"`
 }
 
 // DecideOutput is a checked decision: as the model wrote it, and its calls
@@ -49,23 +48,25 @@ type DecideOutput struct {
 }
 
 // Decide asks the model for a decision on the toolset's decision schema
-// and checks it (vessel.ParseDecision): every call names a tool and an
-// instance there is, fits its tool, reads only what the state has or an
-// earlier call writes, and the calls form no cycle. A decision that breaks
-// these fails the request with every problem named.
+// under the rules, and checks it (vessel.CheckDecision): every call names
+// a tool and an instance the decision is for, fits its tool, writes and
+// reads only state paths the state's schema allows, reads only what the
+// state has or an earlier call writes; the calls form no cycle and keep
+// the fan-out bound. What the schema could not say goes back to the model
+// as a repair turn, each problem by its JSON path, within the call path's
+// bound; a decision that still breaks them fails with every problem.
 func (a *Activities) Decide(ctx context.Context, in DecideInput) (DecideOutput, error) {
-	out, err := a.Process.Fill(ctx, process.FillInput{Process: in.Process, Chunk: "decision", System: in.System, Prompt: in.Prompt,
-		Context: jsonv.NewObject(0).Value(), Schema: in.Toolset.DecisionSchema()})
+	check := func(v jsonv.Value) []schema.Invalid {
+		_, err := vessel.CheckDecision("decision", v, in.Toolset, in.States, in.Rules)
+		return vessel.Problems(err)
+	}
+	out, err := a.Process.FillChecked(ctx, process.FillInput{Process: in.Process, Chunk: "decision", System: in.System, Prompt: in.Prompt,
+		Context: jsonv.NewObject(0).Value(), Schema: in.Toolset.DecisionSchema(in.Rules)}, check)
 	if err != nil {
 		return DecideOutput{}, err
 	}
-	g, err := vessel.ParseDecision("decision", out.Value, in.Toolset, in.States)
+	g, err := vessel.CheckDecision("decision", out.Value, in.Toolset, in.States, in.Rules)
 	if err != nil {
-		return DecideOutput{}, temporal.NewNonRetryableApplicationError(err.Error(), "BadDecision", err)
-	}
-	req := vessel.Request{Toolset: in.Toolset, MaxFanOut: in.MaxFanOut}
-	if n, bound := req.DelegateCalls(g.Calls), req.FanOut(); n > bound {
-		err := fmt.Errorf("the request makes %d delegate calls; at most %d may run from one request (fan-out bound)", n, bound)
 		return DecideOutput{}, temporal.NewNonRetryableApplicationError(err.Error(), "BadDecision", err)
 	}
 	return DecideOutput{Decision: out.Value, Calls: g, Usage: out.Usage, Replayed: out.Replayed}, nil

@@ -197,7 +197,7 @@ func TestClient(t *testing.T) {
 			want []string // the errors, each "FILE: /path: message"
 		}{
 			{"a bad inline Vessel", StartOptions{Document: mustJSON(t, `{"name":"X","colour":1,"tools":["aug:instructions/nope"]}`), File: "x.vessel.json"},
-				[]string{`x.vessel.json: /colour: unknown key "colour" (want name, system, tools, processes, mixins)`}},
+				[]string{`x.vessel.json: /colour: unknown key "colour" (want name, system, tools, processes, mixins, followUps, decisionSize)`}},
 			{"a tool the registry lacks", StartOptions{Document: mustJSON(t, `{"name":"X","tools":["aug:instructions/nope"]}`)},
 				[]string{`vessel: /tools/0: unknown $ref "aug:instructions/nope"`}},
 			{"bad messages, where the context sits in its file", StartOptions{Toolset: ts, Context: mustJSON(t, `[{"type":"memo"},{"type":"system"}]`), ContextFile: "plan.json", ContextAt: "/context"},

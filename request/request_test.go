@@ -130,10 +130,17 @@ func TestModeration(t *testing.T) {
 	if n := model.Requests(); n != 1 {
 		t.Fatalf("%d model requests, want exactly one", n)
 	}
+	// Each instance's messages are in the context once, and its id once
+	// more in the schema's enum of the instances a call may target.
+	sent := parseChat(t, model.Bodies()[0])
+	context := strings.Join(sent.Context, "\n")
 	for i := 1; i <= 100; i++ {
 		id := fmt.Sprintf("c%03d", i)
-		if n := strings.Count(model.Bodies()[0], id); n != 1 {
-			t.Errorf("instance %s appears %d times in the request, want once", id, n)
+		if n := strings.Count(context, id); n != 1 {
+			t.Errorf("instance %s appears %d times in the context, want once", id, n)
+		}
+		if n := strings.Count(model.Bodies()[0], id); n != 2 {
+			t.Errorf("instance %s appears %d times in the request, want twice (its message, the schema's enum)", id, n)
 		}
 	}
 	if len(res.Calls) != 100 {
@@ -168,8 +175,17 @@ func TestManagerEmployees(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	model := newChat(t, `{"_reasoning":"B gets the report","calls":[{"_tool":"updateTask","_instance":"employee_B","newTask":"Finalize the quarterly report","newStatus":"High Priority","output":"†state"}]}`)
+	model := llmtest.NewWith(t, func(name, body string) string {
+		if strings.Contains(body, "Your decision made no call for") {
+			// The follow-up for employee_A: nothing to do for A.
+			return `{"_reasoning":"A keeps its task","calls":[]}`
+		}
+		return `{"_reasoning":"B gets the report","calls":[{"_tool":"updateTask","_instance":"employee_B","newTask":"Finalize the quarterly report","newStatus":"High Priority","output":"†state"}]}`
+	})
 	res := runRequest(t, Input{Toolset: ts, Context: ctx}, model.URL, nil)
+	if strings.Join(res.Unanswered, ",") != "employee_A" || len(res.FollowUps) != 1 {
+		t.Errorf("unanswered %v after %d follow-ups: A is asked about once and needs nothing", res.Unanswered, len(res.FollowUps))
+	}
 	if got := string(jsonv.Marshal(res.States["employee_A"])); got != `{"task":"Draft initial proposal","status":"In Progress"}` {
 		t.Errorf("employee_A changed: %s", got)
 	}

@@ -1,7 +1,10 @@
 package request
 
 import (
+	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	enumspb "go.temporal.io/api/enums/v1"
@@ -32,14 +35,23 @@ type Workflows struct {
 // launches and delegates child workflows, so nothing finished runs again
 // after a restart. A delegate's sub-request with tools then has the model
 // fill its output with the calls' results in view.
+//
+// When the model decides: a request with more instances than one decision
+// covers is split into parts, each a request of its own (a child
+// workflow), decided in parallel; a decision that leaves instances without
+// a call is followed by one that asks for those (Toolset.FollowUps); and a
+// call whose parameters break its tool once its "†state" references hold
+// values is replaced by a repair decision (MaxRepairRounds), the calls
+// that ran not run again.
 func (w *Workflows) Request(ctx workflow.Context, req vessel.Request) (vessel.Result, error) {
 	res := vessel.Result{States: req.States}
 	var run *requestRun // set once the calls are known
 	if err := workflow.SetQueryHandler(ctx, QueryView, func() (View, error) { return view(&req, &res, run), nil }); err != nil {
 		return res, err
 	}
-	graph := req.Calls
 	res.Decision = req.Decision
+	decided := false
+	graph := req.Calls
 	switch {
 	case graph != nil:
 	case len(req.Toolset.Tools) == 0:
@@ -52,24 +64,32 @@ func (w *Workflows) Request(ctx workflow.Context, req vessel.Request) (vessel.Re
 		res.Output, res.Usage, res.Replayed = compose.Split(out.Value).Output, out.Usage, out.Replayed
 		return res, nil
 	default:
-		d, err := decide(ctx, &req)
-		if err != nil {
-			return res, fmt.Errorf("decision: %w", err)
+		if parts := req.Split(); len(parts) > 1 {
+			return w.parts(ctx, parts, res)
 		}
-		graph, res.Decision, res.Usage, res.Replayed = d.Calls, d.Decision, d.Usage, d.Replayed
+		var err error
+		if graph, err = decideAll(ctx, &req, &res); err != nil {
+			return res, err
+		}
+		decided = true
 	}
 
-	run = &requestRun{w: w, req: &req, graph: graph, states: req.States,
-		calls: make([]vessel.CallResult, len(graph.Calls)), failed: make([]bool, len(graph.Calls)), done: make([]bool, len(graph.Calls))}
-	for _, layer := range graph.Layers() {
-		for start := 0; start < len(layer); start += MaxParallel {
-			run.batch(ctx, layer[start:min(len(layer), start+MaxParallel)])
+	run = &requestRun{w: w, req: &req, states: req.States}
+	run.exec(ctx, graph)
+	if decided {
+		if err := repair(ctx, &req, run, &res); err != nil {
+			return res, err
 		}
 	}
-	res.Calls, res.States = run.calls, run.states
-	for _, c := range run.calls {
+	for i, c := range run.calls {
+		if run.replaced[i] {
+			res.Replaced = append(res.Replaced, c)
+		} else {
+			res.Calls = append(res.Calls, c)
+		}
 		res.Usage = res.Usage.Add(c.Usage)
 	}
+	res.States = run.states
 	if !req.Output.IsNull() {
 		// A delegate's sub-request with tools: its result is filled once
 		// its calls are done, with what they gave.
@@ -82,29 +102,165 @@ func (w *Workflows) Request(ctx workflow.Context, req vessel.Request) (vessel.Re
 	return res, nil
 }
 
-// decide asks the model for the request's decision; the activity checks it
-// and wires its calls.
-func decide(ctx workflow.Context, req *vessel.Request) (DecideOutput, error) {
+// MaxRepairRounds bounds the repair decisions of a request: each replaces
+// the calls whose parameters broke their tool once their references held
+// values.
+const MaxRepairRounds = 2
+
+// MaxParallelParts bounds the parts of a split request decided at once.
+const MaxParallelParts = 8
+
+// decide asks the model for a decision under rules, with prompt; the
+// activity checks it — what breaks the rules goes back to the model as a
+// repair turn — and wires its calls.
+func decide(ctx workflow.Context, req *vessel.Request, rules vessel.DecisionRules, prompt string, states map[string]jsonv.Value) (DecideOutput, error) {
 	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{StartToCloseTimeout: process.FillTimeout, HeartbeatTimeout: process.HeartbeatTimeout, RetryPolicy: process.FillRetry})
 	var out DecideOutput
 	err := workflow.ExecuteActivity(actx, DecideName, DecideInput{
-		Process: workflow.GetInfo(ctx).WorkflowExecution.ID, Toolset: req.Toolset, States: req.States,
-		System: req.System(), Prompt: req.Text(), MaxFanOut: req.FanOut(),
+		Process: workflow.GetInfo(ctx).WorkflowExecution.ID, Toolset: req.Toolset, States: states,
+		System: req.System(), Prompt: prompt, Rules: rules,
 	}).Get(ctx, &out)
 	return out, err
+}
+
+// decideAll has the model decide for every instance: the decision, then
+// follow-ups for the instances it left without a call, at most
+// Toolset.FollowUps of them.
+func decideAll(ctx workflow.Context, req *vessel.Request, res *vessel.Result) (*vessel.Graph, error) {
+	rules := req.Rules()
+	d, err := decide(ctx, req, rules, req.Text(), req.States)
+	if err != nil {
+		return nil, fmt.Errorf("decision: %w", err)
+	}
+	res.Decision, res.Usage, res.Replayed = d.Decision, d.Usage, d.Replayed
+	calls := d.Calls.Calls
+	for range req.Toolset.FollowUps {
+		missing := vessel.Unanswered(req.Instances, calls)
+		if len(missing) == 0 {
+			break
+		}
+		follow := rules
+		follow.Instances, follow.Global = missing, false
+		d, err := decide(ctx, req, follow, req.Text()+"\n\n"+vessel.FollowUp(missing), req.States)
+		if err != nil {
+			// The calls decided stand; the instances stay unanswered.
+			workflow.GetLogger(ctx).Warn("follow-up decision failed", "instances", len(missing), "error", process.ErrorText(err))
+			break
+		}
+		res.FollowUps, res.Usage = append(res.FollowUps, d.Decision), res.Usage.Add(d.Usage)
+		if len(d.Calls.Calls) == 0 {
+			break // the model says they need nothing: asking again would not change it
+		}
+		calls = append(calls, vessel.Renumber(d.Calls.Calls, len(calls))...)
+	}
+	res.Unanswered = vessel.Unanswered(req.Instances, calls)
+	return vessel.NewGraph(calls), nil
+}
+
+// repair replaces the calls whose parameters broke their tool once their
+// "†state" references held values: the model sees what ran and what
+// failed, and decides the replacements, which run then; the calls that ran
+// are not run again.
+func repair(ctx workflow.Context, req *vessel.Request, run *requestRun, res *vessel.Result) error {
+	for range MaxRepairRounds {
+		var failed []int
+		for i := range run.calls {
+			if run.repairable[i] && !run.replaced[i] {
+				failed = append(failed, i)
+			}
+		}
+		if len(failed) == 0 {
+			return nil
+		}
+		rules := req.Rules()
+		rules.Instances, rules.Global = nil, false
+		var lines []string
+		for _, i := range failed {
+			c := run.calls[i]
+			if c.Instance == "" {
+				rules.Global = true
+			} else if !slices.Contains(rules.Instances, c.Instance) {
+				rules.Instances = append(rules.Instances, c.Instance)
+			}
+			lines = append(lines, "- "+c.Error)
+			run.replaced[i] = true
+		}
+		prompt := req.Text(vessel.ResultsMessage(run.calls)) + "\n\n" + vessel.RepairText(lines)
+		d, err := decide(ctx, req, rules, prompt, run.states)
+		if err != nil {
+			return fmt.Errorf("repair decision: %w", err)
+		}
+		res.Repairs, res.Usage = append(res.Repairs, d.Decision), res.Usage.Add(d.Usage)
+		run.exec(ctx, vessel.NewGraph(vessel.Renumber(d.Calls.Calls, len(run.calls))))
+	}
+	return nil
+}
+
+// parts runs a split request's parts as requests of their own, at most
+// MaxParallelParts at once; the result lists them (Result.Parts).
+func (w *Workflows) parts(ctx workflow.Context, parts []*vessel.Request, res vessel.Result) (vessel.Result, error) {
+	id := workflow.GetInfo(ctx).WorkflowExecution.ID
+	results := make([]vessel.Result, len(parts))
+	errs := make([]error, len(parts))
+	res.States = nil
+	for start := 0; start < len(parts); start += MaxParallelParts {
+		wg := workflow.NewWaitGroup(ctx)
+		for i := start; i < min(len(parts), start+MaxParallelParts); i++ {
+			pid := fmt.Sprintf("%s-part-%d", id, i+1)
+			res.Parts = append(res.Parts, pid)
+			cctx := workflow.WithChildOptions(ctx, workflow.ChildWorkflowOptions{WorkflowID: pid, ParentClosePolicy: enumspb.PARENT_CLOSE_POLICY_TERMINATE})
+			wg.Add(1)
+			workflow.Go(ctx, func(ctx workflow.Context) {
+				defer wg.Done()
+				errs[i] = workflow.ExecuteChildWorkflow(cctx, WorkflowName, parts[i]).Get(ctx, &results[i])
+			})
+		}
+		wg.Wait(ctx)
+	}
+	var failed []string
+	for i, r := range results {
+		if errs[i] != nil {
+			failed = append(failed, fmt.Sprintf("%s: %s", res.Parts[i], process.ErrorText(errs[i])))
+			continue
+		}
+		res.Usage = res.Usage.Add(r.Usage)
+		res.Unanswered = append(res.Unanswered, r.Unanswered...)
+		res.Replayed = res.Replayed || r.Replayed
+	}
+	if len(failed) > 0 {
+		return res, fmt.Errorf("%d of %d parts failed: %s", len(failed), len(parts), strings.Join(failed, "; "))
+	}
+	return res, nil
 }
 
 // requestRun is one request's calls as they run.
 type requestRun struct {
 	w      *Workflows
 	req    *vessel.Request
-	graph  *vessel.Graph
 	states map[string]jsonv.Value
 	calls  []vessel.CallResult
 	failed []bool
 	// done marks the calls that have finished, failed or were not run, for
-	// the query "view".
-	done []bool
+	// the query "view"; repairable those whose parameters broke their tool
+	// once their references held values, and replaced those a repair
+	// decision replaced.
+	done, repairable, replaced []bool
+}
+
+// exec runs g's calls (numbered from len(r.calls)) layer by layer.
+func (r *requestRun) exec(ctx workflow.Context, g *vessel.Graph) {
+	base := len(r.calls)
+	n := len(g.Calls)
+	r.calls = append(r.calls, make([]vessel.CallResult, n)...)
+	r.failed = append(r.failed, make([]bool, n)...)
+	r.done = append(r.done, make([]bool, n)...)
+	r.repairable = append(r.repairable, make([]bool, n)...)
+	r.replaced = append(r.replaced, make([]bool, n)...)
+	for _, layer := range g.Layers() {
+		for start := 0; start < len(layer); start += MaxParallel {
+			r.batch(ctx, g, base, layer[start:min(len(layer), start+MaxParallel)])
+		}
+	}
 }
 
 // view is the request as far as it has run, for the query "view": what the
@@ -125,17 +281,26 @@ func view(req *vessel.Request, res *vessel.Result, run *requestRun) View {
 	return v
 }
 
-// batch runs calls of one layer in parallel, then writes their results into
-// state in call order, whatever order they came in.
-func (r *requestRun) batch(ctx workflow.Context, batch []int) {
+// paramsError is a call's parameters that broke its tool once its
+// references held values: a repair decision replaces the call.
+type paramsError struct{ err error }
+
+func (e *paramsError) Error() string { return e.err.Error() }
+func (e *paramsError) Unwrap() error { return e.err }
+
+// batch runs calls of one layer of g (numbered from base) in parallel,
+// then writes their results into state in call order, whatever order they
+// came in.
+func (r *requestRun) batch(ctx workflow.Context, g *vessel.Graph, base int, batch []int) {
 	wg := workflow.NewWaitGroup(ctx)
-	for _, i := range batch {
-		c := r.graph.Calls[i]
+	for _, j := range batch {
+		i := base + j
+		c := g.Calls[j]
 		cr := &r.calls[i]
 		*cr = vessel.CallResult{Index: c.Index, Tool: c.Tool, Instance: c.Instance, Params: c.Params, Output: c.OutputString(), Result: jsonv.NullValue()}
-		for _, e := range r.graph.Deps[i] {
-			if r.failed[e.From] {
-				cr.Error = fmt.Sprintf("not run: %s, which it waits for, failed", r.graph.Calls[e.From].Name())
+		for _, e := range g.Deps[j] {
+			if r.failed[base+e.From] {
+				cr.Error = fmt.Sprintf("not run: %s, which it waits for, failed", g.Calls[e.From].Name())
 				r.failed[i] = true
 			}
 		}
@@ -147,7 +312,7 @@ func (r *requestRun) batch(ctx workflow.Context, batch []int) {
 		params, err := vessel.ResolveRefs(c.Params, r.states[c.Instance])
 		if err != nil {
 			cr.Error = fmt.Sprintf("%s: %v", c.Name(), err)
-			r.failed[i], r.done[i] = true, true
+			r.failed[i], r.done[i], r.repairable[i] = true, true, true
 			continue
 		}
 		cr.Params = params
@@ -160,14 +325,17 @@ func (r *requestRun) batch(ctx workflow.Context, batch []int) {
 			if err != nil {
 				cr.Error = fmt.Sprintf("%s: %v", c.Name(), process.ErrorText(err))
 				r.failed[i] = true
+				var pe *paramsError
+				r.repairable[i] = errors.As(err, &pe)
 				return
 			}
 			cr.Result = out
 		})
 	}
 	wg.Wait(ctx)
-	for _, i := range batch {
-		c, cr := r.graph.Calls[i], &r.calls[i]
+	for _, j := range batch {
+		i := base + j
+		c, cr := g.Calls[j], &r.calls[i]
 		if r.failed[i] || c.Output == nil {
 			continue
 		}
@@ -191,7 +359,7 @@ func (r *requestRun) call(ctx workflow.Context, state jsonv.Value, c *vessel.Cal
 		// were written; now that they hold values, the parameters must
 		// still fit the tool.
 		if err := check(ctx, t.Schema, params, "parameters break the tool's schema"); err != nil {
-			return jsonv.Value{}, err
+			return jsonv.Value{}, &paramsError{err}
 		}
 	}
 	switch t.Kind {

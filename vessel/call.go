@@ -165,8 +165,21 @@ func ResultsMessage(calls []CallResult) jsonv.Value {
 
 // Result is what a request did.
 type Result struct {
-	// Decision is the model's decision (or the plan's calls).
-	Decision jsonv.Value `json:"decision"`
+	// Decision is the model's decision (or the plan's calls); FollowUps
+	// are the decisions that asked again for instances it left without a
+	// call, and Repairs those that replaced calls whose parameters broke
+	// their tool once their references held values.
+	Decision  jsonv.Value   `json:"decision"`
+	FollowUps []jsonv.Value `json:"followUps,omitempty"`
+	Repairs   []jsonv.Value `json:"repairs,omitempty"`
+	// Replaced are the calls that failed and were replaced by a repair's.
+	Replaced []CallResult `json:"replaced,omitempty"`
+	// Unanswered lists the instances still without a call.
+	Unanswered []string `json:"unanswered,omitempty"`
+	// Parts are the workflow ids of the requests a request with more
+	// instances than one decision covers was split into, in order; their
+	// results together are the request's (MergeResults).
+	Parts []string `json:"parts,omitempty"`
 	// Output is the request's result when it has an Output schema.
 	Output jsonv.Value  `json:"output,omitzero"`
 	Calls  []CallResult `json:"calls"`
@@ -176,4 +189,38 @@ type Result struct {
 	Usage llm.Usage `json:"usage"`
 	// Replayed is true when the decision came from a recording.
 	Replayed bool `json:"replayed,omitempty"`
+}
+
+// MergeResults joins the results of a request's parts (Result.Parts) into
+// one: the decisions' calls in order, re-numbered, each instance's state,
+// the usage summed.
+func MergeResults(parts []*Result) *Result {
+	out := &Result{States: map[string]jsonv.Value{}}
+	var calls []jsonv.Value
+	var reasons []string
+	for _, p := range parts {
+		if r := p.Decision.Lookup("_reasoning").Str(); r != "" {
+			reasons = append(reasons, r)
+		}
+		calls = append(calls, p.Decision.Lookup("calls").Array()...)
+		for _, c := range p.Calls {
+			c.Index = len(out.Calls)
+			out.Calls = append(out.Calls, c)
+		}
+		for k, s := range p.States {
+			if _, seen := out.States[k]; !seen || k != "" {
+				out.States[k] = s
+			}
+		}
+		out.FollowUps = append(out.FollowUps, p.FollowUps...)
+		out.Repairs = append(out.Repairs, p.Repairs...)
+		out.Replaced = append(out.Replaced, p.Replaced...)
+		out.Unanswered = append(out.Unanswered, p.Unanswered...)
+		out.Usage = out.Usage.Add(p.Usage)
+		out.Replayed = out.Replayed || p.Replayed
+	}
+	out.Decision = jsonv.ObjectValue(
+		jsonv.Member{Name: "_reasoning", Value: jsonv.StringValue(strings.Join(reasons, "\n\n"))},
+		jsonv.Member{Name: "calls", Value: jsonv.ArrayValue(calls...)})
+	return out
 }

@@ -82,6 +82,7 @@ func sortedReads(c *Call) [][]string {
 // reported, naming the call and the variable.
 func (g *Graph) Validate(file string, ts *Toolset, states map[string]jsonv.Value) error {
 	var errs schema.ErrorList
+	validators := map[*Tool]*schema.Validator{}
 	for i, c := range g.Calls {
 		t := ts.Tool(c.Tool)
 		if t == nil {
@@ -93,8 +94,15 @@ func (g *Graph) Validate(file string, ts *Toolset, states map[string]jsonv.Value
 			errs.Add(file, c.Path.Append("_instance"), "%s: unknown instance %q", c.Name(), c.Instance)
 			continue
 		}
-		v, err := schema.NewValidator(t.Name, callSchema(t), schema.ValidatorOptions{})
-		if err == nil {
+		v, ok := validators[t]
+		var err error
+		if !ok {
+			// The parameters as a call gives them: each the tool's own, or a
+			// "†state" reference.
+			v, err = schema.Cached(callSchema(t, DecisionRules{Global: true}))
+			validators[t] = v
+		}
+		if err == nil && v != nil {
 			withTool := c.Params.Clone().Object()
 			withTool.Insert(0, "_tool", jsonv.StringValue(c.Tool))
 			if err := v.Validate(withTool.Value()); err != nil {

@@ -291,6 +291,9 @@ type Request struct {
 	// DefaultMaxFanOut).
 	MaxDepth  int `json:"maxDepth,omitempty"`
 	MaxFanOut int `json:"maxFanOut,omitempty"`
+	// NoGlobal refuses calls with no _instance: a part of a split request
+	// after the first (Split), so that a global call is made once.
+	NoGlobal bool `json:"noGlobal,omitempty"`
 }
 
 // Bounds of delegation.
@@ -349,7 +352,7 @@ func NewRequest(ts *Toolset, ctx jsonv.Value, opts RequestOptions) (*Request, er
 			}
 		}
 	case !opts.Decision.IsNull():
-		if r.Calls, err = ParseDecision("decision", opts.Decision, ts, states); err != nil {
+		if r.Calls, err = r.ParseDecision("decision", opts.Decision); err != nil {
 			return nil, err
 		}
 		r.Decision = opts.Decision
@@ -386,10 +389,12 @@ func (r *Request) FanOut() int { return cmp.Or(max(r.MaxFanOut, 0), DefaultMaxFa
 func (r *Request) MaxNesting() int { return cmp.Or(max(r.MaxDepth, 0), DefaultMaxDepth) }
 
 // DelegateCalls counts the calls of calls that go to a delegate.
-func (r *Request) DelegateCalls(calls []*Call) int {
+func (r *Request) DelegateCalls(calls []*Call) int { return delegateCalls(r.Toolset, calls) }
+
+func delegateCalls(ts *Toolset, calls []*Call) int {
 	n := 0
 	for _, c := range calls {
-		if t := r.Toolset.Tool(c.Tool); t != nil && t.Kind == DelegateKind {
+		if t := ts.Tool(c.Tool); t != nil && t.Kind == DelegateKind {
 			n++
 		}
 	}
@@ -403,4 +408,38 @@ func (r *Request) ContextValue() jsonv.Value {
 		msgs[i] = m.Raw
 	}
 	return jsonv.ArrayValue(msgs...)
+}
+
+// Split divides a request whose model decides over more instances than
+// one decision covers (Toolset.DecisionSize) into parts of at most that
+// many: each holds the global messages and its own instances' messages,
+// so every decision request stays within a provider's limits (an enum of
+// at most MaxEnum instances). Only the first part may make global calls.
+// A request that fits is returned whole.
+func (r *Request) Split() []*Request {
+	size := orDefault(r.Toolset.DecisionSize, DefaultDecisionSize)
+	if r.Calls != nil || len(r.Instances) <= size {
+		return []*Request{r}
+	}
+	var parts []*Request
+	for start := 0; start < len(r.Instances); start += size {
+		ids := r.Instances[start:min(len(r.Instances), start+size)]
+		in := make(map[string]bool, len(ids))
+		for _, id := range ids {
+			in[id] = true
+		}
+		p := *r
+		p.Context, p.Instances, p.States = nil, slices.Clone(ids), map[string]jsonv.Value{"": r.States[""]}
+		for _, m := range r.Context {
+			if m.Instance == "" || in[m.Instance] {
+				p.Context = append(p.Context, m)
+			}
+		}
+		for _, id := range ids {
+			p.States[id] = r.States[id]
+		}
+		p.NoGlobal = start > 0
+		parts = append(parts, &p)
+	}
+	return parts
 }

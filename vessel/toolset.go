@@ -84,6 +84,9 @@ type Toolset struct {
 	Vessel string  `json:"vessel"`
 	System string  `json:"system"`
 	Tools  []*Tool `json:"tools"`
+	// FollowUps and DecisionSize are the Vessel's (already defaulted).
+	FollowUps    int `json:"followUps"`
+	DecisionSize int `json:"decisionSize"`
 }
 
 // Tool returns the tool of that name, or nil.
@@ -148,7 +151,10 @@ func Build(ctx context.Context, v *Vessel, opts BuildOptions) (*Toolset, error) 
 	if opts.Loader == nil {
 		opts.Loader = &Loader{Registry: opts.Registry}
 	}
-	ts := &Toolset{Vessel: v.Name, System: v.System}
+	ts := &Toolset{Vessel: v.Name, System: v.System, FollowUps: DefaultFollowUps, DecisionSize: orDefault(v.DecisionSize, DefaultDecisionSize)}
+	if v.FollowUps != nil {
+		ts.FollowUps = *v.FollowUps
+	}
 	var errs schema.ErrorList
 	copts := compose.Options{Registry: opts.Registry}
 	var tools []compose.Tool

@@ -16,9 +16,25 @@ type Vessel struct {
 	Tools     []string // instruction (or action) URIs
 	Processes []string // process URIs it may launch
 	Mixins    []string // macro URIs wrapped around every tool
+	// FollowUps is how many follow-up decisions ask for the instances a
+	// decision left without a call (0: none); nil means DefaultFollowUps.
+	FollowUps *int
+	// DecisionSize is how many instances one decision request covers at
+	// most: more are split over several requests, decided in parallel.
+	// 0 means DefaultDecisionSize.
+	DecisionSize int
 	// File names the Vessel in errors.
 	File string
 }
+
+// Defaults of a Vessel's decisions.
+const (
+	DefaultFollowUps    = 2
+	DefaultDecisionSize = 100
+	// MaxFollowUps and MaxEnum bound them: each follow-up is a model call,
+	// and a decision's instances are an enum (MaxEnum).
+	MaxFollowUps = 5
+)
 
 // Load reads a Vessel file.
 func Load(file string) (*Vessel, error) {
@@ -44,9 +60,24 @@ func Parse(file string, doc jsonv.Value) (*Vessel, error) {
 			if val.Kind() != jsonv.KindString {
 				errs.Add(file, jsonv.PointerTo(name), "%s must be a string", name)
 			}
+		case "followUps":
+			n, ok := val.Int()
+			if !ok || n < 0 || n > MaxFollowUps {
+				errs.Add(file, jsonv.PointerTo(name), "followUps must be an integer from 0 (none) to %d, not %s", MaxFollowUps, jsonv.Marshal(val))
+				continue
+			}
+			f := int(n)
+			v.FollowUps = &f
+		case "decisionSize":
+			n, ok := val.Int()
+			if !ok || n < 1 || n > MaxEnum {
+				errs.Add(file, jsonv.PointerTo(name), "decisionSize must be an integer from 1 to %d (instances per decision request), not %s", MaxEnum, jsonv.Marshal(val))
+				continue
+			}
+			v.DecisionSize = int(n)
 		case "tools", "processes", "mixins", "$schema", "description", "title":
 		default:
-			errs.Add(file, jsonv.PointerTo(name), "unknown key %q (want name, system, tools, processes, mixins)", name)
+			errs.Add(file, jsonv.PointerTo(name), "unknown key %q (want name, system, tools, processes, mixins, followUps, decisionSize)", name)
 		}
 	}
 	v.Name = doc.Lookup("name").Str()

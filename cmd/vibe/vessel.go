@@ -83,7 +83,7 @@ have finished or wait for a person.`,
 				return writeJSON(io, jsonv.ObjectValue(
 					jsonv.Member{Name: "system", Value: jsonv.StringValue(req.System())},
 					jsonv.Member{Name: "prompt", Value: jsonv.StringValue(req.Text())},
-					jsonv.Member{Name: "schema", Value: opts.Toolset.DecisionSchema()}))
+					jsonv.Member{Name: "schema", Value: req.DecisionSchema()}))
 			}
 			return runRequest(cmd.Context(), io, &ef, &wf, reg, &bounds, opts)
 		},
