@@ -35,7 +35,27 @@ func Run(ctx context.Context, c client.Client, req *vessel.Request) (*vessel.Res
 	if err := run.Get(ctx, &res); err != nil {
 		return nil, run.GetID(), err
 	}
-	return &res, run.GetID(), nil
+	merged, err := mergeParts(ctx, c, &res)
+	return merged, run.GetID(), err
+}
+
+// mergeParts is a split request's result with its parts' joined in
+// (vessel.MergeResults); a request that was not split is returned as it is.
+func mergeParts(ctx context.Context, c client.Client, res *vessel.Result) (*vessel.Result, error) {
+	if len(res.Parts) == 0 {
+		return res, nil
+	}
+	parts := make([]*vessel.Result, len(res.Parts))
+	for i, id := range res.Parts {
+		var p vessel.Result
+		if err := c.GetWorkflow(ctx, id, "").Get(ctx, &p); err != nil {
+			return nil, fmt.Errorf("part %s: %w", id, err)
+		}
+		parts[i] = &p
+	}
+	merged := vessel.MergeResults(parts)
+	merged.Parts, merged.Usage, merged.Unanswered = res.Parts, res.Usage, res.Unanswered
+	return merged, nil
 }
 
 // start starts a prepared request as a top-level request: a readable id,
@@ -248,6 +268,17 @@ type Info struct {
 	Usage llm.Usage `json:"usage"`
 	// Replayed is true when the decision came from a recording.
 	Replayed bool `json:"replayed,omitempty"`
+	// FollowUps, Repairs, Replaced and Unanswered are the Result's: the
+	// decisions that asked again for unanswered instances or replaced
+	// failed calls, the calls they replaced, the instances still without a
+	// call.
+	FollowUps  []jsonv.Value       `json:"followUps,omitempty"`
+	Repairs    []jsonv.Value       `json:"repairs,omitempty"`
+	Replaced   []vessel.CallResult `json:"replaced,omitempty"`
+	Unanswered []string            `json:"unanswered,omitempty"`
+	// Parts are the requests a request with more instances than one
+	// decision covers was split into; their calls and states are this one's.
+	Parts []string `json:"parts,omitempty"`
 	// Error says why the request failed; null while it has not.
 	Error     *string   `json:"error"`
 	StartedAt time.Time `json:"startedAt"`
@@ -287,7 +318,13 @@ func (c *Client) Get(ctx context.Context, id string) (*Info, error) {
 		msg := "the workflow was " + strings.ToLower(strings.TrimPrefix(ex.GetStatus().String(), "WORKFLOW_EXECUTION_STATUS_"))
 		info.Error = &msg
 	}
+	if len(v.Parts) > 0 {
+		if v, err = c.joinParts(ctx, v); err != nil {
+			return nil, err
+		}
+	}
 	info.Decision, info.Output, info.Usage, info.Replayed = v.Decision, v.Output, v.Usage, v.Replayed
+	info.FollowUps, info.Repairs, info.Replaced, info.Unanswered, info.Parts = v.FollowUps, v.Repairs, v.Replaced, v.Unanswered, v.Parts
 	info.Calls = v.Calls
 	if info.Calls == nil {
 		info.Calls = []vessel.CallResult{}
@@ -298,6 +335,29 @@ func (c *Client) Get(ctx context.Context, id string) (*Info, error) {
 
 // States orders a request's states as it shows them: the global one ("")
 // when it has any, then each instance's in the context's order.
+// joinParts is a split request's view with its parts' — as far as each
+// has run — joined in.
+func (c *Client) joinParts(ctx context.Context, v View) (View, error) {
+	parts := make([]*vessel.Result, len(v.Parts))
+	var instances []string
+	for i, id := range v.Parts {
+		resp, err := c.Temporal.QueryWorkflow(ctx, id, "", QueryView)
+		var pv View
+		if err == nil {
+			err = resp.Get(&pv)
+		}
+		if err != nil {
+			// A part not started yet has nothing to show.
+			pv = View{Result: vessel.Result{States: map[string]jsonv.Value{}}}
+		}
+		parts[i] = &pv.Result
+		instances = append(instances, pv.Instances...)
+	}
+	merged := vessel.MergeResults(parts)
+	merged.Parts, merged.Usage, merged.Unanswered, merged.Replayed = v.Parts, v.Usage, v.Unanswered, v.Replayed || merged.Replayed
+	return View{Result: *merged, Instances: instances}, nil
+}
+
 func States(states map[string]jsonv.Value, instances []string) jsonv.Value {
 	o := jsonv.NewObject(len(instances) + 1)
 	if g, ok := states[""]; ok && g.Len() > 0 {

@@ -173,7 +173,11 @@ func Build(ctx context.Context, v *Vessel, opts BuildOptions) (*Toolset, error) 
 		}
 		tools = append(tools, got...)
 	}
+	nameApart(v, tools, &errs)
 	for _, t := range tools {
+		if t.Name == "" {
+			continue // refused by nameApart
+		}
 		tool := &Tool{Name: t.Name, Kind: Instruction, URI: t.URI}
 		params := t.Schema
 		if _, ok := t.Schema.Get("_delegate"); ok {
@@ -366,6 +370,46 @@ func ProcessName(uri string) string {
 		b.WriteRune(r)
 	}
 	return b.String()
+}
+
+// nameApart gives tools that share a name distinct ones: a tool's name
+// is its URI's last path part without the version, so foo:1 and foo:2
+// would both be "foo"; they become "foo_v1" and "foo_v2". Tools of one
+// name that no version tells apart are refused, naming both URIs (their
+// Name is cleared).
+func nameApart(v *Vessel, tools []compose.Tool, errs *schema.ErrorList) {
+	byName := map[string][]int{}
+	for i, t := range tools {
+		byName[t.Name] = append(byName[t.Name], i)
+	}
+	taken := map[string]bool{}
+	for _, t := range tools {
+		taken[t.Name] = true
+	}
+	for i := range tools {
+		same := byName[tools[i].Name]
+		if len(same) < 2 {
+			continue
+		}
+		u, err := registry.ParseURI(tools[i].URI)
+		if err != nil || u.Version == 0 {
+			other := tools[same[0]].URI
+			if same[0] == i {
+				other = tools[same[1]].URI
+			}
+			errs.Add(v.File, jsonv.PointerTo("tools").AppendIndex(slices.Index(v.Tools, tools[i].URI)),
+				"tools %s and %s are both named %q: two tools need different names (give each a version, or rename one)", tools[i].URI, other, tools[i].Name)
+			tools[i].Name = ""
+			continue
+		}
+		renamed := fmt.Sprintf("%s_v%d", tools[i].Name, u.Version)
+		if taken[renamed] {
+			errs.Add(v.File, jsonv.PointerTo("tools").AppendIndex(slices.Index(v.Tools, tools[i].URI)), "tool %s would be named %q, which another tool has", tools[i].URI, renamed)
+			tools[i].Name = ""
+			continue
+		}
+		tools[i].Name, taken[renamed] = renamed, true
+	}
 }
 
 // compileLaunch compiles a process a Vessel may launch: one whose first

@@ -2,6 +2,8 @@ package vessel
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -153,5 +155,36 @@ func TestProcessName(t *testing.T) {
 		if got := ProcessName(uri); got != want {
 			t.Errorf("ProcessName(%s) = %s, want %s", uri, got, want)
 		}
+	}
+}
+
+// TestToolNamesApart: two versions of one instruction get names of their
+// own; two instructions of one name that no version tells apart are
+// refused, naming both URIs.
+func TestToolNamesApart(t *testing.T) {
+	dir := t.TempDir()
+	for name, doc := range map[string]string{
+		"instructions/foo@1.json": `{"type": "object", "properties": {"a": {"type": "string"}}}`,
+		"instructions/foo@2.json": `{"type": "object", "properties": {"b": {"type": "string"}}}`,
+		"a/bar.json":              `{"type": "object"}`,
+		"b/bar.json":              `{"type": "object"}`,
+	} {
+		os.MkdirAll(filepath.Dir(filepath.Join(dir, name)), 0o755)
+		os.WriteFile(filepath.Join(dir, name), []byte(doc), 0o644)
+	}
+	reg, err := registry.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts, err := Build(context.Background(), &Vessel{Name: "v", Tools: []string{"aug:instructions/foo:1", "aug:instructions/foo:2"}, File: "v.json"}, BuildOptions{Registry: reg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(ts.Names(), ","); got != "foo_v1,foo_v2" {
+		t.Errorf("names %s", got)
+	}
+	_, err = Build(context.Background(), &Vessel{Name: "v", Tools: []string{"aug:a/bar", "aug:b/bar"}, File: "v.json"}, BuildOptions{Registry: reg})
+	if err == nil || !strings.Contains(err.Error(), `v.json: /tools/0: tools aug:a/bar and aug:b/bar are both named "bar"`) {
+		t.Errorf("err = %v", err)
 	}
 }
