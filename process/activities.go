@@ -144,6 +144,10 @@ type ActionInput struct {
 	// Key is the call's idempotency key (IdempotencyKey); the workflow
 	// derives it from its id and the step.
 	Key string `json:"key,omitempty"`
+	// Arguments points at the one value in Input that the step references:
+	// what an action that takes its arguments unwrapped (Action.Unwrap)
+	// gets instead of Input. Empty for steps with none or several.
+	Arguments jsonv.Pointer `json:"arguments,omitempty"`
 }
 
 // Action runs a step's server action and validates its result.
@@ -153,10 +157,18 @@ func (a *Activities) Action(ctx context.Context, in ActionInput) (jsonv.Value, e
 		return jsonv.Value{}, temporal.NewNonRetryableApplicationError(
 			fmt.Sprintf("step %s: no action %q is registered on this worker (registered: %v)", in.Step, in.Action, a.Actions.Names()), "NoAction", nil)
 	}
+	input := in.Input
+	if act.Unwrap && in.Arguments != "" {
+		v, err := input.At(in.Arguments)
+		if err != nil {
+			return jsonv.Value{}, temporal.NewNonRetryableApplicationError(fmt.Sprintf("step %s: its input has no %s: %v", in.Step, in.Arguments, err), "BadInput", err)
+		}
+		input = v
+	}
 	stop := KeepAlive(ctx)
 	ctx, span := tracer.Start(ctx, "action "+act.Name, trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(
 		attribute.String("vibe.step", in.Step), attribute.String("vibe.process.id", in.Process), attribute.String("vibe.idempotency_key", in.Key)))
-	out, err := act.Run(WithIdempotencyKey(ctx, in.Key), in.Input)
+	out, err := act.Run(WithIdempotencyKey(ctx, in.Key), input)
 	stop()
 	if err != nil {
 		span.RecordError(err)

@@ -199,7 +199,11 @@ func (r *processRun) serverChunk(ctx workflow.Context, ch *compile.ProgramChunk)
 		if action == "" {
 			action = s.Name // the worker matches it to one of its actions
 		}
-		out, err := ExecuteAction(ctx, r.acts, ActionInput{Step: s.Qualified(), Action: action, Input: in, Output: s.Output})
+		ai := ActionInput{Step: s.Qualified(), Action: action, Input: in, Output: s.Output}
+		if !s.Inputs && len(s.References) == 1 {
+			ai.Arguments = s.References[0].Pointer()
+		}
+		out, err := ExecuteAction(ctx, r.acts, ai)
 		if err != nil {
 			return fmt.Errorf("step %s: %w", s.Qualified(), err)
 		}

@@ -1,0 +1,267 @@
+package process
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/testsuite"
+
+	"github.com/augceo/vibe/jsonv"
+	"github.com/augceo/vibe/registry"
+	"github.com/augceo/vibe/schema"
+)
+
+// calendar is an MCP server in the test: its tools record their calls.
+type calendar struct {
+	mu    sync.Mutex
+	calls map[string][]string // tool → each call's arguments
+	keys  map[string][]any    // tool → each call's idempotency key
+	fail  int                 // the first calls of "find_slots" that fail (isError)
+}
+
+// fetchSchema is what find_slots takes: exactly schedule-meeting's
+// fetchAvailability step.
+const fetchSchema = `{"type": "object", "properties": {
+	"organizerId": {"type": "string"}, "attendeeId": {"type": "string"},
+	"timeRange": {"type": "object", "properties": {"start": {"type": "string"}, "end": {"type": "string"}}, "required": ["start", "end"]}},
+	"required": ["organizerId", "attendeeId", "timeRange"]}`
+
+func (c *calendar) server() *mcp.Server {
+	s := mcp.NewServer(&mcp.Implementation{Name: "calendar", Version: "1"}, nil)
+	record := func(req *mcp.CallToolRequest) int {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		if c.calls == nil {
+			c.calls, c.keys = map[string][]string{}, map[string][]any{}
+		}
+		name := req.Params.Name
+		c.calls[name] = append(c.calls[name], string(req.Params.Arguments))
+		c.keys[name] = append(c.keys[name], req.Params.Meta[MetaIdempotencyKey])
+		return len(c.calls[name])
+	}
+	text := func(s string) []mcp.Content { return []mcp.Content{&mcp.TextContent{Text: s}} }
+	s.AddTool(&mcp.Tool{Name: "find_slots", InputSchema: json.RawMessage(fetchSchema)}, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		if n := record(req); n <= c.fail {
+			return &mcp.CallToolResult{IsError: true, Content: text("the calendar is unavailable")}, nil
+		}
+		// Structured, and the same as text: the order of the text is kept.
+		out := `{"organizerSlots":["2024-03-20T10:00:00Z","2024-03-20T14:00:00Z"],"attendeeSlots":["2024-03-20T10:00:00Z"]}`
+		return &mcp.CallToolResult{StructuredContent: json.RawMessage(out), Content: text(out)}, nil
+	})
+	s.AddTool(&mcp.Tool{Name: "note", InputSchema: json.RawMessage(`{"type": "object"}`)}, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		record(req)
+		return &mcp.CallToolResult{Content: text("noted")}, nil
+	})
+	s.AddTool(&mcp.Tool{Name: "strict", InputSchema: json.RawMessage(`{"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}`)},
+		func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "n must be an integer"}
+		})
+	return s
+}
+
+// TestMCPTool: a tool's structured result keeps the order of its text; a
+// text result is the output; isError and a lost server are retried;
+// arguments the server refuses and unknown tools are not.
+func TestMCPTool(t *testing.T) {
+	cal := &calendar{fail: 1}
+	srv := &MCPServer{InMemory: cal.server()}
+	pool := &MCPPool{}
+	defer pool.Close()
+	ctx := WithIdempotencyKey(context.Background(), "vibe:p-1:serverContext1.find")
+	args := mustParse(t, `{"organizerId": "alice", "attendeeId": "bob", "timeRange": {"start": "s", "end": "e"}}`)
+	tests := []struct {
+		tool      string
+		want      string // the output, or the error's start
+		retryable bool
+	}{
+		{"find_slots", "MCP tool find_slots of an in-memory MCP server failed: the calendar is unavailable", true},
+		{"find_slots", `{"organizerSlots":["2024-03-20T10:00:00Z","2024-03-20T14:00:00Z"],"attendeeSlots":["2024-03-20T10:00:00Z"]}`, false},
+		{"note", `"noted"`, false},
+		{"strict", "MCP tool strict of an in-memory MCP server: ", false},
+		{"nosuch", "MCP tool nosuch of an in-memory MCP server: ", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.tool, func(t *testing.T) {
+			tool := &MCPTool{Server: *srv, Tool: tt.tool, Pool: pool}
+			out, err := tool.Run(ctx, args)
+			if err == nil {
+				if s := string(jsonv.Marshal(out)); s != tt.want {
+					t.Errorf("output %s, want %s", s, tt.want)
+				}
+				return
+			}
+			if !strings.HasPrefix(err.Error(), tt.want) {
+				t.Errorf("error %q, want it to start %q", err, tt.want)
+			}
+			var ae *temporal.ApplicationError
+			if retryable := !(errors.As(err, &ae) && ae.NonRetryable()); retryable != tt.retryable {
+				t.Errorf("retryable %v, want %v", retryable, tt.retryable)
+			}
+		})
+	}
+	// The arguments went as given, in order, with the call's key in _meta.
+	if got := cal.calls["find_slots"]; len(got) != 2 || got[1] != `{"organizerId":"alice","attendeeId":"bob","timeRange":{"start":"s","end":"e"}}` {
+		t.Errorf("calls %q", got)
+	}
+	if got := cal.keys["find_slots"]; len(got) != 2 || got[0] != "vibe:p-1:serverContext1.find" || got[1] != got[0] {
+		t.Errorf("keys %v", got)
+	}
+	// Every tool went through one session.
+	sessions := 0
+	for range srv.InMemory.Sessions() {
+		sessions++
+	}
+	if sessions != 1 {
+		t.Errorf("%d sessions with one server, want 1 (pooled)", sessions)
+	}
+	// A closed pool refuses calls.
+	pool.Close()
+	if _, err := (&MCPTool{Server: *srv, Tool: "note", Pool: pool}).Run(ctx, args); !errors.Is(err, ErrPoolClosed) {
+		t.Errorf("after Close: %v", err)
+	}
+}
+
+// TestMCPActionInProcess: schedule-meeting whose availability comes from
+// an MCP tool: the tool gets its arguments unwrapped — the one value the
+// step references — and a failing call is retried by Temporal, under the
+// same idempotency key.
+func TestMCPActionInProcess(t *testing.T) {
+	cal := &calendar{fail: 1}
+	pool := &MCPPool{}
+	defer pool.Close()
+	var acts Actions
+	tool := &MCPTool{Server: MCPServer{InMemory: cal.server()}, Tool: "find_slots", Pool: pool}
+	fetch := tool.Action("FetchAvailability_Activity")
+	fetch.Retry = &temporal.RetryPolicy{MaximumAttempts: 3}
+	acts.Register(fetch)
+	acts.Register(Action{Name: "sendInvitation", Run: func(context.Context, jsonv.Value) (jsonv.Value, error) {
+		return jsonv.Parse([]byte(`{"messageId": "m-1", "status": "sent"}`))
+	}})
+	env := newEnv(t, &scripted{answers: meetingAnswers}, &acts)
+	env.RegisterDelayedCallback(func() {
+		env.UpdateWorkflow(UpdateAnswer, "1", &testsuite.TestUpdateCallback{
+			OnReject: func(err error) { t.Errorf("refused: %v", err) }, OnAccept: func() {}, OnComplete: func(any, error) {},
+		}, mustParse(t, `{"confirmInvitation":{"decision":"Approve"}}`))
+	}, time.Hour)
+	env.SetStartWorkflowOptions(client.StartWorkflowOptions{ID: "meeting-mcp"})
+	env.ExecuteWorkflow(WorkflowName, Start{Name: "schedule-meeting", Program: meeting(t).Program(), Prompt: "Meet Bob"})
+	var v View
+	if err := env.GetWorkflowResult(&v); err != nil {
+		t.Fatal(err)
+	}
+	if v.Status != Completed {
+		t.Fatalf("status %s: %v", v.Status, v.Error)
+	}
+	want := `{"organizerId":"alice","attendeeId":"bob","timeRange":{"start":"2024-03-20T09:00:00Z","end":"2024-03-20T17:00:00Z"}}`
+	if got := cal.calls["find_slots"]; len(got) != 2 || got[0] != want || got[1] != want {
+		t.Errorf("calls %q, want %s twice (a failure, then the retry)", got, want)
+	}
+	if got := cal.keys["find_slots"]; len(got) != 2 || got[0] != "vibe:meeting-mcp:serverContext1.FetchAvailability_Activity" || got[1] != got[0] {
+		t.Errorf("keys %v", got)
+	}
+	if got := string(jsonv.Marshal(v.State.Lookup("serverContext1").Lookup("FetchAvailability_Activity"))); got != `{"organizerSlots":["2024-03-20T10:00:00Z","2024-03-20T14:00:00Z"],"attendeeSlots":["2024-03-20T10:00:00Z"]}` {
+		t.Errorf("the step's output %s", got)
+	}
+}
+
+// TestMCPInputCheck: before a process starts, each step that runs an MCP
+// tool is checked against the tool's input schema; a mismatch is an error
+// naming the step, and nothing starts.
+func TestMCPInputCheck(t *testing.T) {
+	reg, err := registry.Open("../examples/schedule-meeting/registry")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := mcp.NewServer(&mcp.Implementation{Name: "calendar", Version: "1"}, nil)
+	noop := func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return &mcp.CallToolResult{}, nil
+	}
+	s.AddTool(&mcp.Tool{Name: "fits", InputSchema: json.RawMessage(fetchSchema)}, noop)
+	s.AddTool(&mcp.Tool{Name: "other", InputSchema: json.RawMessage(`{"type": "object", "properties": {
+		"attendees": {"type": "array", "items": {"type": "string"}}, "organizerId": {"type": "integer"}, "timeRange": {"type": "object"}},
+		"required": ["attendees"], "additionalProperties": false}`)}, noop)
+	pool := &MCPPool{}
+	defer pool.Close()
+	for _, tt := range []struct {
+		tool string
+		want []string
+	}{
+		{"fits", nil},
+		{"other", []string{
+			"step serverContext1.FetchAvailability_Activity: its input does not fit the input schema of action FetchAvailability_Activity: /attendees: the schema requires it, and the value does not have it",
+			"step serverContext1.FetchAvailability_Activity: its input does not fit the input schema of action FetchAvailability_Activity: /organizerId: the value may be a string, and the schema takes integer",
+			"step serverContext1.FetchAvailability_Activity: its input does not fit the input schema of action FetchAvailability_Activity: /attendeeId: the value may have it, and the schema admits no other properties than attendees, organizerId, timeRange",
+		}},
+		{"missing", []string{"step serverContext1.FetchAvailability_Activity: cannot check its input against action FetchAvailability_Activity: MCP server an in-memory MCP server has no tool \"missing\" (its tools: fits, other)"}},
+	} {
+		t.Run(tt.tool, func(t *testing.T) {
+			var acts Actions
+			acts.Register((&MCPTool{Server: MCPServer{InMemory: s}, Tool: tt.tool, Pool: pool}).Action("FetchAvailability_Activity"))
+			acts.Register(Action{Name: "sendInvitation", Run: func(context.Context, jsonv.Value) (jsonv.Value, error) { return jsonv.Value{}, nil }})
+			// No engine: a start that passes the check would fail on the nil
+			// client; one that does not never reaches it.
+			c := &Client{Registry: reg, Actions: acts.Names(), Registered: &acts}
+			if tt.want == nil {
+				if err := checkInputs(context.Background(), &acts, "p.json", meeting(t)); err != nil {
+					t.Fatalf("the input fits, but: %v", err)
+				}
+				return
+			}
+			_, err := c.Start(context.Background(), StartOptions{Process: "aug:processes/schedule-meeting", Prompt: "Meet Bob"})
+			errs := schema.Errors(err, "")
+			if len(errs) != len(tt.want) {
+				t.Fatalf("errors %v, want %d", err, len(tt.want))
+			}
+			for i, e := range errs {
+				if e.Message != tt.want[i] || e.Path != "/properties/serverContext1/properties/FetchAvailability_Activity" || !strings.HasSuffix(e.File, "schedule-meeting@2.json") {
+					t.Errorf("error %d: %s\nwant %s", i, e, tt.want[i])
+				}
+			}
+		})
+	}
+}
+
+// TestLoadMCPActions: the actions file names MCP servers and tools; every
+// problem is reported with its path.
+func TestLoadMCPActions(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "actions.json")
+	os.WriteFile(file, []byte(`{
+		"Find_Activity": {"mcp": {"command": "calendar-mcp", "args": ["-v"], "env": {"K": "v"}}, "tool": "find_slots", "maxAttempts": 3},
+		"Send": {"mcp": "http://127.0.0.1:9/mcp", "tool": "send"},
+		"Same": {"mcp": {"command": "calendar-mcp", "args": ["-v"], "env": {"K": "v"}}, "tool": "other"}}`), 0o600)
+	acts, err := LoadActions(file, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(acts) != 3 || !acts[0].Unwrap || acts[0].InputSchema == nil || acts[0].Retry.MaximumAttempts != 3 {
+		t.Errorf("actions %+v", acts)
+	}
+	os.WriteFile(file, []byte(`{
+		"A": {"mcp": {"command": "x", "url": "http://y"}, "tool": "t"},
+		"B": {"mcp": {"args": "-v"}},
+		"C": {"mcp": 7, "tool": "t", "url": "http://z"}}`), 0o600)
+	_, err = LoadActions(file, nil)
+	for _, want := range []string{
+		file + ": /A/mcp: an MCP server is a command (stdio) or a url (streamable HTTP): give exactly one",
+		file + ": /B/tool: an MCP action names its tool",
+		file + ": /B/mcp/args: args must be an array of strings",
+		file + ": /C/mcp: mcp is the server",
+		file + ": /C/url: unknown key \"url\" (want mcp, tool, timeout, maxAttempts)",
+	} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("missing %q in\n%v", want, err)
+		}
+	}
+}
