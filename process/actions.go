@@ -333,7 +333,7 @@ func loadStrings(errs *schema.ErrorList, path string, at jsonv.Pointer, v jsonv.
 	}
 	for k, hv := range v.Members() {
 		if hv.Kind() != jsonv.KindString || (headers && !validHeader(k)) {
-			what := "a name and a string value"
+			what := "an environment variable is a name and a string value"
 			if headers {
 				what = "a header is a name (letters, digits, -) and a string value"
 			}
