@@ -37,10 +37,11 @@ type Action struct {
 	Retry *temporal.RetryPolicy
 	// Timeout bounds one attempt; 0 means DefaultActionTimeout.
 	Timeout time.Duration
-	// Unwrap gives the action, at a SERVER step that references one value,
-	// that value itself rather than the minimal context that holds it under
-	// its path ({"llmContext1": {"fetchAvailability": V}} gives V): the
-	// action takes its arguments as they are, as an MCP tool does.
+	// Unwrap gives the action, at a SERVER step, the values the step
+	// references rather than the minimal context that holds them under
+	// their paths: the one value ({"llmContext1": {"fetchAvailability": V}}
+	// gives V), or the members of several objects merged (Unwrapped). The
+	// action takes its arguments flat, as an MCP tool does.
 	Unwrap bool
 	// InputSchema, when set, returns the JSON Schema the action's input
 	// must fit (an MCP tool's input schema): Client.Start checks every step

@@ -2,6 +2,7 @@ package process
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/augceo/vibe/compile"
 	"github.com/augceo/vibe/compose"
@@ -31,7 +32,11 @@ func checkInputs(ctx context.Context, acts *Actions, file string, p *compile.Pro
 		if !ok || act.InputSchema == nil {
 			continue
 		}
-		have, ok := stepInput(s, act.Unwrap)
+		have, ok, err := stepInput(s, act.Unwrap)
+		if err != nil {
+			errs.Add(file, s.Path, "step %s: its input cannot be the arguments of action %s: %v", s.QualifiedName(), act.Name, err)
+			continue
+		}
 		if !ok {
 			continue
 		}
@@ -55,36 +60,43 @@ func pointerText(p jsonv.Pointer) string {
 }
 
 // stepInput is the schema of what a step's action is given: a
-// fire-and-forget step's own value; a SERVER step's minimal context — or,
-// for an action that takes its arguments unwrapped, its one reference's
-// value. ok is false when no schema describes it.
-func stepInput(s *compile.Step, unwrap bool) (jsonv.Value, bool) {
-	if s.FireAndForget {
-		return valueSchema(s.Schema), true
+// fire-and-forget step's own value; a blocking step's inputs, which the
+// model filled (SPEC §2); a SERVER step's minimal context — or,
+// for an action that takes its arguments unwrapped, the value it references
+// or the members of those it references (Unwrapped). ok is false when no
+// schema describes it; err says why the references cannot be arguments.
+func stepInput(s *compile.Step, unwrap bool) (have jsonv.Value, ok bool, err error) {
+	switch {
+	case s.FireAndForget:
+		return valueSchema(s.Schema), true, nil
+	case !s.Inputs.IsNull() && !s.WithReferences:
+		return valueSchema(s.Inputs), true, nil // what the model filled for it
+	case !s.Inputs.IsNull():
+		return jsonv.Value{}, false, nil // inputs and references beside: left to the action
 	}
-	if !s.Inputs.IsNull() && !s.WithReferences {
-		return valueSchema(s.Inputs), true // what the model filled for it
+	if len(s.References) == 0 {
+		return jsonv.Value{}, false, nil
 	}
-	if !s.Inputs.IsNull() {
-		return jsonv.Value{}, false // inputs and references beside: left to the action
+	subs := make([]jsonv.Value, len(s.References))
+	for i, r := range s.References {
+		if subs[i], ok = refSchema(r); !ok {
+			return jsonv.Value{}, false, nil
+		}
 	}
 	switch {
-	case len(s.References) == 0:
-		return jsonv.Value{}, false
-	case unwrap && len(s.References) == 1:
-		return refSchema(s.References[0])
+	case unwrap && len(subs) == 1:
+		return subs[0], true, nil
+	case unwrap:
+		have, err := mergedArguments(s.References, subs)
+		return have, err == nil, err
 	}
 	// The minimal context: each reference's value under its state path.
 	root := jsonv.NewObject(3)
 	root.Set("type", jsonv.StringValue("object"))
-	for _, r := range s.References {
-		sub, ok := refSchema(r)
-		if !ok {
-			return jsonv.Value{}, false
-		}
+	for i, r := range s.References {
 		at := root
 		path := r.Path()
-		for i, name := range path {
+		for j, name := range path {
 			props := at.Value().Lookup("properties").Object()
 			if props == nil {
 				props = jsonv.NewObject(1)
@@ -92,8 +104,8 @@ func stepInput(s *compile.Step, unwrap bool) (jsonv.Value, bool) {
 				at.Set("required", jsonv.ArrayValue())
 			}
 			if !props.Has(name) {
-				next := sub
-				if i < len(path)-1 {
+				next := subs[i]
+				if j < len(path)-1 {
 					next = jsonv.ObjectValue(jsonv.Member{Name: "type", Value: jsonv.StringValue("object")})
 				}
 				props.Set(name, next)
@@ -101,13 +113,41 @@ func stepInput(s *compile.Step, unwrap bool) (jsonv.Value, bool) {
 				at.Set("required", jsonv.ArrayValue(append(req, jsonv.StringValue(name))...))
 			}
 			v, _ := props.Get(name)
-			at = v.Object()
-			if at == nil {
+			if at = v.Object(); at == nil {
 				break
 			}
 		}
 	}
-	return root.Value(), true
+	return root.Value(), true, nil
+}
+
+// mergedArguments is the schema of Unwrapped's merge: the properties of
+// the referenced object schemas, in order, required where they are.
+func mergedArguments(refs []compile.Ref, subs []jsonv.Value) (jsonv.Value, error) {
+	props := jsonv.NewObject(8)
+	var required []jsonv.Value
+	from := map[string]string{}
+	for i, sub := range subs {
+		ps := schema.Properties(sub)
+		if ps == nil {
+			return jsonv.Value{}, fmt.Errorf("%s is not an object schema with properties, whose members would be arguments", refs[i])
+		}
+		for name, p := range ps.All() {
+			if other, dup := from[name]; dup {
+				return jsonv.Value{}, fmt.Errorf("%s and %s both give the argument %q", other, refs[i], name)
+			}
+			from[name] = refs[i].String()
+			props.Set(name, p)
+		}
+		for _, r := range schema.Required(sub) {
+			required = append(required, jsonv.StringValue(r))
+		}
+	}
+	return jsonv.ObjectValue(
+		jsonv.Member{Name: "type", Value: jsonv.StringValue("object")},
+		jsonv.Member{Name: "properties", Value: props.Value()},
+		jsonv.Member{Name: "required", Value: jsonv.ArrayValue(required...)},
+	), nil
 }
 
 // refSchema is the schema of a reference's value in process state.

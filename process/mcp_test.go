@@ -33,9 +33,9 @@ type calendar struct {
 // fetchSchema is what find_slots takes: exactly schedule-meeting's
 // fetchAvailability step.
 const fetchSchema = `{"type": "object", "properties": {
-	"organizerId": {"type": "string"}, "attendeeId": {"type": "string"},
+	"organizerEmail": {"type": "string"}, "attendeeEmail": {"type": "string"},
 	"timeRange": {"type": "object", "properties": {"start": {"type": "string"}, "end": {"type": "string"}}, "required": ["start", "end"]}},
-	"required": ["organizerId", "attendeeId", "timeRange"]}`
+	"required": ["organizerEmail", "attendeeEmail", "timeRange"]}`
 
 func (c *calendar) server() *mcp.Server {
 	s := mcp.NewServer(&mcp.Implementation{Name: "calendar", Version: "1"}, nil)
@@ -79,7 +79,7 @@ func TestMCPTool(t *testing.T) {
 	pool := &MCPPool{}
 	defer pool.Close()
 	ctx := WithIdempotencyKey(context.Background(), "vibe:p-1:serverContext1.find")
-	args := mustParse(t, `{"organizerId": "alice", "attendeeId": "bob", "timeRange": {"start": "s", "end": "e"}}`)
+	args := mustParse(t, `{"organizerEmail": "alice@example.com", "attendeeEmail": "bob@example.com", "timeRange": {"start": "s", "end": "e"}}`)
 	tests := []struct {
 		tool      string
 		want      string // the output, or the error's start
@@ -111,7 +111,7 @@ func TestMCPTool(t *testing.T) {
 		})
 	}
 	// The arguments went as given, in order, with the call's key in _meta.
-	if got := cal.calls["find_slots"]; len(got) != 2 || got[1] != `{"organizerId":"alice","attendeeId":"bob","timeRange":{"start":"s","end":"e"}}` {
+	if got := cal.calls["find_slots"]; len(got) != 2 || got[1] != `{"organizerEmail":"alice@example.com","attendeeEmail":"bob@example.com","timeRange":{"start":"s","end":"e"}}` {
 		t.Errorf("calls %q", got)
 	}
 	if got := cal.keys["find_slots"]; len(got) != 2 || got[0] != "vibe:p-1:serverContext1.find" || got[1] != got[0] {
@@ -163,7 +163,7 @@ func TestMCPActionInProcess(t *testing.T) {
 	if v.Status != Completed {
 		t.Fatalf("status %s: %v", v.Status, v.Error)
 	}
-	want := `{"organizerId":"alice","attendeeId":"bob","timeRange":{"start":"2024-03-20T09:00:00Z","end":"2024-03-20T17:00:00Z"}}`
+	want := `{"organizerEmail":"alice@example.com","attendeeEmail":"bob@example.com","timeRange":{"start":"2024-03-20T09:00:00Z","end":"2024-03-20T17:00:00Z"}}`
 	if got := cal.calls["find_slots"]; len(got) != 2 || got[0] != want || got[1] != want {
 		t.Errorf("calls %q, want %s twice (a failure, then the retry)", got, want)
 	}
@@ -188,8 +188,12 @@ func TestMCPInputCheck(t *testing.T) {
 		return &mcp.CallToolResult{}, nil
 	}
 	s.AddTool(&mcp.Tool{Name: "fits", InputSchema: json.RawMessage(fetchSchema)}, noop)
+	// sendInvitation references three steps: their members are the arguments.
+	s.AddTool(&mcp.Tool{Name: "send", InputSchema: json.RawMessage(`{"type": "object", "properties": {
+		"organizer": {"type": "string"}, "attendee": {"type": "string"}, "subject": {"type": "string"}, "body": {"type": "string"},
+		"decision": {"type": "string", "enum": ["Approve", "Reject", "Later"]}}, "required": ["attendee", "subject", "body", "decision"], "additionalProperties": false}`)}, noop)
 	s.AddTool(&mcp.Tool{Name: "other", InputSchema: json.RawMessage(`{"type": "object", "properties": {
-		"attendees": {"type": "array", "items": {"type": "string"}}, "organizerId": {"type": "integer"}, "timeRange": {"type": "object"}},
+		"attendees": {"type": "array", "items": {"type": "string"}}, "organizerEmail": {"type": "integer"}, "timeRange": {"type": "object"}},
 		"required": ["attendees"], "additionalProperties": false}`)}, noop)
 	pool := &MCPPool{}
 	defer pool.Close()
@@ -200,15 +204,15 @@ func TestMCPInputCheck(t *testing.T) {
 		{"fits", nil},
 		{"other", []string{
 			"step serverContext1.FetchAvailability_Activity: its input does not fit the input schema of action FetchAvailability_Activity: /attendees: the schema requires it, and the value does not have it",
-			"step serverContext1.FetchAvailability_Activity: its input does not fit the input schema of action FetchAvailability_Activity: /organizerId: the value may be a string, and the schema takes integer",
-			"step serverContext1.FetchAvailability_Activity: its input does not fit the input schema of action FetchAvailability_Activity: /attendeeId: the value may have it, and the schema admits no other properties than attendees, organizerId, timeRange",
+			"step serverContext1.FetchAvailability_Activity: its input does not fit the input schema of action FetchAvailability_Activity: /organizerEmail: the value may be a string, and the schema takes integer",
+			"step serverContext1.FetchAvailability_Activity: its input does not fit the input schema of action FetchAvailability_Activity: /attendeeEmail: the value may have it, and the schema admits no other properties than attendees, organizerEmail, timeRange",
 		}},
-		{"missing", []string{"step serverContext1.FetchAvailability_Activity: cannot check its input against action FetchAvailability_Activity: MCP server an in-memory MCP server has no tool \"missing\" (its tools: fits, other)"}},
+		{"missing", []string{"step serverContext1.FetchAvailability_Activity: cannot check its input against action FetchAvailability_Activity: MCP server an in-memory MCP server has no tool \"missing\" (its tools: fits, other, send)"}},
 	} {
 		t.Run(tt.tool, func(t *testing.T) {
 			var acts Actions
 			acts.Register((&MCPTool{Server: MCPServer{InMemory: s}, Tool: tt.tool, Pool: pool}).Action("FetchAvailability_Activity"))
-			acts.Register(Action{Name: "sendInvitation", Run: func(context.Context, jsonv.Value) (jsonv.Value, error) { return jsonv.Value{}, nil }})
+			acts.Register((&MCPTool{Server: MCPServer{InMemory: s}, Tool: "send", Pool: pool}).Action("sendInvitation"))
 			// No engine: a start that passes the check would fail on the nil
 			// client; one that does not never reaches it.
 			c := &Client{Registry: reg, Actions: acts.Names(), Registered: &acts}
@@ -263,5 +267,39 @@ func TestLoadMCPActions(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("missing %q in\n%v", want, err)
 		}
+	}
+}
+
+func TestUnwrapped(t *testing.T) {
+	input := mustParse(t, `{"llmContext2": {"draft": {"to": "bob", "subject": "Hi"}, "n": 3}, "userContext": {"approve": {"decision": "Approve", "to": "eve"}}}`)
+	tests := []struct {
+		refs []string
+		want string // the arguments, or the error
+	}{
+		{[]string{"/llmContext2/draft"}, `{"to":"bob","subject":"Hi"}`},
+		{[]string{"/llmContext2/n"}, `3`},
+		{[]string{"/llmContext2/draft", "/userContext/approve/decision"}, "/userContext/approve/decision is string, not an object whose members are arguments"},
+		{[]string{"/llmContext2/draft", "/userContext/approve"}, `/llmContext2/draft and /userContext/approve both give the argument "to"`},
+		{[]string{"/llmContext2/draft", "/nope"}, "its input has no /nope: "},
+	}
+	for _, tt := range tests {
+		refs := make([]jsonv.Pointer, len(tt.refs))
+		for i, r := range tt.refs {
+			refs[i] = jsonv.Pointer(r)
+		}
+		got, err := Unwrapped(input, refs)
+		if err != nil {
+			if !strings.HasPrefix(err.Error(), tt.want) {
+				t.Errorf("%v: %v, want %s", tt.refs, err, tt.want)
+			}
+			continue
+		}
+		if s := string(jsonv.Marshal(got)); s != tt.want {
+			t.Errorf("%v: %s, want %s", tt.refs, s, tt.want)
+		}
+	}
+	merged, err := Unwrapped(mustParse(t, `{"a": {"x": {"k": 1, "j": 2}}, "b": {"y": {"i": 3}}}`), []jsonv.Pointer{"/a/x", "/b/y"})
+	if err != nil || string(jsonv.Marshal(merged)) != `{"k":1,"j":2,"i":3}` {
+		t.Errorf("merged %s %v", jsonv.Marshal(merged), err)
 	}
 }

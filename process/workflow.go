@@ -200,8 +200,10 @@ func (r *processRun) serverChunk(ctx workflow.Context, ch *compile.ProgramChunk)
 			action = s.Name // the worker matches it to one of its actions
 		}
 		ai := ActionInput{Step: s.Qualified(), Action: action, Input: in, Output: s.Output}
-		if !s.Inputs && len(s.References) == 1 {
-			ai.Arguments = s.References[0].Pointer()
+		if !s.Inputs { // a blocking step's filled inputs are its arguments as they are
+			for _, r := range s.References {
+				ai.Arguments = append(ai.Arguments, r.Pointer())
+			}
 		}
 		out, err := ExecuteAction(ctx, r.acts, ai)
 		if err != nil {
