@@ -12,6 +12,7 @@ import (
 
 	"github.com/augceo/vibe/jsonv"
 	"github.com/augceo/vibe/process"
+	"github.com/augceo/vibe/schema"
 )
 
 // multiRoundTrip is the first protocol version whose servers ask a client
@@ -247,6 +248,13 @@ func message(info *process.Info, refused string) string {
 	}
 	if d := s.Lookup("description").Str(); d != "" {
 		fmt.Fprintf(&b, "\n%s", d)
+	}
+	for _, step := range schema.Properties(s).All() {
+		for _, kw := range []string{"title", "description"} {
+			if t := step.Lookup(kw).Str(); t != "" {
+				fmt.Fprintf(&b, "\n%s", t)
+			}
+		}
 	}
 	if c := info.Waiting.Context; c.Len() > 0 {
 		fmt.Fprintf(&b, "\n\n%s", jsonv.MarshalIndent(c, "  "))

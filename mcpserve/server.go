@@ -101,7 +101,7 @@ func New(ctx context.Context, p Processes, opts Options) (*Server, error) {
 		Instructions: "Each process tool starts a durable Vibe process and returns its output with its id. " +
 			"When a process waits for a person, the person is asked in a form when the client can; otherwise the result says \"waiting\", " +
 			"and " + ToolAnswer + " continues the process later. " + ToolShow + " and the resource vibe://processes/{id} show a process's state.",
-		Logger: opts.Logger,
+		Logger: slog.New(atLeast{opts.Logger.Handler(), slog.LevelWarn}),
 	})
 	uris := opts.Processes
 	explicit := len(uris) > 0
@@ -137,6 +137,23 @@ func New(ctx context.Context, p Processes, opts Options) (*Server, error) {
 	s.addResources()
 	return s, nil
 }
+
+// atLeast passes on the records of level min and above: the SDK's own
+// info records (a session connected, disconnected) are not the user's
+// business.
+type atLeast struct {
+	slog.Handler
+	min slog.Level
+}
+
+func (h atLeast) Enabled(ctx context.Context, l slog.Level) bool {
+	return l >= h.min && h.Handler.Enabled(ctx, l)
+}
+
+func (h atLeast) WithAttrs(as []slog.Attr) slog.Handler {
+	return atLeast{h.Handler.WithAttrs(as), h.min}
+}
+func (h atLeast) WithGroup(g string) slog.Handler { return atLeast{h.Handler.WithGroup(g), h.min} }
 
 func orBuiltin(uri string) string {
 	if uri == "" {
