@@ -15,6 +15,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/augceo/vibe/api"
 	"github.com/augceo/vibe/compile"
 	"github.com/augceo/vibe/jsonv"
 	"github.com/augceo/vibe/process"
@@ -22,14 +23,12 @@ import (
 	"github.com/augceo/vibe/schema"
 )
 
-// Processes is what the server drives: process.Client (the engine) and
-// api.Client (a running vibe serve) both are.
+// Processes is what the server drives: the API's processes, which it can
+// also cancel. process.Client (the engine) and api.Client (a running vibe
+// serve) both are.
 type Processes interface {
-	Start(ctx context.Context, opts process.StartOptions) (*process.Started, error)
-	Get(ctx context.Context, id string) (*process.Info, error)
-	List(ctx context.Context, opts process.ListOptions) (process.Page, error)
-	Answer(ctx context.Context, id string, answer jsonv.Value) (*process.View, error)
-	Cancel(ctx context.Context, id string) error
+	api.Processes
+	api.Canceler
 }
 
 // Options configures New. The zero value offers every process of no
@@ -241,7 +240,7 @@ func mustParse(s string) jsonv.Value {
 
 // The input schemas of the tools that read and drive processes.
 var (
-	listSchema   = mustParse(`{"type": "object", "properties": {
+	listSchema = mustParse(`{"type": "object", "properties": {
 		"limit": {"type": "integer", "minimum": 1, "maximum": 1000, "description": "At most this many, newest first (default 100)."},
 		"cursor": {"type": "string", "description": "The \"next\" of the page before, for the page after it."}}, "additionalProperties": false}`)
 	idSchema     = mustParse(`{"type": "object", "properties": {"id": {"type": "string", "description": "The process's id, such as schedule-meeting-7f3a9c2e."}}, "required": ["id"], "additionalProperties": false}`)

@@ -21,12 +21,6 @@ import (
 	"github.com/augceo/vibe/server"
 )
 
-//go:embed registry answers.jsonl
-var files embed.FS
-
-// Prompt is the person's request.
-const Prompt = "Book 30 minutes with Bob (bob@example.com) on 20 March 2024. I am Alice, alice@example.com."
-
 func main() {
 	data := flag.String("data", engine.DefaultDataDir, "data directory of the embedded engine")
 	actions := flag.String("actions", "examples/calendar-mcp/actions.json", "the actions file: the calendar's MCP server and tools")
@@ -40,27 +34,30 @@ func main() {
 	}
 }
 
-// Registry returns the example's registry.
-func Registry() *registry.Registry {
-	sub, _ := fs.Sub(files, "registry")
-	return registry.NewFS(sub, "examples/calendar-mcp/registry")
-}
+//go:embed registry answers.jsonl
+var files embed.FS
 
-// Recording returns the replay of the recorded model answers.
-func Recording() (*replay.Provider, error) {
-	f, err := files.Open("answers.jsonl")
+// Prompt is the person's request.
+const Prompt = "Book 30 minutes with Bob (bob@example.com) on 20 March 2024. I am Alice, alice@example.com."
+
+// Recorded returns the example's registry, and the model's answers as the
+// recording replays them.
+func Recorded() (*registry.Registry, *replay.Provider, error) {
+	sub, _ := fs.Sub(files, "registry")
+	answers, err := files.Open("answers.jsonl")
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	defer f.Close()
-	return replay.Read("examples/calendar-mcp/answers.jsonl", f)
+	defer answers.Close()
+	model, err := replay.Read("examples/calendar-mcp/answers.jsonl", answers)
+	return registry.NewFS(sub, "examples/calendar-mcp/registry"), model, err
 }
 
 // run books the meeting on the embedded engine in data, with the actions
 // of actionsFile (the calendar's MCP tools), answering the approval with
 // decision.
 func run(ctx context.Context, data, actionsFile, decision string, out io.Writer) error {
-	model, err := Recording()
+	reg, model, err := Recorded()
 	if err != nil {
 		return err
 	}
@@ -90,7 +87,7 @@ func run(ctx context.Context, data, actionsFile, decision string, out io.Writer)
 
 	// Registered: each step that runs an MCP tool is checked against the
 	// tool's input schema before the process starts.
-	c := &process.Client{Temporal: eng.Client(), Registry: Registry(), Actions: acts.Names(), Registered: acts}
+	c := &process.Client{Temporal: eng.Client(), Registry: reg, Actions: acts.Names(), Registered: acts}
 	started, err := c.Start(ctx, process.StartOptions{Process: "aug:processes/book-meeting", Prompt: Prompt})
 	if err != nil {
 		return err

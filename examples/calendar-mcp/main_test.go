@@ -59,7 +59,11 @@ func inMemory(t *testing.T) *process.Actions {
 // given model and the calendar in this program, approving the invitation.
 func runInTestEnv(t *testing.T, model llm.Provider) process.View {
 	t.Helper()
-	d, err := Registry().Document("aug:processes/book-meeting")
+	reg, _, err := Recorded()
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := reg.Document("aug:processes/book-meeting")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -104,7 +108,7 @@ func TestRecording(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	model, err := Recording()
+	_, model, err := Recorded()
 	if golden.Update() { // the embedded copy is the one before the update
 		model, err = replay.Open("answers.jsonl")
 	}
