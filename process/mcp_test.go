@@ -17,6 +17,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
 
+	"github.com/augceo/vibe/compile"
 	"github.com/augceo/vibe/jsonv"
 	"github.com/augceo/vibe/registry"
 	"github.com/augceo/vibe/schema"
@@ -301,5 +302,70 @@ func TestUnwrapped(t *testing.T) {
 	merged, err := Unwrapped(mustParse(t, `{"a": {"x": {"k": 1, "j": 2}}, "b": {"y": {"i": 3}}}`), []jsonv.Pointer{"/a/x", "/b/y"})
 	if err != nil || string(jsonv.Marshal(merged)) != `{"k":1,"j":2,"i":3}` {
 		t.Errorf("merged %s %v", jsonv.Marshal(merged), err)
+	}
+}
+
+// TestMCPInputCheckFilledInputs: a blocking step with inputs (SPEC §2)
+// gives the tool what the model filled for it, and that is checked.
+func TestMCPInputCheckFilledInputs(t *testing.T) {
+	s := mcp.NewServer(&mcp.Implementation{Name: "calendar", Version: "1"}, nil)
+	s.AddTool(&mcp.Tool{Name: "find", InputSchema: json.RawMessage(`{"type": "object", "properties": {
+		"attendees": {"type": "array", "items": {"type": "string"}}, "date": {"type": "string"}}, "required": ["attendees", "date"], "additionalProperties": false}`)},
+		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return &mcp.CallToolResult{}, nil
+		})
+	pool := &MCPPool{}
+	defer pool.Close()
+	var acts Actions
+	acts.Register((&MCPTool{Server: MCPServer{InMemory: s}, Tool: "find", Pool: pool}).Action("Find_Activity"))
+	for _, tt := range []struct{ inputs, required, want string }{
+		{`"attendees": {"type": "array", "items": {"type": "string", "format": "email"}}, "date": {"type": "string", "format": "date"}`, `"attendees", "date"`, ""},
+		{`"attendees": {"type": "array", "items": {"type": "string"}}, "date": {"type": "string"}`, `"attendees"`,
+			"p.json: /properties/Find_Activity: step Find_Activity: its input does not fit the input schema of action Find_Activity: /date: the schema requires it, and the value may lack it (it is optional there)"},
+		{`"people": {"type": "array", "items": {"type": "string"}}, "date": {"type": "string"}`, `"people", "date"`,
+			"p.json: /properties/Find_Activity: step Find_Activity: its input does not fit the input schema of action Find_Activity: /attendees: the schema requires it, and the value does not have it\n" +
+				"p.json: /properties/Find_Activity: step Find_Activity: its input does not fit the input schema of action Find_Activity: /people: the value may have it, and the schema admits no other properties than attendees, date"},
+	} {
+		doc := mustParse(t, `{"type": "object", "properties": {"Find_Activity": {"type": "object", "properties": {`+tt.inputs+`,
+			"output": {"type": ["object", "null"]}}, "required": [`+tt.required+`, "output"]}}}`)
+		p, err := compile.Compile(context.Background(), "p.json", doc, compile.Options{Actions: acts.Names()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = checkInputs(context.Background(), &acts, "p.json", p)
+		var got []string
+		for _, e := range schema.Errors(err, "") {
+			got = append(got, e.Error())
+		}
+		if strings.Join(got, "\n") != tt.want {
+			t.Errorf("errors\n%s\nwant\n%s", strings.Join(got, "\n"), tt.want)
+		}
+	}
+}
+
+// TestMCPFilledInputsInProcess: the tool of a blocking step with inputs
+// gets what the model filled for them, as they are.
+func TestMCPFilledInputsInProcess(t *testing.T) {
+	cal := &calendar{}
+	pool := &MCPPool{}
+	defer pool.Close()
+	var acts Actions
+	acts.Register((&MCPTool{Server: MCPServer{InMemory: cal.server()}, Tool: "note", Pool: pool}).Action("Note_Activity"))
+	doc := mustParse(t, `{"type": "object", "properties": {"Note_Activity": {"type": "object", "properties": {
+		"text": {"type": "string"}, "tags": {"type": "array", "items": {"type": "string"}}, "output": {"type": ["string", "null"]}},
+		"required": ["text", "tags", "output"]}}}`)
+	p, err := compile.Compile(context.Background(), "p.json", doc, compile.Options{Actions: acts.Names()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	model := &scripted{answers: map[string]string{p.Chunks[0].Name: `{"Note_Activity": {"text": "hello", "tags": ["b", "a"], "output": null}}`}}
+	env := newEnv(t, model, &acts)
+	env.ExecuteWorkflow(WorkflowName, Start{Name: "note", Program: p.Program(), Prompt: "note it"})
+	var v View
+	if err := env.GetWorkflowResult(&v); err != nil {
+		t.Fatal(err)
+	}
+	if got := cal.calls["note"]; v.Status != Completed || len(got) != 1 || got[0] != `{"text":"hello","tags":["b","a"]}` {
+		t.Errorf("status %s, calls %q", v.Status, got)
 	}
 }
