@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -254,5 +255,63 @@ func TestClient(t *testing.T) {
 	}
 	if _, err := (&Client{BaseURL: srv.URL}).List(ctx, process.ListOptions{}); err == nil || !strings.Contains(err.Error(), "401") {
 		t.Errorf("no token: %v", err)
+	}
+}
+
+// cancelable is fakeProcesses that can cancel: the API then serves
+// POST /v1/processes/{id}/cancel.
+type cancelable struct {
+	fakeProcesses
+	cancelled []string
+}
+
+func (c *cancelable) Cancel(ctx context.Context, id string) error {
+	if id != "meeting-0001" {
+		return process.ErrNotFound
+	}
+	c.cancelled = append(c.cancelled, id)
+	return nil
+}
+
+func TestCancel(t *testing.T) {
+	f := &cancelable{}
+	srv := httptest.NewServer(Handler(f, quiet()))
+	defer srv.Close()
+	c := &Client{BaseURL: srv.URL}
+	if err := c.Cancel(context.Background(), "meeting-0001"); err != nil || len(f.cancelled) != 1 {
+		t.Errorf("cancel: %v %v", err, f.cancelled)
+	}
+	if err := c.Cancel(context.Background(), "nope"); !errors.Is(err, process.ErrNotFound) {
+		t.Errorf("unknown id: %v", err)
+	}
+	// A Processes that cannot cancel says so.
+	if code, out, _ := call(t, Handler(&fakeProcesses{}, quiet()), "POST", "/v1/processes/meeting-0001/cancel", "", ""); code != 501 || !strings.Contains(out["error"].(string), "cannot cancel") {
+		t.Errorf("without Cancel: %d %v", code, out)
+	}
+}
+
+// TestMounts: a mounted handler is served behind the same token check.
+func TestMounts(t *testing.T) {
+	mounted := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		// A stream reaches the connection through the API's own writer.
+		if err := http.NewResponseController(w).Flush(); err != nil {
+			t.Errorf("flush: %v", err)
+		}
+		io.WriteString(w, `{"mounted": true}`)
+	})
+	h := Handler(&fakeProcesses{}, Options{Token: "s3cret", Logger: slogDiscard(), Mounts: map[string]http.Handler{"/mcp": mounted}})
+	if code, _, _ := call(t, h, "POST", "/mcp", "{}", ""); code != 401 {
+		t.Errorf("without the token: %d", code)
+	}
+	if code, out, _ := call(t, h, "POST", "/mcp", "{}", "s3cret"); code != 200 || out["mounted"] != true {
+		t.Errorf("with the token: %d %v", code, out)
+	}
+	// Without a token, the guard of loopback applies to it as well.
+	open := Handler(&fakeProcesses{}, Options{Logger: slogDiscard(), Mounts: map[string]http.Handler{"/mcp": mounted}})
+	req := httptest.NewRequest("POST", "http://rebound.example:8080/mcp", strings.NewReader("{}"))
+	req.Header.Set("Content-Type", "application/json")
+	if rec := serve(t, open, req); rec.Code != http.StatusForbidden {
+		t.Errorf("a foreign Host: %d", rec.Code)
 	}
 }

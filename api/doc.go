@@ -6,6 +6,7 @@
 //	                              → 200 {"processes": [{"id", "process", "status", "startedAt"}, …], "next": C | null}
 //	GET  /v1/processes/{id}       → 200 {"id", "process", "status", "waiting", "state", "usage", "metrics", "error", …}
 //	POST /v1/processes/{id}/answer  the USER chunk's value → 200 the process, 422 with the errors, 409 when it waits for none
+//	POST /v1/processes/{id}/cancel  → 200 the process: its workflow is cancelled, and it ends failed
 //	POST /v1/requests             {"vessel": URI | inline Vessel, "prompt": "…", "context": [messages], "decision": {…}}
 //	                              → 201 {"id": "vessel-accountant-7f3a9c2e", "vessel": "Accountant"}
 //	POST /v1/plans                {"vessel": URI | inline Vessel, "context": [messages, one a plan]} → 201, as above

@@ -48,6 +48,10 @@ type Options struct {
 	// Requests, when set, serves Vessel requests and plans (/v1/requests,
 	// /v1/plans); without it those paths are unknown (404).
 	Requests Requests
+	// Mounts are more handlers by ServeMux pattern, served behind the same
+	// guard (token, or loopback Host and origin) and log as the API: vibe
+	// serve mounts MCP at "/mcp".
+	Mounts map[string]http.Handler
 }
 
 // Handler returns the API's handler.
@@ -64,11 +68,15 @@ func Handler(p Processes, opts Options) http.Handler {
 	mux.HandleFunc("GET /v1/processes", s.list)
 	mux.HandleFunc("GET /v1/processes/{id}", s.get)
 	mux.HandleFunc("POST /v1/processes/{id}/answer", s.answer)
+	mux.HandleFunc("POST /v1/processes/{id}/cancel", s.cancel)
 	if opts.Requests != nil {
 		mux.HandleFunc("POST /v1/requests", s.startRequest)
 		mux.HandleFunc("GET /v1/requests", s.listRequests)
 		mux.HandleFunc("GET /v1/requests/{id}", s.getRequest)
 		mux.HandleFunc("POST /v1/plans", s.startPlan)
+	}
+	for pattern, h := range opts.Mounts {
+		mux.Handle(pattern, h)
 	}
 	return s.logged(s.guarded(routed(mux)))
 }

@@ -58,3 +58,44 @@ func (p *Parts) split(at jsonv.Pointer, v jsonv.Value) jsonv.Value {
 	}
 	return v
 }
+
+// OutputSchema is schema s as Split's Output sees the values it admits: its
+// thinking fields and metrics, which the model fills and Split removes,
+// neither listed nor required, at any depth. s is not changed.
+func OutputSchema(s jsonv.Value) jsonv.Value {
+	switch s.Kind() {
+	case jsonv.KindArray:
+		out := make([]jsonv.Value, s.Len())
+		for i, e := range s.Array() {
+			out[i] = OutputSchema(e)
+		}
+		return jsonv.ArrayValue(out...)
+	case jsonv.KindObject:
+	default:
+		return s
+	}
+	out := jsonv.NewObject(s.Len())
+	for name, v := range s.Members() {
+		switch name {
+		case "properties":
+			props := jsonv.NewObject(v.Len())
+			for p, ps := range v.Members() {
+				if !schema.IsThinking(p) && !schema.IsMetric(p) {
+					props.Set(p, OutputSchema(ps))
+				}
+			}
+			out.Set(name, props.Value())
+		case "required":
+			var keep []jsonv.Value
+			for _, r := range v.Array() {
+				if !schema.IsThinking(r.Str()) && !schema.IsMetric(r.Str()) {
+					keep = append(keep, r)
+				}
+			}
+			out.Set(name, jsonv.ArrayValue(keep...))
+		default:
+			out.Set(name, OutputSchema(v))
+		}
+	}
+	return out.Value()
+}

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
@@ -36,6 +37,16 @@ type Action struct {
 	Retry *temporal.RetryPolicy
 	// Timeout bounds one attempt; 0 means DefaultActionTimeout.
 	Timeout time.Duration
+	// Unwrap gives the action, at a SERVER step, the values the step
+	// references rather than the minimal context that holds them under
+	// their paths: the one value ({"llmContext1": {"fetchAvailability": V}}
+	// gives V), or the members of several objects merged (Unwrapped). The
+	// action takes its arguments flat, as an MCP tool does.
+	Unwrap bool
+	// InputSchema, when set, returns the JSON Schema the action's input
+	// must fit (an MCP tool's input schema): Client.Start checks every step
+	// that runs the action against it before the process starts.
+	InputSchema func(ctx context.Context) (jsonv.Value, error)
 }
 
 // DefaultRetry retries an action with exponential backoff from one second
@@ -237,13 +248,24 @@ func validHeader(name string) bool {
 }
 
 // LoadActions reads an actions file: a JSON object from action names to
-// HTTP endpoints, each a URL or an object
+// HTTP endpoints or MCP tools. An HTTP endpoint is a URL or an object
 //
 //	{"url": "http://…", "headers": {"Authorization": "Bearer $TOKEN"}, "timeout": "30s", "maxAttempts": 5}
 //
-// Header values expand $VARIABLES from the environment. Every problem is
-// reported with the file and JSON path.
-func LoadActions(path string) ([]Action, error) {
+// and an MCP tool names its server — a command that speaks MCP on stdio,
+// or the URL of a streamable HTTP endpoint — and the tool:
+//
+//	{"mcp": {"command": "calendar-mcp", "args": ["-v"], "env": {"KEY": "$KEY"}, "dir": "…"}, "tool": "find_slots", "timeout": "30s", "maxAttempts": 5}
+//	{"mcp": {"url": "https://…/mcp", "headers": {"Authorization": "Bearer $TOKEN"}}, "tool": "send_invitation"}
+//	{"mcp": "https://…/mcp", "tool": "send_invitation"}
+//
+// A command runs in "dir", relative to the file's directory, or in the
+// file's directory itself. Header and environment values expand
+// $VARIABLES from the environment. The tools' sessions are kept in pool,
+// one per server, shared by every entry that names the same server; nil
+// means a pool of the file's own, whose sessions end with the program.
+// Every problem is reported with the file and JSON path.
+func LoadActions(path string, pool *MCPPool) ([]Action, error) {
 	doc, err := schema.ReadFile(path)
 	if err != nil {
 		return nil, err
@@ -253,65 +275,163 @@ func LoadActions(path string) ([]Action, error) {
 		errs.Add(path, "", "an actions file is a JSON object from action names to endpoints, not %s", doc.Kind())
 		return nil, errs
 	}
+	if pool == nil {
+		pool = &MCPPool{}
+	}
 	var acts []Action
 	for name, v := range doc.Members() {
 		at := jsonv.PointerTo(name)
-		var h HTTPAction
-		act := Action{Name: name}
+		var act Action
 		switch v.Kind() {
 		case jsonv.KindString:
-			h.URL = v.Str()
+			act = Action{Name: name, Run: HTTPAction{URL: v.Str()}.Run}
+			checkURL(&errs, path, at, name, v.Str())
 		case jsonv.KindObject:
-			h.URL = v.Lookup("url").Str()
-			if u, ok := v.Get("url"); ok && u.Kind() != jsonv.KindString {
-				errs.Add(path, at.Append("url"), "url must be a string, not %s", u.Kind())
+			timeout, retry := loadRetry(&errs, path, at, v)
+			if _, ok := v.Get("mcp"); ok {
+				act = loadMCPTool(&errs, path, at, name, v, pool)
+			} else {
+				act = loadHTTPAction(&errs, path, at, name, v, timeout)
 			}
-			for k, hv := range v.Lookup("headers").Members() {
-				if hv.Kind() != jsonv.KindString || !validHeader(k) {
-					errs.Add(path, at.Append("headers").Append(k), "a header is a name (letters, digits, -) and a string value")
-					continue
-				}
-				if h.Headers == nil {
-					h.Headers = map[string]string{}
-				}
-				h.Headers[k] = hv.Str()
-			}
-			if t, ok := v.Get("timeout"); ok {
-				d, err := time.ParseDuration(t.Str())
-				if err != nil || d <= 0 || d > MaxActionTimeout {
-					errs.Add(path, at.Append("timeout"), "timeout must be a duration from 1ms to %s, such as \"30s\", not %s", MaxActionTimeout, jsonv.Marshal(t))
-				}
-				act.Timeout = d
-				h.Client = &http.Client{Timeout: d}
-			}
-			if m, ok := v.Get("maxAttempts"); ok {
-				n, isInt := m.Int()
-				if !isInt || n < 1 || n > MaxActionAttempts {
-					errs.Add(path, at.Append("maxAttempts"), "maxAttempts must be an integer from 1 to %d, not %s", MaxActionAttempts, jsonv.Marshal(m))
-					n = 1
-				}
-				r := *DefaultRetry
-				r.MaximumAttempts = int32(n)
-				act.Retry = &r
-			}
-			for k := range v.Members() {
-				if !slices.Contains([]string{"url", "headers", "timeout", "maxAttempts"}, k) {
-					errs.Add(path, at.Append(k), "unknown key %q (want url, headers, timeout, maxAttempts)", k)
-				}
-			}
+			act.Timeout, act.Retry = timeout, retry
 		default:
-			errs.Add(path, at, "action %q must be a URL or an object with \"url\", not %s", name, v.Kind())
+			errs.Add(path, at, "action %q must be a URL or an object with \"url\" or \"mcp\", not %s", name, v.Kind())
 			continue
 		}
-		if u, err := url.Parse(h.URL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			errs.Add(path, at, "action %q needs an http(s) URL, not %q", name, h.URL)
-			continue
-		}
-		act.Run = h.Run
 		acts = append(acts, act)
 	}
 	if err := errs.Err(); err != nil {
 		return nil, err
 	}
 	return acts, nil
+}
+
+// checkURL reports a URL that is not http(s).
+func checkURL(errs *schema.ErrorList, path string, at jsonv.Pointer, name, raw string) bool {
+	if u, err := url.Parse(raw); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		errs.Add(path, at, "action %q needs an http(s) URL, not %q", name, raw)
+		return false
+	}
+	return true
+}
+
+// onlyKeys reports the members of v not in keys.
+func onlyKeys(errs *schema.ErrorList, path string, at jsonv.Pointer, v jsonv.Value, keys ...string) {
+	for k := range v.Members() {
+		if !slices.Contains(keys, k) {
+			errs.Add(path, at.Append(k), "unknown key %q (want %s)", k, strings.Join(keys, ", "))
+		}
+	}
+}
+
+// loadStrings reads an object of strings, such as headers or an
+// environment; header names must be HTTP tokens.
+func loadStrings(errs *schema.ErrorList, path string, at jsonv.Pointer, v jsonv.Value, headers bool) map[string]string {
+	var out map[string]string
+	if !v.IsNull() && v.Object() == nil {
+		errs.Add(path, at, "must be an object of strings, not %s", v.Kind())
+		return nil
+	}
+	for k, hv := range v.Members() {
+		if hv.Kind() != jsonv.KindString || (headers && !validHeader(k)) {
+			what := "an environment variable is a name and a string value"
+			if headers {
+				what = "a header is a name (letters, digits, -) and a string value"
+			}
+			errs.Add(path, at.Append(k), "%s", what)
+			continue
+		}
+		if out == nil {
+			out = map[string]string{}
+		}
+		out[k] = hv.Str()
+	}
+	return out
+}
+
+// loadHTTPAction reads an HTTP endpoint entry.
+func loadHTTPAction(errs *schema.ErrorList, path string, at jsonv.Pointer, name string, v jsonv.Value, timeout time.Duration) Action {
+	h := HTTPAction{URL: v.Lookup("url").Str()}
+	if u, ok := v.Get("url"); ok && u.Kind() != jsonv.KindString {
+		errs.Add(path, at.Append("url"), "url must be a string, not %s", u.Kind())
+	}
+	h.Headers = loadStrings(errs, path, at.Append("headers"), v.Lookup("headers"), true)
+	if timeout > 0 {
+		h.Client = &http.Client{Timeout: timeout}
+	}
+	onlyKeys(errs, path, at, v, "url", "headers", "timeout", "maxAttempts")
+	checkURL(errs, path, at, name, h.URL)
+	return Action{Name: name, Run: h.Run}
+}
+
+// loadMCPTool reads an MCP tool entry.
+func loadMCPTool(errs *schema.ErrorList, path string, at jsonv.Pointer, name string, v jsonv.Value, pool *MCPPool) Action {
+	t := &MCPTool{Tool: v.Lookup("tool").Str(), Pool: pool}
+	if tv, ok := v.Get("tool"); !ok || tv.Kind() != jsonv.KindString || tv.Str() == "" {
+		errs.Add(path, at.Append("tool"), "an MCP action names its tool: \"tool\": \"name\"")
+	}
+	m := v.Lookup("mcp")
+	mat := at.Append("mcp")
+	switch m.Kind() {
+	case jsonv.KindString:
+		t.Server.URL = m.Str()
+	case jsonv.KindObject:
+		for _, k := range []string{"command", "url", "dir"} {
+			if kv, ok := m.Get(k); ok && kv.Kind() != jsonv.KindString {
+				errs.Add(path, mat.Append(k), "%s must be a string, not %s", k, kv.Kind())
+			}
+		}
+		t.Server.Command, t.Server.URL, t.Server.Dir = m.Lookup("command").Str(), m.Lookup("url").Str(), m.Lookup("dir").Str()
+		if args, ok := m.Get("args"); ok {
+			if args.Kind() != jsonv.KindArray || len(schema.Strings(args)) != args.Len() {
+				errs.Add(path, mat.Append("args"), "args must be an array of strings")
+			}
+			t.Server.Args = schema.Strings(args)
+		}
+		t.Server.Env = loadStrings(errs, path, mat.Append("env"), m.Lookup("env"), false)
+		t.Server.Headers = loadStrings(errs, path, mat.Append("headers"), m.Lookup("headers"), true)
+		onlyKeys(errs, path, mat, m, "command", "args", "env", "dir", "url", "headers")
+	default:
+		errs.Add(path, mat, "mcp is the server: {\"command\": …} for stdio, {\"url\": …} or a URL for streamable HTTP; not %s", m.Kind())
+	}
+	switch {
+	case (t.Server.Command == "") == (t.Server.URL == "") && m.Kind() == jsonv.KindObject:
+		errs.Add(path, mat, "an MCP server is a command (stdio) or a url (streamable HTTP): give exactly one")
+	case t.Server.URL != "":
+		checkURL(errs, path, mat, name, t.Server.URL)
+	default:
+		// A command runs where the actions file is, unless dir says where.
+		base := filepath.Dir(path)
+		if !filepath.IsAbs(t.Server.Dir) {
+			t.Server.Dir = filepath.Join(base, t.Server.Dir)
+		}
+	}
+	onlyKeys(errs, path, at, v, "mcp", "tool", "timeout", "maxAttempts")
+	return t.Action(name)
+}
+
+// loadRetry reads an entry's "timeout" and "maxAttempts": zero and nil
+// when it has none (the defaults).
+func loadRetry(errs *schema.ErrorList, path string, at jsonv.Pointer, v jsonv.Value) (time.Duration, *temporal.RetryPolicy) {
+	var timeout time.Duration
+	if t, ok := v.Get("timeout"); ok {
+		d, err := time.ParseDuration(t.Str())
+		if err != nil || d <= 0 || d > MaxActionTimeout {
+			errs.Add(path, at.Append("timeout"), "timeout must be a duration from 1ms to %s, such as \"30s\", not %s", MaxActionTimeout, jsonv.Marshal(t))
+		} else {
+			timeout = d
+		}
+	}
+	var retry *temporal.RetryPolicy
+	if m, ok := v.Get("maxAttempts"); ok {
+		n, isInt := m.Int()
+		if !isInt || n < 1 || n > MaxActionAttempts {
+			errs.Add(path, at.Append("maxAttempts"), "maxAttempts must be an integer from 1 to %d, not %s", MaxActionAttempts, jsonv.Marshal(m))
+			n = 1
+		}
+		r := *DefaultRetry
+		r.MaximumAttempts = int32(n)
+		retry = &r
+	}
+	return timeout, retry
 }

@@ -81,7 +81,7 @@ func TestHTTPAction(t *testing.T) {
 func TestLoadActions(t *testing.T) {
 	file := filepath.Join(t.TempDir(), "actions.json")
 	os.WriteFile(file, []byte(`{"Send": "http://127.0.0.1:9/send", "Fetch_Activity": {"url": "https://example.com/f", "headers": {"X-Key": "k"}, "timeout": "5s", "maxAttempts": 3}}`), 0o600)
-	acts, err := LoadActions(file)
+	acts, err := LoadActions(file, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -91,7 +91,7 @@ func TestLoadActions(t *testing.T) {
 	// Every problem with its path: the bad-input catalogue
 	// (cmd/vibe/testdata/bad/vessel/bad-actions-file) shows them all.
 	os.WriteFile(file, []byte(`{"A": {"url": "http://x/a", "maxAttempts": 4294967296}, "B": {"url": "http://x/b", "timeout": "-1s"}}`), 0o600)
-	_, err = LoadActions(file)
+	_, err = LoadActions(file, nil)
 	for _, want := range []string{file + ": /A/maxAttempts: maxAttempts must be an integer from 1 to 1000", file + ": /B/timeout: timeout must be a duration"} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("missing %q in %v", want, err)

@@ -144,6 +144,10 @@ type ActionInput struct {
 	// Key is the call's idempotency key (IdempotencyKey); the workflow
 	// derives it from its id and the step.
 	Key string `json:"key,omitempty"`
+	// Arguments point at the values in Input that the step references, in
+	// order: an action that takes its arguments unwrapped (Action.Unwrap)
+	// gets their members instead of Input (Unwrapped).
+	Arguments []jsonv.Pointer `json:"arguments,omitempty"`
 }
 
 // Action runs a step's server action and validates its result.
@@ -153,10 +157,18 @@ func (a *Activities) Action(ctx context.Context, in ActionInput) (jsonv.Value, e
 		return jsonv.Value{}, temporal.NewNonRetryableApplicationError(
 			fmt.Sprintf("step %s: no action %q is registered on this worker (registered: %v)", in.Step, in.Action, a.Actions.Names()), "NoAction", nil)
 	}
+	input := in.Input
+	if act.Unwrap && len(in.Arguments) > 0 {
+		v, err := Unwrapped(in.Input, in.Arguments)
+		if err != nil {
+			return jsonv.Value{}, temporal.NewNonRetryableApplicationError(fmt.Sprintf("step %s: %v", in.Step, err), "BadInput", err)
+		}
+		input = v
+	}
 	stop := KeepAlive(ctx)
 	ctx, span := tracer.Start(ctx, "action "+act.Name, trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(
 		attribute.String("vibe.step", in.Step), attribute.String("vibe.process.id", in.Process), attribute.String("vibe.idempotency_key", in.Key)))
-	out, err := act.Run(WithIdempotencyKey(ctx, in.Key), in.Input)
+	out, err := act.Run(WithIdempotencyKey(ctx, in.Key), input)
 	stop()
 	if err != nil {
 		span.RecordError(err)
@@ -178,6 +190,42 @@ func (a *Activities) Action(ctx context.Context, in ActionInput) (jsonv.Value, e
 		}
 	}
 	return out, nil
+}
+
+// Unwrapped is what an action that takes its arguments unwrapped
+// (Action.Unwrap: an MCP tool) gets from a step's input, the minimal
+// context of its references: the one value the step references, or the
+// members of the objects it references, merged in order — from
+// {"llmContext2": {"draft": {"to", "subject"}}, "userContext": {"approve":
+// {"decision"}}}, {"to", "subject", "decision"}. Two references that give
+// the same member are an error.
+func Unwrapped(input jsonv.Value, refs []jsonv.Pointer) (jsonv.Value, error) {
+	if len(refs) == 1 {
+		v, err := input.At(refs[0])
+		if err != nil {
+			return jsonv.Value{}, fmt.Errorf("its input has no %s: %w", refs[0], err)
+		}
+		return v, nil
+	}
+	out := jsonv.NewObject(8)
+	from := map[string]jsonv.Pointer{}
+	for _, p := range refs {
+		v, err := input.At(p)
+		if err != nil {
+			return jsonv.Value{}, fmt.Errorf("its input has no %s: %w", p, err)
+		}
+		if v.Object() == nil {
+			return jsonv.Value{}, fmt.Errorf("%s is %s, not an object whose members are arguments", p, v.Kind())
+		}
+		for name, m := range v.Members() {
+			if other, dup := from[name]; dup {
+				return jsonv.Value{}, fmt.Errorf("%s and %s both give the argument %q", other, p, name)
+			}
+			from[name] = p
+			out.Set(name, m)
+		}
+	}
+	return out.Value(), nil
 }
 
 // CheckInput is a value and the schema it must fit.

@@ -36,6 +36,11 @@ type Client struct {
 	// compiler (compile.Options.Actions); nil leaves blocking steps
 	// unchecked.
 	Actions []string
+	// Registered, when set, are the worker's actions: every step whose
+	// action declares its input schema (Action.InputSchema, as MCP tools
+	// do) is checked against it before the process starts, and a mismatch
+	// is an error naming the step.
+	Registered *Actions
 }
 
 // StartOptions says which process to start and with what.
@@ -67,7 +72,9 @@ type Started struct {
 }
 
 // Start compiles the process and starts its workflow. A process that does
-// not compile gives the compiler's errors (schema.ErrorList); a first value
+// not compile gives the compiler's errors (schema.ErrorList), and so does
+// one whose steps' inputs do not fit what their actions declare they take
+// (an MCP tool's input schema), a located error per mismatch; a first value
 // the process does not take, a *FirstError; a start past the engine's
 // payload limit, a *TooLargeError. In each case nothing is started.
 func (c *Client) Start(ctx context.Context, opts StartOptions) (*Started, error) {
@@ -76,13 +83,13 @@ func (c *Client) Start(ctx context.Context, opts StartOptions) (*Started, error)
 	}
 	copts := compile.Options{Registry: c.Registry, Actions: c.Actions}
 	var (
-		p    *compile.Process
-		name string
-		err  error
+		p          *compile.Process
+		name, file string
+		err        error
 	)
 	switch {
 	case opts.Pipeline != "":
-		name = "pipeline"
+		name, file = "pipeline", "<pipeline>"
 		p, err = compile.CompilePipeline(ctx, opts.Pipeline, copts)
 	case opts.Process != "":
 		if c.Registry == nil {
@@ -93,11 +100,11 @@ func (c *Client) Start(ctx context.Context, opts StartOptions) (*Started, error)
 		if err != nil {
 			return nil, err
 		}
-		name = path.Base(d.URI.Path)
+		name, file = path.Base(d.URI.Path), d.File
 		p, err = compile.Compile(ctx, d.File, d.Value, copts)
 	case opts.Document.Object() != nil:
 		name = wfid.Slug(opts.Document.Lookup("title").Str(), "process")
-		file := opts.File
+		file = opts.File
 		if file == "" {
 			file = "process"
 		}
@@ -106,6 +113,9 @@ func (c *Client) Start(ctx context.Context, opts StartOptions) (*Started, error)
 		return nil, errors.New("nothing to start: give a process URI, an inline process schema or a pipeline")
 	}
 	if err != nil {
+		return nil, err
+	}
+	if err := checkInputs(ctx, c.Registered, file, p); err != nil {
 		return nil, err
 	}
 	if p.Prompt != "" && opts.Prompt == "" {
@@ -368,6 +378,33 @@ func (c *Client) Answer(ctx context.Context, id string, answer jsonv.Value) (*Vi
 		return nil, c.answerError(ctx, id, err)
 	}
 	return &v, nil
+}
+
+// Cancel cancels a process's workflow: the activity running learns it at
+// its next heartbeat and stops, a wait for a person ends, and the process
+// ends failed ("the workflow was canceled"). A process that has ended
+// already stays as it was; an id of another workflow (a Vessel request) is
+// not found.
+func (c *Client) Cancel(ctx context.Context, id string) error {
+	desc, err := c.Temporal.DescribeWorkflowExecution(ctx, id, "")
+	var nf *serviceerror.NotFound
+	switch {
+	case errors.As(err, &nf):
+		return fmt.Errorf("%w: %s", ErrNotFound, id)
+	case err != nil:
+		return fmt.Errorf("cancel %s: %w", id, err)
+	}
+	ex := desc.GetWorkflowExecutionInfo()
+	if t := ex.GetType().GetName(); t != WorkflowName && t != DirectCallName {
+		return fmt.Errorf("%w: %s", ErrNotFound, id)
+	}
+	if ex.GetStatus() != enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
+		return nil
+	}
+	if err := c.Temporal.CancelWorkflow(ctx, id, ""); err != nil && !errors.As(err, &nf) {
+		return fmt.Errorf("cancel %s: %w", id, err)
+	}
+	return nil
 }
 
 // answerError recovers the validator's refusal from Temporal's wrapping.

@@ -199,7 +199,13 @@ func (r *processRun) serverChunk(ctx workflow.Context, ch *compile.ProgramChunk)
 		if action == "" {
 			action = s.Name // the worker matches it to one of its actions
 		}
-		out, err := ExecuteAction(ctx, r.acts, ActionInput{Step: s.Qualified(), Action: action, Input: in, Output: s.Output})
+		ai := ActionInput{Step: s.Qualified(), Action: action, Input: in, Output: s.Output}
+		if !s.Inputs { // a blocking step's filled inputs are its arguments as they are
+			for _, r := range s.References {
+				ai.Arguments = append(ai.Arguments, r.Pointer())
+			}
+		}
+		out, err := ExecuteAction(ctx, r.acts, ai)
 		if err != nil {
 			return fmt.Errorf("step %s: %w", s.Qualified(), err)
 		}

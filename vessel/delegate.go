@@ -378,47 +378,6 @@ func SubRequest(d *Delegate, scoped []jsonv.Value, params jsonv.Value) jsonv.Val
 // DefaultOutput is what a delegate without "_output" fills: any object.
 var DefaultOutput = mustParse(`{"type": "object", "description": "The result of the task given in the input message."}`)
 
-// withoutThinking is a result schema as the caller sees the result: its
-// thinking fields and metrics, which the delegate fills and the engine
-// splits off, neither listed nor required.
-func withoutThinking(s jsonv.Value) jsonv.Value {
-	switch s.Kind() {
-	case jsonv.KindArray:
-		out := make([]jsonv.Value, s.Len())
-		for i, e := range s.Array() {
-			out[i] = withoutThinking(e)
-		}
-		return jsonv.ArrayValue(out...)
-	case jsonv.KindObject:
-	default:
-		return s
-	}
-	out := jsonv.NewObject(s.Len())
-	for name, v := range s.Members() {
-		switch name {
-		case "properties":
-			props := jsonv.NewObject(v.Len())
-			for p, ps := range v.Members() {
-				if !schema.IsThinking(p) && !schema.IsMetric(p) {
-					props.Set(p, withoutThinking(ps))
-				}
-			}
-			out.Set(name, props.Value())
-		case "required":
-			var keep []jsonv.Value
-			for _, r := range v.Array() {
-				if !schema.IsThinking(r.Str()) && !schema.IsMetric(r.Str()) {
-					keep = append(keep, r)
-				}
-			}
-			out.Set(name, jsonv.ArrayValue(keep...))
-		default:
-			out.Set(name, withoutThinking(v))
-		}
-	}
-	return out.Value()
-}
-
 // Prepare builds a delegate call's isolated sub-request, ready to run: the
 // delegate's own toolset (built with opts), the context SubRequest
 // assembles from the scoped parent messages and the call's parameters, and

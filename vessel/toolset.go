@@ -310,7 +310,7 @@ func delegateTool(ctx context.Context, v *Vessel, tool *Tool, s jsonv.Value, opt
 		tool.Output = d.Output
 	}
 	if !tool.Output.IsNull() {
-		tool.Contract = withoutThinking(tool.Output)
+		tool.Contract = compose.OutputSchema(tool.Output)
 	}
 	if d.Input.IsNull() {
 		return s, nil

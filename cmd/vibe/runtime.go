@@ -136,12 +136,14 @@ func (f *workerFlags) add(cmd *cobra.Command) {
 	f.llm.add(cmd)
 }
 
-func (f *workerFlags) actions() (*process.Actions, error) {
+// actions loads the actions file; the sessions with the MCP servers it
+// names are kept in pool.
+func (f *workerFlags) actions(pool *process.MCPPool) (*process.Actions, error) {
 	acts := &process.Actions{}
 	if f.actionsFile == "" {
 		return acts, nil
 	}
-	list, err := process.LoadActions(f.actionsFile)
+	list, err := process.LoadActions(f.actionsFile, pool)
 	if err != nil {
 		return nil, err
 	}
@@ -173,6 +175,8 @@ type local struct {
 	client    *process.Client
 	requests  *request.Client
 	telemetry func(context.Context) error // flushes the exporters
+	// mcp holds the sessions with the MCP servers the actions file names.
+	mcp process.MCPPool
 }
 
 func (l *local) Close() {
@@ -184,6 +188,7 @@ func (l *local) Close() {
 		defer cancel()
 		l.telemetry(ctx)
 	}
+	l.mcp.Close()
 	if l.eng != nil {
 		l.eng.Close()
 	}
@@ -220,7 +225,7 @@ func startWorker(ctx context.Context, io stdio, eng *engine.Engine, wf *workerFl
 	l := &local{client: &process.Client{Temporal: eng.Client(), Registry: reg}, requests: &request.Client{Temporal: eng.Client(), Registry: reg}}
 	opts := server.WorkerOptions{Logger: logger, QueryOnly: wf == nil}
 	if wf != nil {
-		if opts.Actions, err = wf.actions(); err != nil {
+		if opts.Actions, err = wf.actions(&l.mcp); err != nil {
 			return nil, err
 		}
 		if wf.llm.spec != "" {
@@ -231,7 +236,7 @@ func startWorker(ctx context.Context, io stdio, eng *engine.Engine, wf *workerFl
 			}
 		}
 		opts.Loader = wf.loader(reg)
-		l.client.Actions = opts.Actions.Names()
+		l.client.Actions, l.client.Registered = opts.Actions.Names(), opts.Actions
 		l.requests.Actions, l.requests.Loader = l.client.Actions, opts.Loader
 	}
 	if wf != nil {

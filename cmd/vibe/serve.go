@@ -1,10 +1,12 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 
@@ -17,11 +19,12 @@ import (
 
 func newServeCmd(io stdio) *cobra.Command {
 	var (
-		ef     engineFlags
-		wf     workerFlags
-		bounds delegateBounds
-		regDir string
-		addr   string
+		ef        engineFlags
+		wf        workerFlags
+		bounds    delegateBounds
+		regDir    string
+		addr      string
+		processes []string
 	)
 	cmd := &cobra.Command{
 		Use:   "serve --registry DIR [--addr 127.0.0.1:8080] [--data DIR] [--actions-file F] [--llm …]",
@@ -37,6 +40,7 @@ the model and the server actions, and the HTTP API on --addr:
   GET  /v1/processes/{id}            a process: status, what it waits for, state, usage
   POST /v1/processes/{id}/answer     a person's answer (422 with the errors when it does
                                      not fit, 409 when the process waits for none)
+  POST /v1/processes/{id}/cancel     cancel a process: its workflow stops, and it ends failed
   POST /v1/requests                  a Vessel request: {"vessel": URI or Vessel, "prompt",
                                      "context": [messages], "decision"}; 201 {"id"}
   GET  /v1/requests?limit=N&cursor=C  a page of requests, newest first: {"requests": [...],
@@ -45,6 +49,8 @@ the model and the server actions, and the HTTP API on --addr:
                                      (results, errors, runs), each instance's state, usage
   POST /v1/plans                     a plan: {"vessel", "context"} whose context holds a
                                      plan message; 422 with every problem before it runs
+  /mcp                               the processes as MCP tools, over streamable HTTP (see
+                                     vibe mcp); its streams outlive the timeouts below
 
 A Vessel request's toolset is built with this server's registry, actions
 (--actions-file) and delegate allow-list (--delegate-allow); --delegate-depth
@@ -86,7 +92,13 @@ a web page cannot reach it through your browser.`,
 				dataDir = "" // other commands find a cluster by its flag
 			}
 			l.requests.MaxDepth, l.requests.MaxFanOut = bounds.depth, bounds.fanOut
-			h := api.Handler(l.client, api.Options{Token: ef.token, Logger: logger, Requests: l.requests})
+			mcpSrv, err := newMCPServer(ctx, l.client, reg, processes, logger)
+			if err != nil {
+				return err
+			}
+			context.AfterFunc(ctx, mcpSrv.Close) // calls that follow processes stop; the processes go on
+			h := api.Handler(l.client, api.Options{Token: ef.token, Logger: logger, Requests: l.requests,
+				Mounts: map[string]http.Handler{"/mcp": mcpSrv.Handler()}})
 			return server.Serve(ctx, h, server.ServeOptions{Addr: addr, DataDir: dataDir, Ready: func(a net.Addr) {
 				mode := "embedded engine in " + ef.data
 				if ef.temporal != "" {
@@ -104,6 +116,7 @@ a web page cannot reach it through your browser.`,
 	wf.add(cmd)
 	bounds.add(cmd)
 	registryFlag(cmd, &regDir)
+	processesFlag(cmd, &processes)
 	cmd.Flags().StringVar(&addr, "addr", "127.0.0.1:8080", "address of the HTTP API")
 	cmd.Flags().StringVar(&ef.listen, "temporal-listen", "", "let the embedded engine's Temporal frontend listen on `HOST:PORT` (an IP; 0.0.0.0 for every interface), so that vibe worker --temporal HOST:PORT --tls-dir … on other machines share the work; clients need the certificates in DATA/tls")
 	return cmd

@@ -194,7 +194,7 @@ func buildToolset(file string, reg *registry.Registry, wf *workerFlags) (*vessel
 	if err != nil {
 		return nil, err
 	}
-	acts, err := wf.actions()
+	acts, err := wf.actions(nil) // names only: no server is reached
 	if err != nil {
 		return nil, err
 	}

@@ -1,0 +1,125 @@
+package main
+
+import (
+	"context"
+	"embed"
+	"flag"
+	"fmt"
+	"io"
+	"io/fs"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/augceo/vibe/engine"
+	"github.com/augceo/vibe/jsonv"
+	"github.com/augceo/vibe/llm/replay"
+	"github.com/augceo/vibe/process"
+	"github.com/augceo/vibe/registry"
+	"github.com/augceo/vibe/server"
+)
+
+func main() {
+	data := flag.String("data", engine.DefaultDataDir, "data directory of the embedded engine")
+	actions := flag.String("actions", "examples/calendar-mcp/actions.json", "the actions file: the calendar's MCP server and tools")
+	decision := flag.String("decision", "Approve", "your answer to the draft: Approve or Reject")
+	flag.Parse()
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, *data, *actions, *decision, os.Stdout); err != nil {
+		fmt.Fprintln(os.Stderr, "calendar-mcp:", err)
+		os.Exit(1)
+	}
+}
+
+//go:embed registry answers.jsonl
+var files embed.FS
+
+// Prompt is the person's request.
+const Prompt = "Book 30 minutes with Bob (bob@example.com) on 20 March 2024. I am Alice, alice@example.com."
+
+// Recorded returns the example's registry, and the model's answers as the
+// recording replays them.
+func Recorded() (*registry.Registry, *replay.Provider, error) {
+	sub, _ := fs.Sub(files, "registry")
+	answers, err := files.Open("answers.jsonl")
+	if err != nil {
+		return nil, nil, err
+	}
+	defer answers.Close()
+	model, err := replay.Read("examples/calendar-mcp/answers.jsonl", answers)
+	return registry.NewFS(sub, "examples/calendar-mcp/registry"), model, err
+}
+
+// run books the meeting on the embedded engine in data, with the actions
+// of actionsFile (the calendar's MCP tools), answering the approval with
+// decision.
+func run(ctx context.Context, data, actionsFile, decision string, out io.Writer) error {
+	reg, model, err := Recorded()
+	if err != nil {
+		return err
+	}
+	var pool process.MCPPool // one session with the calendar, for both tools
+	defer pool.Close()
+	list, err := process.LoadActions(actionsFile, &pool)
+	if err != nil {
+		return err
+	}
+	acts := &process.Actions{}
+	for _, a := range list {
+		if err := acts.Register(a); err != nil {
+			return err
+		}
+	}
+	logger := slog.New(slog.DiscardHandler)
+	eng, err := engine.Start(ctx, engine.Options{SearchAttributes: process.SearchAttributes, DataDir: data, Logger: logger})
+	if err != nil {
+		return err
+	}
+	defer eng.Close()
+	w, err := server.StartWorker(eng.Client(), server.WorkerOptions{Provider: model, Actions: acts, Logger: logger})
+	if err != nil {
+		return err
+	}
+	defer w.Stop()
+
+	// Registered: each step that runs an MCP tool is checked against the
+	// tool's input schema before the process starts.
+	c := &process.Client{Temporal: eng.Client(), Registry: reg, Actions: acts.Names(), Registered: acts}
+	started, err := c.Start(ctx, process.StartOptions{Process: "aug:processes/book-meeting", Prompt: Prompt})
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "Started %s on the embedded engine in %s; its server steps are tools of the calendar's MCP server (%s).\n"+
+		"The model's answers are replayed from a recording (examples/calendar-mcp/answers.jsonl), not asked of a live model.\n\n", started.ID, data, actionsFile)
+	for shown := 0; ; {
+		info, err := c.Get(ctx, started.ID)
+		if err != nil {
+			return err
+		}
+		for ; shown < len(info.Done); shown++ {
+			fmt.Fprintf(out, "✓ %s\n", info.Done[shown])
+		}
+		switch info.Status {
+		case process.Completed:
+			fmt.Fprintf(out, "\nCompleted. State:\n%s\n", jsonv.MarshalIndent(info.State, "  "))
+			return nil
+		case process.Failed:
+			return fmt.Errorf("the process failed: %s", *info.Error)
+		case process.Waiting:
+			draft := info.Waiting.Context.Lookup("llmContext2").Lookup("draftInvitation")
+			fmt.Fprintf(out, "\nThe draft to approve:\n%s\nYour decision (-decision): %s\n\n", jsonv.MarshalIndent(draft, "  "), decision)
+			answer := jsonv.ObjectValue(jsonv.Member{Name: "approveInvitation", Value: jsonv.ObjectValue(jsonv.Member{Name: "decision", Value: jsonv.StringValue(decision)})})
+			if _, err := c.Answer(ctx, started.ID, answer); err != nil {
+				return err
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%w: %s goes on in %s", ctx.Err(), started.ID, data)
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}

@@ -1,0 +1,328 @@
+package mcpserve
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/augceo/vibe/jsonv"
+	"github.com/augceo/vibe/process"
+	"github.com/augceo/vibe/schema"
+)
+
+// multiRoundTrip is the first protocol version whose servers ask a client
+// for input by returning input requests (SEP-2322) rather than sending it
+// requests; the SDK does not export the name.
+const multiRoundTrip = "2026-07-28"
+
+// answerKey names the one input request of a result: the person's answer.
+const answerKey = "answer"
+
+// maxAsks bounds how often one call asks a person again after the process
+// refused an answer.
+const maxAsks = 3
+
+// The _meta members of an elicitation: which process and chunk it asks for.
+const (
+	MetaProcess = "vibe/process"
+	MetaChunk   = "vibe/chunk"
+)
+
+// follower follows one process for one tool call.
+type follower struct {
+	s     *Server
+	req   *mcp.CallToolRequest
+	id    string
+	total int // chunks in all, for progress; 0 when unknown
+	shown int // chunks reported done
+	// refused is the problem with the person's last answer, told when they
+	// are asked again.
+	refused string
+	asked   int
+}
+
+// progress sends a progress notification, when the client asked for them.
+func (f *follower) progress(ctx context.Context, done int, msg string) {
+	tok := f.req.Params.GetProgressToken()
+	if tok == nil {
+		return
+	}
+	p := &mcp.ProgressNotificationParams{ProgressToken: tok, Progress: float64(done), Message: msg}
+	if f.total > 0 {
+		p.Total = float64(f.total)
+	}
+	if err := f.req.Session.NotifyProgress(ctx, p); err != nil {
+		f.s.opts.Logger.Debug("mcp: progress not sent", "id", f.id, "err", err)
+	}
+}
+
+// follow reads the process until it completes, fails, or waits for a
+// person who cannot be asked (or is being asked by the client).
+func (f *follower) follow(ctx context.Context) (*mcp.CallToolResult, error) {
+	stop := f.s.stopped(f.req.Session)
+	for {
+		info, err := f.s.p.Get(ctx, f.id)
+		if err != nil {
+			if ctx.Err() != nil {
+				return f.interrupted(ctx)
+			}
+			return failure(err), nil
+		}
+		for ; f.shown < len(info.Done); f.shown++ {
+			f.progress(ctx, f.shown+1, "✓ "+info.Done[f.shown])
+		}
+		switch info.Status {
+		case process.Completed, process.Failed:
+			return outcome(info), nil
+		case process.Waiting:
+			if info.Waiting != nil {
+				res, err := f.ask(ctx, info)
+				if res != nil || err != nil {
+					return res, err
+				}
+				continue // answered: read it again at once
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return f.interrupted(ctx)
+		case <-f.s.stopping:
+			return stopped(info), nil
+		case <-stop:
+			return stopped(info), nil
+		case <-time.After(f.s.opts.Poll):
+		}
+	}
+}
+
+// interrupted ends a call whose context ended. When the client cancelled
+// the call (notifications/cancelled: the SDK ends the context with the
+// cause context.Canceled), the process is cancelled too; when the session
+// ended, the process goes on.
+func (f *follower) interrupted(ctx context.Context) (*mcp.CallToolResult, error) {
+	if errors.Is(context.Cause(ctx), context.Canceled) {
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		defer cancel()
+		if err := f.s.p.Cancel(cctx, f.id); err != nil {
+			f.s.opts.Logger.Error("mcp: the call was cancelled, but its process could not be", "id", f.id, "err", err)
+		} else {
+			f.s.opts.Logger.Info("mcp: the call was cancelled, and so is its process", "id", f.id)
+		}
+	} else {
+		f.s.opts.Logger.Info("mcp: the session ended; the process goes on", "id", f.id, "cause", context.Cause(ctx))
+	}
+	return nil, ctx.Err()
+}
+
+// ask asks the person for the chunk the process waits on: through the
+// client's form, or — when there is none — by returning "waiting". A nil
+// result means the answer was taken and the process moves on.
+func (f *follower) ask(ctx context.Context, info *process.Info) (*mcp.CallToolResult, error) {
+	w := info.Waiting
+	form, err := NewForm(w.Schema)
+	switch {
+	case err != nil:
+		return waiting(info, "the chunk's schema is richer than an MCP form: "+err.Error()), nil
+	case !elicits(f.req):
+		return waiting(info, "the client does not take elicitations (form mode)"), nil
+	case f.asked >= maxAsks:
+		return waiting(info, "the person's answers were refused "+fmt.Sprint(f.asked)+" times: "+f.refused), nil
+	}
+	f.asked++
+	params := &mcp.ElicitParams{
+		Meta:            mcp.Meta{MetaProcess: f.id, MetaChunk: w.Chunk},
+		Mode:            "form",
+		Message:         message(info, f.refused),
+		RequestedSchema: json.RawMessage(jsonv.Marshal(form.Schema)),
+	}
+	if multiRoundTripped(f.req) {
+		// The client asks, and calls again with the answer and this state.
+		st, _ := json.Marshal(requestState{ID: f.id, Chunk: w.Chunk, Asked: f.asked, Total: f.total})
+		return &mcp.CallToolResult{InputRequests: mcp.InputRequestMap{answerKey: params}, RequestState: string(st)}, nil
+	}
+	res, err := f.req.Session.Elicit(ctx, params)
+	if err != nil {
+		if ctx.Err() != nil {
+			return f.interrupted(ctx)
+		}
+		return waiting(info, "asking the person failed: "+err.Error()), nil
+	}
+	return f.take(ctx, info, form, res)
+}
+
+// take gives the person's answer to the process. A nil result means it
+// was taken, or refused and to be asked again.
+func (f *follower) take(ctx context.Context, info *process.Info, form *Form, res *mcp.ElicitResult) (*mcp.CallToolResult, error) {
+	if res.Action != "accept" {
+		return waiting(info, "the person did not answer ("+res.Action+")"), nil
+	}
+	answer, err := form.Answer(res.Content)
+	if err != nil {
+		return toolError("the form's answer: %v", err), nil
+	}
+	_, err = f.s.p.Answer(ctx, f.id, answer)
+	var refused *process.RefusedError
+	switch {
+	case errors.As(err, &refused):
+		f.refused = refused.Message
+		return nil, nil
+	case err != nil:
+		return failure(err), nil
+	}
+	f.refused, f.asked = "", 0
+	return nil, nil
+}
+
+// requestState is what a multi round-trip call carries from the round
+// that asked to the round that answers. It names a process and a chunk,
+// nothing more: an answer sent with a forged state is checked by that
+// process like any other (answer_process takes the same).
+type requestState struct {
+	ID    string `json:"id"`
+	Chunk string `json:"chunk"`
+	Asked int    `json:"asked"`
+	Total int    `json:"total,omitempty"`
+}
+
+// resume is the round of a multi round-trip call that brings the person's
+// answer: it gives the answer to the process and follows it on.
+func (s *Server) resume(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	var st requestState
+	if err := json.Unmarshal([]byte(req.Params.RequestState), &st); err != nil || st.ID == "" {
+		return toolError("the call's request state is not Vibe's: %q", req.Params.RequestState), nil
+	}
+	f := &follower{s: s, req: req, id: st.ID, asked: st.Asked, total: st.Total}
+	info, err := s.p.Get(ctx, st.ID)
+	if err != nil {
+		return failure(err), nil
+	}
+	// The earlier rounds told the chunks done so far.
+	f.shown = len(info.Done)
+	res, _ := req.Params.InputResponses[answerKey].(*mcp.ElicitResult)
+	if info.Waiting != nil && info.Waiting.Chunk == st.Chunk && res != nil {
+		form, err := NewForm(info.Waiting.Schema)
+		if err != nil {
+			return waiting(info, err.Error()), nil
+		}
+		if out, err := f.take(ctx, info, form, res); out != nil || err != nil {
+			return out, err
+		}
+	}
+	// Answered (or answered elsewhere meanwhile): follow on.
+	return f.follow(ctx)
+}
+
+// elicits reports whether the client takes form elicitations.
+func elicits(req *mcp.CallToolRequest) bool {
+	caps := req.ClientCapabilities()
+	if caps == nil || caps.Elicitation == nil {
+		return false
+	}
+	// Neither mode named means form, for clients older than the modes.
+	return caps.Elicitation.Form != nil || caps.Elicitation.URL == nil
+}
+
+// multiRoundTripped reports whether the client is asked by returning input
+// requests rather than by a request of the server's.
+func multiRoundTripped(req *mcp.CallToolRequest) bool {
+	v := req.ProtocolVersion()
+	return v == "" || v >= multiRoundTrip
+}
+
+// message is what the person reads above the form: the process, the chunk
+// and the context the chunk references.
+func message(info *process.Info, refused string) string {
+	var b strings.Builder
+	if refused != "" {
+		fmt.Fprintf(&b, "Your answer was refused: %s\n\n", refused)
+	}
+	fmt.Fprintf(&b, "Process %s (%s) waits for your answer to %s.", info.ID, info.Process, info.Waiting.Chunk)
+	s := info.Waiting.Schema
+	if t := s.Lookup("title").Str(); t != "" {
+		fmt.Fprintf(&b, "\n%s", t)
+	}
+	if d := s.Lookup("description").Str(); d != "" {
+		fmt.Fprintf(&b, "\n%s", d)
+	}
+	for _, step := range schema.Properties(s).All() {
+		for _, kw := range []string{"title", "description"} {
+			if t := step.Lookup(kw).Str(); t != "" {
+				fmt.Fprintf(&b, "\n%s", t)
+			}
+		}
+	}
+	if c := info.Waiting.Context; c.Len() > 0 {
+		fmt.Fprintf(&b, "\n\n%s", jsonv.MarshalIndent(c, "  "))
+	}
+	return b.String()
+}
+
+// outcome is the result of a process that completed or failed — or, read
+// by cancel_process, any process: its id, its status, and its output (the
+// process's state: every step's result) or its error.
+func outcome(info *process.Info) *mcp.CallToolResult {
+	o := head(info)
+	switch info.Status {
+	case process.Failed:
+		msg := "failed"
+		if info.Error != nil {
+			msg = *info.Error
+		}
+		o.Set("error", jsonv.StringValue(msg))
+		return structured(o.Value(), true)
+	case process.Waiting:
+		return waiting(info, "")
+	}
+	o.Set("output", info.State)
+	if info.Direct != nil {
+		if d, err := asJSON(info.Direct); err == nil {
+			o.Set("direct", d)
+		}
+	}
+	if u, err := asJSON(info.Usage); err == nil {
+		o.Set("usage", u)
+	}
+	if info.Replayed {
+		o.Set("replayed", jsonv.BoolValue(true))
+	}
+	return structured(o.Value(), false)
+}
+
+// waiting is the result of a process that waits for a person who was not
+// asked: what it waits for, why no form asked, and how to answer.
+func waiting(info *process.Info, why string) *mcp.CallToolResult {
+	o := head(info)
+	if w := info.Waiting; w != nil {
+		o.Set("waiting", jsonv.ObjectValue(
+			jsonv.Member{Name: "chunk", Value: jsonv.StringValue(w.Chunk)},
+			jsonv.Member{Name: "schema", Value: w.Schema},
+			jsonv.Member{Name: "context", Value: w.Context},
+		))
+	}
+	msg := fmt.Sprintf("The process waits, durably, for a person's answer; give it with %s {\"id\": %q, \"answer\": …} (a value of the waiting schema).", ToolAnswer, info.ID)
+	if why != "" {
+		msg = "No form asked: " + why + ". " + msg
+	}
+	o.Set("message", jsonv.StringValue(msg))
+	return structured(o.Value(), false)
+}
+
+// stopped is the result of a call the server stopped following.
+func stopped(info *process.Info) *mcp.CallToolResult {
+	o := head(info)
+	o.Set("message", jsonv.StringValue("The server is stopping; the process goes on, durably: read it with "+ToolShow+"."))
+	return structured(o.Value(), false)
+}
+
+func head(info *process.Info) *jsonv.Object {
+	o := jsonv.NewObject(6)
+	o.Set("id", jsonv.StringValue(info.ID))
+	o.Set("process", jsonv.StringValue(info.Process))
+	o.Set("status", jsonv.StringValue(string(info.Status)))
+	return o
+}
