@@ -41,13 +41,20 @@ func (c *Call) OutputString() string {
 	return strings.Join(append([]string{"state"}, c.Output...), ".")
 }
 
-// Reads are the state paths the call's parameters read.
-func (c *Call) Reads() map[string][]string {
-	out := map[string][]string{}
+// Read is a parameter that reads state: "†state.a.b".
+type Read struct {
+	Param string   // the parameter's name
+	Path  []string // the state path it reads: ["a", "b"]
+}
+
+// Reads are the state paths the call's parameters read, in the
+// parameters' order.
+func (c *Call) Reads() []Read {
+	var out []Read
 	for name, v := range c.Params.Members() {
 		if IsRef(v) {
 			if p, err := ParsePath(v.Str()); err == nil {
-				out[name] = p
+				out = append(out, Read{Param: name, Path: p})
 			}
 		}
 	}

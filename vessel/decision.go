@@ -2,7 +2,6 @@ package vessel
 
 import (
 	"fmt"
-	"maps"
 	"regexp"
 	"slices"
 	"strings"
@@ -265,10 +264,9 @@ func CheckDecision(file string, decision jsonv.Value, ts *Toolset, states map[st
 		if c.Output != nil && !slices.Contains(rules.Paths, c.OutputString()) {
 			errs.Add(file, c.Path.Append("_outputPath"), "%s writes %s, which the state's schema has no place for (paths: %s)", c.Name(), c.OutputString(), strings.Join(rules.Paths, ", "))
 		}
-		reads := c.Reads()
-		for _, name := range slices.Sorted(maps.Keys(reads)) {
-			if p := "state" + pathSuffix(reads[name]); !slices.Contains(rules.Paths, p) {
-				errs.Add(file, c.Path.Append(name), "%s reads †%s, which the state's schema has no place for", c.Name(), p)
+		for _, read := range c.Reads() {
+			if p := "state" + pathSuffix(read.Path); !slices.Contains(rules.Paths, p) {
+				errs.Add(file, c.Path.Append(read.Param), "%s reads †%s, which the state's schema has no place for", c.Name(), p)
 			}
 		}
 	}

@@ -3,7 +3,6 @@ package vessel
 import (
 	"fmt"
 	"io"
-	"maps"
 	"slices"
 	"strings"
 	"text/tabwriter"
@@ -37,18 +36,27 @@ func overlap(a, b []string) bool {
 // NewGraph wires calls. Dependencies join calls of the same instance only.
 func NewGraph(calls []*Call) *Graph {
 	g := &Graph{Calls: calls, Deps: make([][]Edge, len(calls))}
+	// The calls of each instance, in order: a call's dependencies are
+	// among them, so wiring costs the instance's calls, not all of them.
+	byInstance := make(map[string][]int)
 	for i, c := range calls {
-		for _, read := range sortedReads(c) {
-			for j, w := range calls {
-				if j != i && w.Instance == c.Instance && w.Output != nil && overlap(w.Output, read) {
-					g.Deps[i] = append(g.Deps[i], Edge{From: j, Var: "state." + strings.Join(read, ".")})
+		byInstance[c.Instance] = append(byInstance[c.Instance], i)
+	}
+	for i, c := range calls {
+		mine := byInstance[c.Instance]
+		for _, read := range c.Reads() {
+			for _, j := range mine {
+				if w := calls[j]; j != i && w.Output != nil && overlap(w.Output, read.Path) {
+					g.Deps[i] = append(g.Deps[i], Edge{From: j, Var: "state." + strings.Join(read.Path, ".")})
 				}
 			}
 		}
 		if c.Output != nil {
-			for j := 0; j < i; j++ {
-				w := calls[j]
-				if w.Instance == c.Instance && w.Output != nil && overlap(w.Output, c.Output) && !hasEdge(g.Deps[i], j) {
+			for _, j := range mine {
+				if j >= i {
+					break
+				}
+				if w := calls[j]; w.Output != nil && overlap(w.Output, c.Output) && !hasEdge(g.Deps[i], j) {
 					g.Deps[i] = append(g.Deps[i], Edge{From: j, Var: c.OutputString()})
 				}
 			}
@@ -59,20 +67,6 @@ func NewGraph(calls []*Call) *Graph {
 
 func hasEdge(es []Edge, from int) bool {
 	return slices.ContainsFunc(es, func(e Edge) bool { return e.From == from })
-}
-
-func sortedReads(c *Call) [][]string {
-	reads := c.Reads()
-	names := make([]string, 0, len(reads))
-	for n := range reads {
-		names = append(names, n)
-	}
-	slices.Sort(names)
-	out := make([][]string, len(names))
-	for i, n := range names {
-		out[i] = reads[n]
-	}
-	return out
 }
 
 // Validate checks a graph before anything runs: every tool exists, every
@@ -111,11 +105,10 @@ func (g *Graph) Validate(file string, ts *Toolset, states map[string]jsonv.Value
 				}
 			}
 		}
-		for _, name := range slices.Sorted(maps.Keys(c.Reads())) {
-			read := c.Reads()[name]
-			written := slices.ContainsFunc(g.Deps[i], func(e Edge) bool { return g.Calls[e.From].Output != nil && overlap(g.Calls[e.From].Output, read) })
-			if _, err := Read(states[c.Instance], read); err != nil && !written {
-				errs.Add(file, c.Path.Append(name), "%s reads †state.%s, but no call writes it and the state does not have it", c.Name(), strings.Join(read, "."))
+		for _, read := range c.Reads() {
+			written := slices.ContainsFunc(g.Deps[i], func(e Edge) bool { return g.Calls[e.From].Output != nil && overlap(g.Calls[e.From].Output, read.Path) })
+			if _, err := ReadState(states[c.Instance], read.Path); err != nil && !written {
+				errs.Add(file, c.Path.Append(read.Param), "%s reads †state.%s, but no call writes it and the state does not have it", c.Name(), strings.Join(read.Path, "."))
 			}
 		}
 	}
@@ -284,8 +277,8 @@ func (g *Graph) WriteTable(w io.Writer) error {
 		for _, i := range layer {
 			c := g.Calls[i]
 			var reads, after []string
-			for _, p := range sortedReads(c) {
-				reads = append(reads, "state."+strings.Join(p, "."))
+			for _, r := range c.Reads() {
+				reads = append(reads, "state."+strings.Join(r.Path, "."))
 			}
 			for _, e := range g.Deps[i] {
 				after = append(after, fmt.Sprint(e.From+1))

@@ -34,8 +34,8 @@ func IsRef(v jsonv.Value) bool {
 	return v.Kind() == jsonv.KindString && (v.Str() == RefPrefix || strings.HasPrefix(v.Str(), RefPrefix+"."))
 }
 
-// Read returns the value at a state path.
-func Read(state jsonv.Value, path []string) (jsonv.Value, error) {
+// ReadState returns the value at a state path.
+func ReadState(state jsonv.Value, path []string) (jsonv.Value, error) {
 	v, err := state.At(jsonv.PointerTo(path...))
 	if err != nil {
 		return jsonv.Value{}, fmt.Errorf("state.%s: no such value", strings.Join(path, "."))
@@ -54,7 +54,7 @@ func ResolveRefs(params, state jsonv.Value) (jsonv.Value, error) {
 			if err != nil {
 				return jsonv.Value{}, fmt.Errorf("parameter %s: %w", name, err)
 			}
-			got, err := Read(state, path)
+			got, err := ReadState(state, path)
 			if err != nil {
 				return jsonv.Value{}, fmt.Errorf("parameter %s reads %s: %w", name, v.Str(), err)
 			}
