@@ -1,0 +1,44 @@
+package batch
+
+import (
+	"encoding/json"
+	"time"
+
+	"github.com/augceo/vibe/llm"
+)
+
+// Status is what a batch has done so far.
+type Status struct {
+	ID      string `json:"id"`
+	Process string `json:"process"`
+	// Status is "running", "completed" (every item finished), "failed"
+	// (every item finished, some failed) or "canceled".
+	Status string `json:"status"`
+	// Items counts the items read so far; Done, Failed and Waiting those
+	// completed, failed and waiting for a person.
+	Items   int `json:"items"`
+	Done    int `json:"done"`
+	Failed  int `json:"failed"`
+	Waiting int `json:"waiting"`
+	// Usage totals the model calls; Requests counts them (repair turns
+	// included).
+	Usage      llm.Usage  `json:"usage"`
+	Requests   int        `json:"requests"`
+	StartedAt  time.Time  `json:"startedAt"`
+	FinishedAt *time.Time `json:"finishedAt,omitempty"`
+}
+
+// Result is one item's result line.
+type Result struct {
+	// Line is the item's 1-based line in the input.
+	Line int `json:"line"`
+	// ID is the item's process id (its workflow id).
+	ID string `json:"id,omitempty"`
+	// Status is "completed", "failed" or "waiting".
+	Status string `json:"status"`
+	// Output is the process's output when completed.
+	Output json.RawMessage `json:"output,omitempty"`
+	// Error says why the item failed: the line number and JSON path for a
+	// bad input line.
+	Error string `json:"error,omitempty"`
+}
