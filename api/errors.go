@@ -10,6 +10,7 @@ import (
 
 	"go.temporal.io/api/serviceerror"
 
+	"github.com/augceo/vibe/batch"
 	"github.com/augceo/vibe/llm/replay"
 	"github.com/augceo/vibe/process"
 	"github.com/augceo/vibe/registry"
@@ -92,7 +93,7 @@ func (s *server) failed(w http.ResponseWriter, r *http.Request, err error) {
 			ds = append(ds, detail{File: e.File, Path: p, Message: e.Message})
 		}
 		writeError(w, http.StatusUnprocessableEntity, &apiError{Error: ds[0].Message, Path: ds[0].Path, Details: ds})
-	case errors.Is(err, process.ErrNotFound), errors.Is(err, request.ErrNotFound), errors.Is(err, registry.ErrNotFound):
+	case errors.Is(err, process.ErrNotFound), errors.Is(err, request.ErrNotFound), errors.Is(err, registry.ErrNotFound), errors.Is(err, batch.ErrNotFound):
 		writeError(w, http.StatusNotFound, &apiError{Error: err.Error()})
 	case errors.As(err, &bound):
 		path := "/delegateDepth"

@@ -52,6 +52,12 @@ type Options struct {
 	// guard (token, or loopback Host and origin) and log as the API: vibe
 	// serve mounts MCP at "/mcp".
 	Mounts map[string]http.Handler
+	// Batches, when set, serves batches (/v1/batches); without it those
+	// paths are unknown (404).
+	Batches Batches
+	// MaxBatchBody bounds a batch's JSONL body; 0 means
+	// DefaultMaxBatchBody.
+	MaxBatchBody int64
 }
 
 // Handler returns the API's handler.
@@ -69,6 +75,12 @@ func Handler(p Processes, opts Options) http.Handler {
 	mux.HandleFunc("GET /v1/processes/{id}", s.get)
 	mux.HandleFunc("POST /v1/processes/{id}/answer", s.answer)
 	mux.HandleFunc("POST /v1/processes/{id}/cancel", s.cancel)
+	if opts.Batches != nil {
+		mux.HandleFunc("POST /v1/batches", s.startBatch)
+		mux.HandleFunc("GET /v1/batches", s.listBatches)
+		mux.HandleFunc("GET /v1/batches/{id}", s.getBatch)
+		mux.HandleFunc("GET /v1/batches/{id}/results", s.batchResults)
+	}
 	if opts.Requests != nil {
 		mux.HandleFunc("POST /v1/requests", s.startRequest)
 		mux.HandleFunc("GET /v1/requests", s.listRequests)

@@ -22,11 +22,21 @@ type Status struct {
 	Waiting int `json:"waiting"`
 	// Usage totals the model calls; Requests counts them (repair turns
 	// included).
-	Usage      llm.Usage  `json:"usage"`
-	Requests   int        `json:"requests"`
+	Usage    llm.Usage `json:"usage"`
+	Requests int       `json:"requests"`
+	// Groups counts the groups started; Ended is set once the input ended,
+	// when the batch knows how many items it has.
+	Groups     int        `json:"groups"`
+	Ended      bool       `json:"ended"`
 	StartedAt  time.Time  `json:"startedAt"`
 	FinishedAt *time.Time `json:"finishedAt,omitempty"`
 }
+
+// An item's status in its result line.
+const (
+	StatusCompleted = "completed"
+	StatusFailed    = "failed"
+)
 
 // Result is one item's result line.
 type Result struct {
@@ -34,7 +44,7 @@ type Result struct {
 	Line int `json:"line"`
 	// ID is the item's process id (its workflow id).
 	ID string `json:"id,omitempty"`
-	// Status is "completed", "failed" or "waiting".
+	// Status is StatusCompleted or StatusFailed.
 	Status string `json:"status"`
 	// Output is the process's output when completed.
 	Output json.RawMessage `json:"output,omitempty"`

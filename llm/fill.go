@@ -111,6 +111,25 @@ func (e *InvalidAnswerError) Error() string {
 // thinking fields and metrics, and accounts tokens and latency. Provider
 // errors (after the provider's own retries) are returned as they are.
 func Fill(ctx context.Context, p Provider, t Task, opts Options) (*Result, error) {
+	return fill(ctx, p, t, NewRequest(t), 0, opts)
+}
+
+// Repair asks p again for t after an answer that was wrong, as a repair
+// turn: t's request, the answer as the model wrote it (answer), and what
+// was wrong with it — problems by path, or parseErr when it was not JSON.
+// It then goes on as Fill does. The answer counts as the first of the
+// requests opts.MaxRepairs bounds: this is how one item of a multiplexed
+// call is repaired on its own, with only its request and its errors.
+func Repair(ctx context.Context, p Provider, t Task, answer string, parseErr error, problems []schema.Invalid, opts Options) (*Result, error) {
+	req := NewRequest(t)
+	req.Messages = append(req.Messages, Message{Role: RoleAssistant, Content: answer},
+		Message{Role: RoleUser, Content: repairMessage(parseErr, problems, false)})
+	return fill(ctx, p, t, req, 1, opts)
+}
+
+// fill sends req and what repairs it needs; spent requests were made for t
+// before req.
+func fill(ctx context.Context, p Provider, t Task, req *Request, spent int, opts Options) (*Result, error) {
 	v, err := schema.Cached(t.Schema)
 	if err != nil {
 		return nil, fmt.Errorf("step %s: %w", t.Name, err)
@@ -119,10 +138,9 @@ func Fill(ctx context.Context, p Provider, t Task, opts Options) (*Result, error
 	if repairs == 0 {
 		repairs = 2
 	}
-	req := NewRequest(t)
 	res := &Result{}
 	for {
-		resp, err := complete(ctx, p, req)
+		resp, err := Complete(ctx, p, req)
 		if err != nil {
 			return nil, fmt.Errorf("step %s: %w", t.Name, err)
 		}
@@ -154,7 +172,7 @@ func Fill(ctx context.Context, p Provider, t Task, opts Options) (*Result, error
 			account(ctx, t.Name, res, false, opts)
 			return res, nil
 		}
-		if res.Requests > repairs {
+		if spent+res.Requests > repairs {
 			ie := &InvalidAnswerError{Step: t.Name, Requests: res.Requests, Problems: problems, ParseErr: parseErr, Content: resp.Content, Usage: res.Usage}
 			account(ctx, t.Name, res, true, opts)
 			return nil, ie
@@ -176,11 +194,12 @@ type Describer interface {
 
 var tracer = otel.Tracer("github.com/augceo/vibe/llm")
 
-// complete sends one request inside a span named for the GenAI semantic
+// Complete sends one request inside a span named for the GenAI semantic
 // conventions ("chat MODEL"), with the model, the token usage and the
 // answer's size; the global tracer provider is a no-op until a program
-// installs one.
-func complete(ctx context.Context, p Provider, req *Request) (*Response, error) {
+// installs one. It neither parses nor validates the answer: Fill does, and
+// a batch's call, which checks each item's part on its own.
+func Complete(ctx context.Context, p Provider, req *Request) (*Response, error) {
 	system, model := "", ""
 	if d, ok := p.(Describer); ok {
 		system, model = d.System(), d.Model()

@@ -88,3 +88,61 @@ func repairMessage(parseErr error, problems []schema.Invalid, checked bool) stri
 	b.WriteString("Answer again with the whole corrected JSON value and nothing else.")
 	return b.String()
 }
+
+// BatchTask is one chunk asked of many items in one request (SPEC §5):
+// Schema is the multiplexed schema (compile.Multiplex), whose property
+// "<step>_item<i>" is item i's value of a step.
+type BatchTask struct {
+	// Name names the chunk; System is the system text, "" for
+	// DefaultSystem.
+	Name, System string
+	Schema       jsonv.Value
+	// Items are the items in order: item i is Items[i-1].
+	Items []BatchItem
+}
+
+// BatchItem is one item of a BatchTask: its request and its minimal
+// context.
+type BatchItem struct {
+	Prompt  string
+	Context jsonv.Value
+}
+
+// NewBatchRequest builds the one request of a BatchTask: the system text,
+// one user message that says how items map to properties and then gives
+// each item's request and context under its number, and the schema's bytes
+// once. A request every item shares is said once, before the items.
+func NewBatchRequest(t BatchTask) *Request {
+	system := t.System
+	if system == "" {
+		system = DefaultSystem
+	}
+	shared := len(t.Items) > 1
+	for _, it := range t.Items {
+		shared = shared && it.Prompt == t.Items[0].Prompt
+	}
+	var b strings.Builder
+	if shared {
+		if p := strings.TrimSpace(t.Items[0].Prompt); p != "" {
+			b.WriteString(p + "\n\n")
+		}
+	}
+	fmt.Fprintf(&b, "Step %s is asked of %d items at once. Answer each item on its own, from its own request and context only: property <step>_item<i> holds item i's value of <step>.\n", t.Name, len(t.Items))
+	for i, it := range t.Items {
+		fmt.Fprintf(&b, "--- Item %d ---\n", i+1)
+		if p := strings.TrimSpace(it.Prompt); !shared && p != "" {
+			b.WriteString(p + "\n")
+		}
+		if it.Context.Len() > 0 {
+			b.Write(jsonv.Marshal(it.Context))
+			b.WriteByte('\n')
+		}
+	}
+	fmt.Fprintf(&b, "--- End of items ---\nGenerate the JSON for step %s for all %d items.", t.Name, len(t.Items))
+	return &Request{
+		Name:     t.Name,
+		System:   system,
+		Messages: []Message{{Role: RoleUser, Content: b.String()}},
+		Schema:   jsonv.Marshal(t.Schema),
+	}
+}

@@ -81,6 +81,39 @@ func (c *Client) Start(ctx context.Context, opts StartOptions) (*Started, error)
 	if err := checkPartsSize(opts); err != nil {
 		return nil, err
 	}
+	in, direct, err := c.Prepare(ctx, opts)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkFirst(in.Program, in.First); err != nil {
+		return nil, err
+	}
+	if err := CheckPayloadSize("the start of "+in.Name, in); err != nil {
+		return nil, err
+	}
+	id := wfid.New(in.Name)
+	wf := WorkflowName
+	if direct {
+		wf = DirectCallName
+	}
+	_, err = c.Temporal.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
+		ID:                    id,
+		TaskQueue:             TaskQueue,
+		Memo:                  map[string]any{MemoProcess: in.Name},
+		TypedSearchAttributes: temporal.NewSearchAttributes(ProcessAttribute.ValueSet(in.Name), StatusAttribute.ValueSet(string(Running))),
+	}, wf, in)
+	if err != nil {
+		return nil, fmt.Errorf("start %s: %w", in.Name, err)
+	}
+	return &Started{ID: id, Name: in.Name, Direct: direct}, nil
+}
+
+// Prepare compiles the process opts names and checks its steps against the
+// worker's actions, as Start does, and returns the workflow input that
+// runs it (with opts' prompt, input, first value and system text) and
+// whether it is a direct server call. It starts nothing: a batch starts
+// one prepared process per item.
+func (c *Client) Prepare(ctx context.Context, opts StartOptions) (Start, bool, error) {
 	copts := compile.Options{Registry: c.Registry, Actions: c.Actions}
 	var (
 		p          *compile.Process
@@ -93,12 +126,12 @@ func (c *Client) Start(ctx context.Context, opts StartOptions) (*Started, error)
 		p, err = compile.CompilePipeline(ctx, opts.Pipeline, copts)
 	case opts.Process != "":
 		if c.Registry == nil {
-			return nil, fmt.Errorf("cannot start %s: %w", opts.Process, registry.ErrNoRegistry)
+			return Start{}, false, fmt.Errorf("cannot start %s: %w", opts.Process, registry.ErrNoRegistry)
 		}
 		var d *registry.Document
 		d, err = c.Registry.Document(opts.Process)
 		if err != nil {
-			return nil, err
+			return Start{}, false, err
 		}
 		name, file = path.Base(d.URI.Path), d.File
 		p, err = compile.Compile(ctx, d.File, d.Value, copts)
@@ -110,39 +143,18 @@ func (c *Client) Start(ctx context.Context, opts StartOptions) (*Started, error)
 		}
 		p, err = compile.Compile(ctx, file, opts.Document, copts)
 	default:
-		return nil, errors.New("nothing to start: give a process URI, an inline process schema or a pipeline")
+		return Start{}, false, errors.New("nothing to start: give a process URI, an inline process schema or a pipeline")
 	}
 	if err != nil {
-		return nil, err
+		return Start{}, false, err
 	}
 	if err := checkInputs(ctx, c.Registered, file, p); err != nil {
-		return nil, err
+		return Start{}, false, err
 	}
 	if p.Prompt != "" && opts.Prompt == "" {
 		opts.Prompt = p.Prompt
 	}
-	in := Start{Name: name, Program: p.Program(), Prompt: opts.Prompt, Input: opts.Input, First: opts.First, System: opts.System}
-	if err := checkFirst(in.Program, in.First); err != nil {
-		return nil, err
-	}
-	if err := CheckPayloadSize("the start of "+name, in); err != nil {
-		return nil, err
-	}
-	id := wfid.New(name)
-	wf := WorkflowName
-	if p.Direct != nil {
-		wf = DirectCallName
-	}
-	_, err = c.Temporal.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
-		ID:                    id,
-		TaskQueue:             TaskQueue,
-		Memo:                  map[string]any{MemoProcess: name},
-		TypedSearchAttributes: temporal.NewSearchAttributes(ProcessAttribute.ValueSet(name), StatusAttribute.ValueSet(string(Running))),
-	}, wf, in)
-	if err != nil {
-		return nil, fmt.Errorf("start %s: %w", name, err)
-	}
-	return &Started{ID: id, Name: name, Direct: p.Direct != nil}, nil
+	return Start{Name: name, Program: p.Program(), Prompt: opts.Prompt, Input: opts.Input, First: opts.First, System: opts.System}, p.Direct != nil, nil
 }
 
 // memoProcess reads the process name from a workflow's memo.
@@ -268,10 +280,11 @@ type Page struct {
 // ErrBadCursor is wrapped by List's error for a cursor it did not give.
 var ErrBadCursor = errors.New("not a cursor of this list")
 
-// List returns a page of processes, newest first. The cursor is the
+// List returns a page of processes, newest first, but for batch items. The cursor is the
 // engine's own page token, base64url-encoded.
 func (c *Client) List(ctx context.Context, opts ListOptions) (Page, error) {
-	query := fmt.Sprintf("WorkflowType = '%s' OR WorkflowType = '%s'", WorkflowName, DirectCallName)
+	// A batch's items are listed with their batch, not here.
+	query := fmt.Sprintf("(WorkflowType = '%s' OR WorkflowType = '%s') AND %s IS NULL", WorkflowName, DirectCallName, BatchAttribute.GetName())
 	execs, next, err := ListExecutions(ctx, c.Temporal, "processes", query, opts)
 	if err != nil {
 		return Page{}, err

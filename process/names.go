@@ -34,6 +34,17 @@ const (
 	// UpdateAnswer is the update that carries a person's answer to a USER
 	// chunk.
 	UpdateAnswer = "answer"
+
+	// SignalFill is what a process in a group (Start.Group) sends its
+	// group to have an LLM chunk filled, a FillRequest: the group fills
+	// the chunk for many of its processes in one model call.
+	SignalFill = "vibe.fill"
+	// SignalFilled carries the group's answer back, a Filled.
+	SignalFilled = "vibe.filled"
+	// SignalWaiting tells the group that a process waits for a person, a
+	// FillRequest naming the USER chunk: the group fills its siblings'
+	// chunks without it.
+	SignalWaiting = "vibe.waiting"
 )
 
 // Search attributes of a process workflow, so that processes can be listed
@@ -46,6 +57,9 @@ var (
 	// StatusAttribute (VibeStatus) is the Vibe-level status of a process,
 	// finer than Temporal's own (waiting for a person, for one).
 	StatusAttribute = temporal.NewSearchAttributeKeyKeyword("VibeStatus")
+	// BatchAttribute (VibeBatch) names the batch a process is an item of;
+	// listings of processes leave batch items out.
+	BatchAttribute = temporal.NewSearchAttributeKeyKeyword("VibeBatch")
 	// SearchAttributes lists them, for engine.Options.SearchAttributes.
-	SearchAttributes = []temporal.SearchAttributeKey{ProcessAttribute, StatusAttribute}
+	SearchAttributes = []temporal.SearchAttributeKey{ProcessAttribute, StatusAttribute, BatchAttribute}
 )

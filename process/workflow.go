@@ -53,11 +53,11 @@ func (w *Workflows) Process(ctx workflow.Context, in Start) (View, error) {
 		var err error
 		switch ch.Kind {
 		case compile.LLM:
-			err = r.llmChunk(ctx, ch, i == 0)
+			err = r.llmChunk(ctx, i)
 		case compile.Server:
 			err = r.serverChunk(ctx, ch)
 		case compile.User:
-			err = r.userChunk(ctx, ch)
+			err = r.userChunk(ctx, i)
 		}
 		if err != nil {
 			return r.fail(ctx, err)
@@ -112,9 +112,10 @@ func ErrorText(err error) string {
 // chunk with a loop is asked again, with its previous attempt, until the
 // model marks it done or the loop's maximum is reached; the last attempt
 // is kept.
-func (r *processRun) llmChunk(ctx workflow.Context, ch *compile.ProgramChunk, first bool) error {
+func (r *processRun) llmChunk(ctx workflow.Context, idx int) error {
+	ch := &r.in.Program.Chunks[idx]
 	value := r.in.First
-	if !first || value.IsNull() {
+	if idx != 0 || value.IsNull() {
 		mctx, err := r.view.context(ch.References)
 		if err != nil {
 			return fmt.Errorf("chunk %s: %w", ch.Name, err)
@@ -125,7 +126,13 @@ func (r *processRun) llmChunk(ctx workflow.Context, ch *compile.ProgramChunk, fi
 			if ch.Loop != nil {
 				in.Attempt, in.MaxAttempts = attempt, ch.Loop.Max
 			}
-			out, err := ExecuteFill(ctx, in)
+			var out FillOutput
+			if r.in.Group != "" && ch.Loop == nil {
+				// A loop's attempts differ per item: its items ask on their own.
+				out, err = r.groupFill(ctx, idx, mctx)
+			} else {
+				out, err = ExecuteFill(ctx, in)
+			}
 			if err != nil {
 				return fmt.Errorf("chunk %s: %w", ch.Name, err)
 			}
@@ -147,6 +154,27 @@ func (r *processRun) llmChunk(ctx workflow.Context, ch *compile.ProgramChunk, fi
 		}
 	}
 	return nil
+}
+
+// groupFill has the process's group fill chunk idx: the group answers when
+// it has asked a model for this item and its siblings at once.
+func (r *processRun) groupFill(ctx workflow.Context, idx int, mctx jsonv.Value) (FillOutput, error) {
+	req := FillRequest{Item: workflow.GetInfo(ctx).WorkflowExecution.ID, Chunk: idx, Context: mctx}
+	if err := workflow.SignalExternalWorkflow(ctx, r.in.Group, "", SignalFill, req).Get(ctx, nil); err != nil {
+		return FillOutput{}, fmt.Errorf("ask group %s: %w", r.in.Group, err)
+	}
+	ch := workflow.GetSignalChannel(ctx, SignalFilled)
+	for {
+		var f Filled
+		ch.Receive(ctx, &f)
+		if f.Chunk != idx {
+			continue // a stale answer to an earlier chunk, sent twice
+		}
+		if f.Error != "" {
+			return FillOutput{}, temporal.NewNonRetryableApplicationError(f.Error, "GroupFill", nil)
+		}
+		return f.Output, nil
+	}
 }
 
 // loopDone reports whether the model marked a loop's attempt final.
@@ -256,10 +284,18 @@ func (r *processRun) actionInput(s *compile.ProgramStep) (jsonv.Value, error) {
 }
 
 // userChunk waits for a person's answer to the chunk.
-func (r *processRun) userChunk(ctx workflow.Context, ch *compile.ProgramChunk) error {
+func (r *processRun) userChunk(ctx workflow.Context, idx int) error {
+	ch := &r.in.Program.Chunks[idx]
 	mctx, err := r.view.context(ch.References)
 	if err != nil {
 		return fmt.Errorf("chunk %s: %w", ch.Name, err)
+	}
+	if r.in.Group != "" {
+		// The group fills the other items' chunks without waiting for this one.
+		req := FillRequest{Item: workflow.GetInfo(ctx).WorkflowExecution.ID, Chunk: idx}
+		if err := workflow.SignalExternalWorkflow(ctx, r.in.Group, "", SignalWaiting, req).Get(ctx, nil); err != nil {
+			return fmt.Errorf("tell group %s: %w", r.in.Group, err)
+		}
 	}
 	r.answer = nil
 	r.view.Waiting = &Pending{Chunk: ch.Name, Schema: ch.Schema, Context: mctx}

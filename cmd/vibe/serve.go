@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/augceo/vibe/api"
+	"github.com/augceo/vibe/batch"
 	"github.com/augceo/vibe/engine"
 	"github.com/augceo/vibe/server"
 )
@@ -49,6 +50,17 @@ the model and the server actions, and the HTTP API on --addr:
                                      (results, errors, runs), each instance's state, usage
   POST /v1/plans                     a plan: {"vessel", "context"} whose context holds a
                                      plan message; 422 with every problem before it runs
+  POST /v1/batches?process=URI&size=K&concurrency=C&id=ID
+                                     a batch: JSONL lines (application/x-ndjson), each
+                                     {"prompt", "input"} or a string; or JSON {"process",
+                                     "pipeline", "size", "concurrency", "id", "items": [...]};
+                                     spooled to DATA/batches, then 202 {"id"} (200 when the
+                                     id, given or derived from the input, is known)
+  GET  /v1/batches?limit=N&cursor=C  a page of batches, newest first
+  GET  /v1/batches/{id}              a batch: items, done, failed, waiting, usage, requests
+  GET  /v1/batches/{id}/results?after=N  its result lines in input order, as they come
+                                     (application/x-ndjson): {"line", "id", "status",
+                                     "output" or "error"}
   /mcp                               the processes as MCP tools, over streamable HTTP (see
                                      vibe mcp); its streams outlive the timeouts below
 
@@ -97,7 +109,13 @@ a web page cannot reach it through your browser.`,
 				return err
 			}
 			context.AfterFunc(ctx, mcpSrv.Close) // calls that follow processes stop; the processes go on
-			h := api.Handler(l.client, api.Options{Token: ef.token, Logger: logger, Requests: l.requests,
+			// Batches given over the API are spooled in the data directory
+			// and resumed at the next start.
+			batches := &batch.Runner{Client: &batch.Client{Processes: l.client}, Dir: filepath.Join(ef.data, "batches"), Logger: logger}
+			if err := batches.Resume(ctx); err != nil {
+				logger.Error("resume batches", "err", err)
+			}
+			h := api.Handler(l.client, api.Options{Token: ef.token, Logger: logger, Requests: l.requests, Batches: batches,
 				Mounts: map[string]http.Handler{"/mcp": mcpSrv.Handler()}})
 			return server.Serve(ctx, h, server.ServeOptions{Addr: addr, DataDir: dataDir, Ready: func(a net.Addr) {
 				mode := "embedded engine in " + ef.data

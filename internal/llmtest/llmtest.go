@@ -2,11 +2,13 @@ package llmtest
 
 import (
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"sync"
 	"testing"
+	"time"
 )
 
 // Server is an OpenAI-compatible test model. It answers each request with
@@ -16,6 +18,7 @@ import (
 type Server struct {
 	*httptest.Server
 	answer func(name, body string) string
+	opts   Options
 
 	mu     sync.Mutex
 	bodies []string
@@ -30,7 +33,25 @@ func New(t testing.TB, answer func(name string) string) *Server {
 // NewWith starts a test model whose answer also sees the request's body,
 // for tests that tell requests apart by what they carry.
 func NewWith(t testing.TB, answer func(name, body string) string) *Server {
-	s := &Server{answer: answer, asked: map[string]int{}}
+	return NewServer(t, answer, Options{})
+}
+
+// Options are a test model's ways beyond its answers.
+type Options struct {
+	// Tokens counts a request's prompt tokens as its body's bytes / 4 and
+	// the answer's the same way, instead of a fixed 100 and 30: enough to
+	// compare what two ways of asking cost.
+	Tokens bool
+	// Delay is how long each answer takes.
+	Delay time.Duration
+	// Block, when set, holds every request until it is closed (or the
+	// client gives up).
+	Block <-chan struct{}
+}
+
+// NewServer starts a test model with opts.
+func NewServer(t testing.TB, answer func(name, body string) string, opts Options) *Server {
+	s := &Server{answer: answer, asked: map[string]int{}, opts: opts}
 	s.Server = httptest.NewServer(http.HandlerFunc(s.serve))
 	t.Cleanup(s.Close)
 	return s
@@ -59,11 +80,30 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	s.bodies = append(s.bodies, string(body))
 	s.asked[name]++
 	s.mu.Unlock()
-	content, _ := json.Marshal(s.answer(name, string(body)))
+	if s.opts.Block != nil {
+		select {
+		case <-s.opts.Block:
+		case <-r.Context().Done():
+			return
+		}
+	}
+	if s.opts.Delay > 0 {
+		select {
+		case <-time.After(s.opts.Delay):
+		case <-r.Context().Done():
+			return
+		}
+	}
+	answer := s.answer(name, string(body))
+	content, _ := json.Marshal(answer)
+	prompt, completion := 100, 30
+	if s.opts.Tokens {
+		prompt, completion = len(body)/4, len(answer)/4
+	}
 	w.Header().Set("Content-Type", "application/json")
-	io.WriteString(w, `{"id":"chatcmpl-test","object":"chat.completion","created":1,"model":"test-model",`+
-		`"choices":[{"index":0,"message":{"role":"assistant","content":`+string(content)+`},"finish_reason":"stop"}],`+
-		`"usage":{"prompt_tokens":100,"completion_tokens":30,"total_tokens":130}}`)
+	fmt.Fprintf(w, `{"id":"chatcmpl-test","object":"chat.completion","created":1,"model":"test-model",`+
+		`"choices":[{"index":0,"message":{"role":"assistant","content":%s},"finish_reason":"stop"}],`+
+		`"usage":{"prompt_tokens":%d,"completion_tokens":%d,"total_tokens":%d}}`, content, prompt, completion, prompt+completion)
 }
 
 // Requests counts the requests so far.

@@ -1,0 +1,166 @@
+package batch_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/augceo/vibe/batch"
+	"github.com/augceo/vibe/internal/llmtest"
+	"github.com/augceo/vibe/jsonv"
+	"github.com/augceo/vibe/process"
+)
+
+// TestWireProtocol runs 1,000 items at K=32 against a model at the OpenAI
+// wire protocol: ⌈1000/32⌉ = 32 requests; each item's output is what the
+// model answered for it; one item's broken part costs one more request,
+// for that item alone; the action runs once per item.
+func TestWireProtocol(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts the embedded engine")
+	}
+	const n, k = 1000, 32
+	model := llmtest.NewServer(t, llmtest.Multiplexed(func(step, prompt string, repair bool) string {
+		if prompt == "comment 500" && step == "assess" && !repair {
+			return `{"sentiment":"furious"}` // breaks the enum
+		}
+		return verdict(step, prompt, repair)
+	}), llmtest.Options{})
+	rec := &recorder{}
+	c := stack(t, model.URL, rec.actions())
+
+	var results []batch.Result
+	sum, err := c.Run(context.Background(), strings.NewReader(comments(n)), func(r batch.Result) error {
+		results = append(results, r)
+		return nil
+	}, batch.Options{Process: moderate(t), ID: "wire", Size: k, Concurrency: 8})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := model.Requests(), (n+k-1)/k+1; got != want {
+		t.Errorf("%d model requests, want %d: %d batch calls and one repair %v", got, want, (n+k-1)/k, callSizes(model.Bodies()))
+	}
+	if sum.Done != n || sum.Failed != 0 || sum.Requests != (n+k-1)/k+1 {
+		t.Errorf("summary %+v", sum)
+	}
+	if len(results) != n {
+		t.Fatalf("%d results, want %d", len(results), n)
+	}
+	for i, r := range results {
+		line := i + 1
+		prompt := fmt.Sprintf("comment %d", line)
+		want := fmt.Sprintf(`{"llmContext1":{"assess":%s,"decide":%s}`, verdict("assess", prompt, false), verdict("decide", prompt, false))
+		if r.Line != line || r.Status != batch.StatusCompleted || r.ID != batch.ItemID("wire", line) || !strings.HasPrefix(string(r.Output), want) {
+			t.Fatalf("line %d: %+v; want output starting %s", line, r, want)
+		}
+	}
+	if rec.total != n || len(rec.calls) != n {
+		t.Errorf("the action ran %d times for %d keys, want %d once each", rec.total, len(rec.calls), n)
+	}
+	repairs := 0
+	for _, b := range model.Bodies() {
+		if r := llmtest.Read(b); r.Repair {
+			repairs++
+			if len(r.Prompts) != 1 || r.Prompts[0] != "comment 500" || !strings.Contains(b, "furious") {
+				t.Errorf("the repair request is not about item 500 alone: %.300s", b)
+			}
+		}
+	}
+	if repairs != 1 {
+		t.Errorf("%d repair requests, want 1", repairs)
+	}
+	st, err := c.Status(context.Background(), "wire")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Items != n || st.Done != n || st.Requests != (n+k-1)/k+1 || st.Groups != (n+k-1)/k {
+		t.Errorf("status %+v", st)
+	}
+	// Items are listed with their batch, not among processes.
+	page, err := c.Processes.List(context.Background(), process.ListOptions{})
+	if err != nil || len(page.Processes) != 0 {
+		t.Errorf("processes listed: %v, %v", page.Processes, err)
+	}
+	// An item reads like a process.
+	info, err := c.Processes.Get(context.Background(), batch.ItemID("wire", 500))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := info.State.Lookup("llmContext1").Lookup("assess").Lookup("sentiment").Str(); got != "positive" || len(info.Calls) != 1 || len(info.Calls[0].Turns) != 2 {
+		t.Errorf("item 500: sentiment %q, calls %s", got, jsonv.Marshal(mustJSON(t, info.Calls)))
+	}
+}
+
+func mustJSON(t *testing.T, v any) jsonv.Value {
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := jsonv.Parse(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// endless is an input that never ends: "comment N" lines, one per Read,
+// counted.
+type endless struct {
+	mu    sync.Mutex
+	lines int
+}
+
+func (e *endless) Read(p []byte) (int, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.lines++
+	return copy(p, fmt.Sprintf("%q\n", fmt.Sprintf("comment %d", e.lines))), nil
+}
+
+func (e *endless) read() int {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.lines
+}
+
+// TestBackPressure: while a model holds every call, a batch over an
+// endless input reads no more than (C+1)×K lines.
+func TestBackPressure(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts the embedded engine")
+	}
+	const k, conc = 4, 2
+	block := make(chan struct{})
+	model := llmtest.NewServer(t, llmtest.Multiplexed(verdict), llmtest.Options{Block: block})
+	t.Cleanup(func() { close(block) })
+	c := stack(t, model.URL, (&recorder{}).actions())
+	in := &endless{}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		_, err := c.Run(ctx, in, func(batch.Result) error { return nil }, batch.Options{Process: moderate(t), Size: k, Concurrency: conc})
+		done <- err
+	}()
+	deadline := time.Now().Add(time.Minute)
+	for model.Requests() < conc {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d calls reached the model, want %d", model.Requests(), conc)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	time.Sleep(time.Second) // time to read on, were it to
+	if got, limit := in.read(), (conc+1)*k; got > limit {
+		t.Errorf("%d lines read while every call is held, want at most (C+1)×K = %d", got, limit)
+	} else {
+		t.Logf("%d lines read while the model holds %d calls (limit %d)", got, model.Requests(), limit)
+	}
+	cancel()
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		t.Errorf("Run after cancel: %v", err)
+	}
+}

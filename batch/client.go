@@ -1,0 +1,176 @@
+package batch
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/serviceerror"
+	"go.temporal.io/api/workflowservice/v1"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/augceo/vibe/process"
+)
+
+// Client runs batches and reads them.
+type Client struct {
+	// Processes compiles the process a batch runs (its Registry, Actions
+	// and Registered) and reads its items; its Temporal client is the
+	// engine's.
+	Processes *process.Client
+}
+
+func (c *Client) temporal() client.Client { return c.Processes.Temporal }
+
+// ErrNotFound is returned for an id that names no batch.
+var ErrNotFound = errors.New("no such batch")
+
+// Status reads what a batch has done so far.
+func (c *Client) Status(ctx context.Context, id string) (*Status, error) {
+	desc, err := c.temporal().DescribeWorkflowExecution(ctx, id, "")
+	if err != nil {
+		var nf *serviceerror.NotFound
+		if errors.As(err, &nf) {
+			return nil, fmt.Errorf("%w: %s", ErrNotFound, id)
+		}
+		return nil, err
+	}
+	ex := desc.GetWorkflowExecutionInfo()
+	if ex.GetType().GetName() != BatchName {
+		return nil, fmt.Errorf("%w: %s", ErrNotFound, id)
+	}
+	var st Status
+	switch ex.GetStatus() {
+	case enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING:
+		v, err := c.temporal().QueryWorkflow(ctx, id, "", QueryStatus)
+		if err != nil {
+			return nil, fmt.Errorf("read batch %s: %w", id, err)
+		}
+		if err := v.Get(&st); err != nil {
+			return nil, fmt.Errorf("read batch %s: %w", id, err)
+		}
+	case enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED:
+		if err := c.temporal().GetWorkflow(ctx, id, "").Get(ctx, &st); err != nil {
+			return nil, fmt.Errorf("read batch %s: %w", id, err)
+		}
+	default:
+		st = Status{ID: id, Status: "canceled", StartedAt: ex.GetStartTime().AsTime()}
+	}
+	if st.Status == "running" {
+		n, err := c.temporal().CountWorkflow(ctx, &workflowservice.CountWorkflowExecutionsRequest{
+			Query: fmt.Sprintf("%s = '%s' AND %s = '%s' AND ExecutionStatus = 'Running'", process.BatchAttribute.GetName(), id, process.StatusAttribute.GetName(), process.Waiting),
+		})
+		if err == nil {
+			st.Waiting = int(n.GetCount())
+		}
+	}
+	return &st, nil
+}
+
+// List returns a page of batches, newest first, with their status.
+func (c *Client) List(ctx context.Context, opts process.ListOptions) ([]Status, string, error) {
+	execs, next, err := process.ListExecutions(ctx, c.temporal(), "batches", fmt.Sprintf("WorkflowType = '%s'", BatchName), opts)
+	if err != nil {
+		return nil, "", err
+	}
+	out := make([]Status, 0, len(execs))
+	for _, ex := range execs {
+		st, err := c.Status(ctx, ex.GetExecution().GetWorkflowId())
+		if err != nil {
+			return nil, "", err
+		}
+		out = append(out, *st)
+	}
+	return out, next, nil
+}
+
+// ResultsOptions says which results to read.
+type ResultsOptions struct {
+	// After skips the lines up to and including it.
+	After int
+	// Poll is how often a group that has not started yet is looked for;
+	// 0 means a second.
+	Poll time.Duration
+}
+
+// Results reads a batch's result lines in input order, waiting for
+// groups still running, until the last group of an ended batch or ctx's
+// end.
+func (c *Client) Results(ctx context.Context, id string, opts ResultsOptions, emit func(Result) error) error {
+	if opts.Poll <= 0 {
+		opts.Poll = time.Second
+	}
+	if _, err := c.Status(ctx, id); err != nil {
+		return err
+	}
+	for g := 0; ; {
+		var res GroupResult
+		err := c.temporal().GetWorkflow(ctx, GroupID(id, g), "").Get(ctx, &res)
+		var nf *serviceerror.NotFound
+		switch {
+		case errors.As(err, &nf):
+			st, err := c.Status(ctx, id)
+			if err != nil {
+				return err
+			}
+			if st.Ended && g >= st.Groups {
+				return nil
+			}
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(opts.Poll):
+			}
+			continue
+		case err != nil:
+			return fmt.Errorf("read group %s: %w", GroupID(id, g), err)
+		}
+		for _, r := range res.Results {
+			if r.Line <= opts.After {
+				continue
+			}
+			if err := emit(c.complete(ctx, r)); err != nil {
+				return err
+			}
+		}
+		g++
+	}
+}
+
+// complete fills in the output of a result whose group left it to the
+// item's process (its outputs were past the payload limit together).
+func (c *Client) complete(ctx context.Context, r Result) Result {
+	if r.Status != StatusCompleted || r.Output != nil {
+		return r
+	}
+	info, err := c.Processes.Get(ctx, r.ID)
+	if err != nil {
+		r.Status, r.Error = StatusFailed, fmt.Sprintf("read its output: %v", err)
+		return r
+	}
+	r.Output = output(info.State)
+	return r
+}
+
+// startOrAttach starts a workflow with a deterministic id, or attaches to
+// the one that ran or runs under it: starting the same work again finds
+// what already ran.
+func (c *Client) startOrAttach(ctx context.Context, opts client.StartWorkflowOptions, workflow string, in any) (client.WorkflowRun, error) {
+	opts.TaskQueue = process.TaskQueue
+	opts.WorkflowIDReusePolicy = enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE
+	opts.WorkflowIDConflictPolicy = enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING
+	run, err := c.temporal().ExecuteWorkflow(ctx, opts, workflow, in)
+	var started *serviceerror.WorkflowExecutionAlreadyStarted
+	if errors.As(err, &started) {
+		return c.temporal().GetWorkflow(ctx, opts.ID, ""), nil
+	}
+	return run, err
+}
+
+// batchAttribute tags a batch's workflows, for listings.
+func batchAttribute(id string) temporal.SearchAttributes {
+	return temporal.NewSearchAttributes(process.BatchAttribute.ValueSet(id))
+}

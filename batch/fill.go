@@ -1,0 +1,215 @@
+package batch
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/augceo/vibe/compile"
+	"github.com/augceo/vibe/jsonv"
+	"github.com/augceo/vibe/llm"
+	"github.com/augceo/vibe/llm/replay"
+	"github.com/augceo/vibe/process"
+	"github.com/augceo/vibe/schema"
+)
+
+// CallOptions shape a batch's model calls.
+type CallOptions struct {
+	// Limits bound one call (items, properties, depth); the zero value is
+	// compile's defaults, OpenAI's limits. A group of K items is split
+	// into as many calls as the limits need.
+	Limits compile.Limits `json:"limits,omitzero"`
+	// Inline copies each step's schema into every item's property, for
+	// providers that take no "$ref" (compile.MultiplexOptions).
+	Inline bool `json:"inline,omitempty"`
+}
+
+// FillInput is one LLM chunk to fill for several items of a group.
+type FillInput struct {
+	Group       string      `json:"group"` // the group's workflow id
+	ProcessName string      `json:"processName"`
+	Chunk       string      `json:"chunk"`
+	StepContext string      `json:"stepContext,omitempty"`
+	System      string      `json:"system,omitempty"`
+	Schema      jsonv.Value `json:"schema"` // the chunk's projected schema, for one item
+	Items       []FillItem  `json:"items"`
+	Call        CallOptions `json:"call,omitzero"`
+}
+
+// FillItem is one item of a FillInput: its request and minimal context.
+type FillItem struct {
+	ID      string      `json:"id"`
+	Prompt  string      `json:"prompt,omitempty"`
+	Context jsonv.Value `json:"context,omitzero"`
+}
+
+// FillOutput is a filled chunk per item: the item's value, its share of
+// the calls and its own repair turns, or why it has none.
+type FillOutput struct {
+	Items []ItemFill `json:"items"`
+	// Requests counts the model requests, repairs included; Usage sums
+	// them.
+	Requests int       `json:"requests"`
+	Usage    llm.Usage `json:"usage"`
+}
+
+// ItemFill is one item's part of a FillOutput.
+type ItemFill struct {
+	Output process.FillOutput `json:"output"`
+	Error  string             `json:"error,omitempty"`
+}
+
+// Fill fills one LLM chunk for many items: the items go to p in calls of
+// as many as t.Call's limits allow, each one multiplexed request; every
+// item's part of an answer is checked against the chunk's schema on its
+// own, and a part that breaks it is repaired on its own, with a repair
+// turn that carries only that item's request, its part and its errors.
+// Each item's usage is its share of the call by the size of its part,
+// plus its repairs. An error is returned only when a call itself failed
+// (the provider's error): then no item has a value.
+func Fill(ctx context.Context, p llm.Provider, t FillInput, opts llm.Options) (*FillOutput, error) {
+	mopts := compile.MultiplexOptions{Inline: t.Call.Inline}
+	out := &FillOutput{Items: make([]ItemFill, len(t.Items))}
+	if len(t.Items) == 0 {
+		return out, nil
+	}
+	calls, err := compile.Batches(t.Schema, len(t.Items), t.Call.Limits, mopts)
+	if err != nil {
+		for i := range out.Items {
+			out.Items[i].Error = fmt.Sprintf("chunk %s: %v", t.Chunk, err)
+		}
+		return out, nil
+	}
+	steps := schema.Properties(t.Schema).Names()
+	for _, b := range calls {
+		if err := fillCall(ctx, p, t, t.Items[b.First:b.First+b.Count], steps, mopts, opts, out, b.First); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// fillCall makes one multiplexed call for items, which start at first.
+func fillCall(ctx context.Context, p llm.Provider, t FillInput, items []FillItem, steps []string, mopts compile.MultiplexOptions, opts llm.Options, out *FillOutput, first int) error {
+	m, err := compile.Multiplex(t.Schema, len(items), mopts)
+	if err != nil {
+		return fmt.Errorf("chunk %s: %w", t.Chunk, err)
+	}
+	bt := llm.BatchTask{Name: t.Chunk, System: t.System, Schema: m, Items: make([]llm.BatchItem, len(items))}
+	for i, it := range items {
+		bt.Items[i] = llm.BatchItem{Prompt: it.Prompt, Context: it.Context}
+	}
+	req := llm.NewBatchRequest(bt)
+	resp, err := llm.Complete(ctx, p, req)
+	if err != nil {
+		return fmt.Errorf("chunk %s, %d items: %w", t.Chunk, len(items), err)
+	}
+	out.Requests++
+	out.Usage = out.Usage.Add(resp.Usage)
+	answer, parseErr := llm.ParseAnswer(resp.Content)
+	parts := make([]jsonv.Value, len(items))
+	weights := make([]int, len(items))
+	for i := range items {
+		part := jsonv.NewObject(len(steps))
+		if parseErr == nil {
+			for _, s := range steps {
+				if v, ok := answer.Get(compile.ItemName(s, i+1)); ok {
+					part.Set(s, v)
+				}
+			}
+		}
+		parts[i] = part.Value()
+		weights[i] = len(jsonv.Marshal(parts[i]))
+	}
+	shares := llm.Apportion(resp.Usage, weights)
+	v, err := schema.Cached(t.Schema)
+	if err != nil {
+		return temporal.NewNonRetryableApplicationError(fmt.Sprintf("chunk %s: %v", t.Chunk, err), "BadSchema", err)
+	}
+	for i, it := range items {
+		turn := llm.Turn{Answer: string(jsonv.Marshal(parts[i])), Usage: shares[i], LatencyMs: resp.Latency.Milliseconds(), Model: resp.Model}
+		fo := process.FillOutput{Value: parts[i], Usage: shares[i], Model: resp.Model, Requests: 1, Replayed: resp.Replayed}
+		var problems []schema.Invalid
+		if parseErr != nil {
+			turn.ParseError = parseErr.Error()
+		} else if err := v.Validate(parts[i]); err != nil {
+			problems = err.(*schema.ValidationError).Problems
+		}
+		turn.Problems = problems
+		fo.Turns = []llm.Turn{turn}
+		if parseErr == nil && problems == nil {
+			out.Items[first+i] = ItemFill{Output: fo}
+			continue
+		}
+		// This item alone is asked again, with its own part and errors.
+		task := llm.Task{Name: t.Chunk, System: t.System, Prompt: it.Prompt, Context: it.Context, Schema: t.Schema}
+		ro := opts
+		ro.Instance = it.ID
+		res, err := llm.Repair(ctx, p, task, turn.Answer, parseErr, problems, ro)
+		var ie *llm.InvalidAnswerError
+		switch {
+		case errors.As(err, &ie):
+			out.Requests += ie.Requests
+			out.Usage = out.Usage.Add(ie.Usage)
+			out.Items[first+i] = ItemFill{Error: err.Error()}
+		case err != nil:
+			out.Items[first+i] = ItemFill{Error: fmt.Sprintf("chunk %s: repair of its part of the batch's answer: %v", t.Chunk, err)}
+		default:
+			out.Requests += res.Requests
+			out.Usage = out.Usage.Add(res.Usage)
+			fo.Value, fo.Usage, fo.Model = res.Value, fo.Usage.Add(res.Usage), res.Model
+			fo.Requests += res.Requests
+			fo.Turns = append(fo.Turns, res.Turns...)
+			out.Items[first+i] = ItemFill{Output: fo}
+		}
+	}
+	return nil
+}
+
+// Activities are the batch runtime's outside effects: its model calls.
+type Activities struct {
+	// Provider answers the calls; nil fails them with
+	// process.ErrNoProvider.
+	Provider llm.Provider
+	// Logger receives one record per call; nil means slog.Default().
+	Logger *slog.Logger
+	// Metrics records the repairs' tokens and latency; nil means the
+	// global OpenTelemetry meter provider's.
+	Metrics *llm.Metrics
+	// MaxRepairs is llm.Options.MaxRepairs, for each item's repairs.
+	MaxRepairs int
+}
+
+// Fill is the activity of a group's multiplexed call: Fill on the
+// worker's provider. A call the endpoint refuses fails at once; a
+// transport error, 429 or 5xx that outlasted the client's retries is
+// retried by Temporal.
+func (a *Activities) Fill(ctx context.Context, in FillInput) (*FillOutput, error) {
+	if a.Provider == nil {
+		return nil, temporal.NewNonRetryableApplicationError(process.ErrNoProvider.Error(), "NoProvider", process.ErrNoProvider)
+	}
+	logger := a.Logger
+	if logger == nil {
+		logger = slog.Default()
+	}
+	defer process.KeepAlive(ctx)()
+	out, err := Fill(ctx, a.Provider, in, llm.Options{Logger: logger, Metrics: a.Metrics, Process: in.Group, MaxRepairs: a.MaxRepairs})
+	if err != nil {
+		var ae *llm.APIError
+		var me *replay.MissingError
+		switch {
+		case errors.As(err, &me):
+			return nil, temporal.NewNonRetryableApplicationError(err.Error(), "NotRecorded", err)
+		case errors.As(err, &ae) && !ae.Retryable:
+			return nil, temporal.NewNonRetryableApplicationError(err.Error(), "ModelRefused", err)
+		}
+		return nil, err
+	}
+	logger.Info("batch call", "group", in.Group, "chunk", in.Chunk, "items", len(in.Items), "requests", out.Requests,
+		"prompt_tokens", out.Usage.PromptTokens, "completion_tokens", out.Usage.CompletionTokens, "attempt", activity.GetInfo(ctx).Attempt)
+	return out, nil
+}

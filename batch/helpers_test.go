@@ -1,0 +1,113 @@
+package batch_test
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/augceo/vibe/batch"
+	"github.com/augceo/vibe/engine"
+	"github.com/augceo/vibe/internal/llmtest"
+	"github.com/augceo/vibe/jsonv"
+	"github.com/augceo/vibe/llm/openai"
+	"github.com/augceo/vibe/process"
+	"github.com/augceo/vibe/server"
+)
+
+func quiet() *slog.Logger { return slog.New(slog.DiscardHandler) }
+
+// moderate is the test process: one LLM chunk of two steps (assess,
+// decide) and a server step that records the decision.
+func moderate(t testing.TB) process.StartOptions {
+	doc, err := os.ReadFile("testdata/moderate.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := jsonv.Parse(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return process.StartOptions{Document: v, File: "testdata/moderate.json"}
+}
+
+// recorder is the counting action: how many times each item's decision
+// was recorded.
+type recorder struct {
+	mu    sync.Mutex
+	calls map[string]int // by idempotency key
+	total int
+}
+
+func (r *recorder) actions() *process.Actions {
+	acts := &process.Actions{}
+	acts.Register(process.Action{Name: "record", Run: func(ctx context.Context, in jsonv.Value) (jsonv.Value, error) {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		if r.calls == nil {
+			r.calls = map[string]int{}
+		}
+		r.calls[process.IdempotencyKey(ctx)]++
+		r.total++
+		return jsonv.ObjectValue(jsonv.Member{Name: "recorded", Value: jsonv.IntValue(int64(r.total))}), nil
+	}})
+	return acts
+}
+
+// stack is an embedded engine with a worker whose model is at url.
+func stack(t testing.TB, url string, acts *process.Actions) *batch.Client {
+	t.Helper()
+	ctx := context.Background()
+	eng, err := engine.Start(ctx, engine.Options{SearchAttributes: process.SearchAttributes, DataDir: t.TempDir(), Logger: quiet()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { eng.Close() })
+	w, err := server.StartWorker(eng.Client(), server.WorkerOptions{
+		Provider: openai.New(openai.Options{Model: "m", BaseURL: url, APIKey: "k", MaxRetries: -1}),
+		Actions:  acts, Logger: quiet()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(w.Stop)
+	return &batch.Client{Processes: &process.Client{Temporal: eng.Client(), Actions: acts.Names()}}
+}
+
+// verdict is the test model's answer for a comment: "comment N" is
+// negative and hidden when N is odd.
+func verdict(step, prompt string, _ bool) string {
+	n, _ := strconv.Atoi(strings.TrimPrefix(prompt, "comment "))
+	switch {
+	case step == "assess" && n%2 == 1:
+		return `{"sentiment":"negative"}`
+	case step == "assess":
+		return `{"sentiment":"positive"}`
+	case n%2 == 1:
+		return `{"decision":"hide"}`
+	default:
+		return `{"decision":"publish"}`
+	}
+}
+
+// comments is a JSONL input of n comments, "comment 1" …
+func comments(n int) string {
+	var b strings.Builder
+	for i := 1; i <= n; i++ {
+		fmt.Fprintf(&b, "%q\n", fmt.Sprintf("comment %d", i))
+	}
+	return b.String()
+}
+
+// callSizes are the items of each request in bodies (1 for a single
+// item's), for messages.
+func callSizes(bodies []string) []int {
+	out := make([]int, len(bodies))
+	for i, b := range bodies {
+		out[i] = len(llmtest.Read(b).Prompts)
+	}
+	return out
+}

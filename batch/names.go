@@ -1,0 +1,49 @@
+package batch
+
+import (
+	"fmt"
+	"regexp"
+)
+
+// The names of the batch runtime on Temporal. Its workflows run on
+// process.TaskQueue, beside the processes they group.
+const (
+	// GroupName is the workflow type of a group of items (Workflows.Group):
+	// it starts one process per item and fills their LLM chunks together.
+	GroupName = "vibe.Group"
+	// BatchName is the workflow type of a batch's record (Workflows.Batch):
+	// what its groups did, for status reads.
+	BatchName = "vibe.Batch"
+	// FillName is the activity type of a multiplexed model call
+	// (Activities.Fill).
+	FillName = "vibe.FillBatch"
+
+	// SignalGroup is what a group tells its batch when it starts and when
+	// it ends, a GroupReport.
+	SignalGroup = "vibe.group"
+	// SignalEnd tells a batch its input ended, an End.
+	SignalEnd = "vibe.end"
+	// QueryStatus returns a batch's Status.
+	QueryStatus = "status"
+)
+
+// GroupID is the workflow id of group g (from 0) of a batch.
+func GroupID(batch string, g int) string { return fmt.Sprintf("%s-g%d", batch, g) }
+
+// ItemID is the process id of the item on input line line (from 1): its
+// workflow id.
+func ItemID(batch string, line int) string { return fmt.Sprintf("%s-%d", batch, line) }
+
+// MaxIDLength bounds a batch id: its workflow ids add a few characters.
+const MaxIDLength = 200
+
+var idPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*$`)
+
+// CheckID reports whether id may name a batch: letters, digits, '.', '_'
+// and '-', starting with a letter or digit, at most MaxIDLength long.
+func CheckID(id string) error {
+	if len(id) > MaxIDLength || !idPattern.MatchString(id) {
+		return fmt.Errorf("batch id %q: use letters, digits, '.', '_' and '-', starting with a letter or digit, at most %d characters", id, MaxIDLength)
+	}
+	return nil
+}

@@ -1,0 +1,101 @@
+package batch
+
+import (
+	"slices"
+
+	"go.temporal.io/sdk/workflow"
+)
+
+// RecordInput starts a batch's record (Workflows.Batch), or carries it
+// over a continue-as-new.
+type RecordInput struct {
+	Status Status `json:"status"`
+	// Started and Finished are the groups reported so far, sorted; End
+	// is set once the input ended.
+	Started  []int `json:"started,omitempty"`
+	Finished []int `json:"finished,omitempty"`
+	End      *End  `json:"end,omitempty"`
+}
+
+// End says a batch's input ended (SignalEnd): how many groups and lines
+// it made.
+type End struct {
+	Groups int `json:"groups"`
+	Items  int `json:"items"`
+}
+
+// Batch is a batch's record: it counts what its groups report — items,
+// done and failed, usage, model requests — answers QueryStatus, and
+// returns the final Status once the input ended and every group
+// finished. Reports count once each, so a group run again after a crash
+// is not counted twice.
+func (w *Workflows) Batch(ctx workflow.Context, in RecordInput) (Status, error) {
+	st := in.Status
+	if st.Status == "" {
+		st.Status = "running"
+	}
+	started, finished := in.Started, in.Finished
+	if err := workflow.SetQueryHandler(ctx, QueryStatus, func() (Status, error) { return st, nil }); err != nil {
+		return st, err
+	}
+	reports := workflow.GetSignalChannel(ctx, SignalGroup)
+	ends := workflow.GetSignalChannel(ctx, SignalEnd)
+	take := func(r GroupReport) {
+		if add(&started, r.Index) {
+			st.Items += r.Items
+			st.Groups++
+		}
+		if r.Finished && add(&finished, r.Index) {
+			st.Done += r.Done
+			st.Failed += r.Failed
+			st.Usage = st.Usage.Add(r.Usage)
+			st.Requests += r.Requests
+		}
+	}
+	sel := workflow.NewSelector(ctx)
+	sel.AddReceive(reports, func(c workflow.ReceiveChannel, _ bool) {
+		var r GroupReport
+		c.Receive(ctx, &r)
+		take(r)
+	})
+	sel.AddReceive(ends, func(c workflow.ReceiveChannel, _ bool) {
+		var e End
+		c.Receive(ctx, &e)
+		in.End = &e
+		st.Ended = true
+	})
+	for in.End == nil || len(finished) < in.End.Groups {
+		if workflow.GetInfo(ctx).GetContinueAsNewSuggested() {
+			// Take what is queued, then start afresh with the counts.
+			for {
+				var r GroupReport
+				if !reports.ReceiveAsync(&r) {
+					break
+				}
+				take(r)
+			}
+			var e End
+			if ends.ReceiveAsync(&e) {
+				in.End, st.Ended = &e, true
+			}
+			return st, workflow.NewContinueAsNewError(ctx, BatchName, RecordInput{Status: st, Started: started, Finished: finished, End: in.End})
+		}
+		sel.Select(ctx)
+	}
+	st.Status = StatusCompleted
+	if st.Failed > 0 {
+		st.Status = StatusFailed
+	}
+	now := workflow.Now(ctx)
+	st.FinishedAt = &now
+	return st, nil
+}
+
+// add puts x in the sorted set xs, and reports whether it was new.
+func add(xs *[]int, x int) bool {
+	i, found := slices.BinarySearch(*xs, x)
+	if !found {
+		*xs = slices.Insert(*xs, i, x)
+	}
+	return !found
+}

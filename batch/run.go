@@ -1,0 +1,251 @@
+package batch
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+	"time"
+
+	"go.temporal.io/api/serviceerror"
+	"go.temporal.io/sdk/client"
+
+	"github.com/augceo/vibe/compile"
+	"github.com/augceo/vibe/internal/wfid"
+	"github.com/augceo/vibe/llm"
+	"github.com/augceo/vibe/process"
+)
+
+// Defaults of Options.
+const (
+	// DefaultSize is the items per group, K: compile.DefaultMaxItems.
+	DefaultSize = compile.DefaultMaxItems
+	// DefaultConcurrency is the groups in flight, C.
+	DefaultConcurrency = 4
+)
+
+// Options configures Run. The zero value of each field is a sensible
+// default; Process must name what to run.
+type Options struct {
+	// Process names the process, pipeline or inline schema every item
+	// runs, and the system text; its Prompt is the prompt of items that
+	// give none. Input and First are not used.
+	Process process.StartOptions
+	// ID names the batch; "" makes a fresh one (<process>-<hex>). The same
+	// id over the same input finds what already ran.
+	ID string
+	// File names the input in errors ("comments.jsonl:7: …"); "" is
+	// "input".
+	File string
+	// Size is K, the items of a group (filled by one model call per chunk
+	// within the provider's limits); 0 is DefaultSize.
+	Size int
+	// Concurrency is C, the groups in flight; 0 is DefaultConcurrency.
+	// Input is read no further than (C+1)×K lines ahead of the results.
+	Concurrency int
+	// Call shapes the model calls; Window is GroupInput.Window.
+	Call   CallOptions
+	Window time.Duration
+	// After is the last line already written by an earlier run of the
+	// same batch: results up to it are not emitted again, and groups that
+	// lie wholly before it are not even looked up.
+	After int
+	// Progress, when set, is called after each group's results are
+	// emitted, with the totals so far.
+	Progress func(Summary)
+}
+
+// Summary is what a run did.
+type Summary struct {
+	ID string `json:"id"`
+	// Lines counts the result lines emitted (Done + Failed).
+	Lines    int           `json:"lines"`
+	Done     int           `json:"done"`
+	Failed   int           `json:"failed"`
+	Requests int           `json:"requests"`
+	Usage    llm.Usage     `json:"usage"`
+	Elapsed  time.Duration `json:"elapsed"`
+}
+
+// Run runs a batch over in, a JSONL stream (ParseLine), and emits one
+// result per line in input order. It reads as it goes: at most C groups
+// of K lines are in flight, and it stops reading while they are; each
+// group is a workflow (GroupID) that runs its items' processes. Lines
+// that are no item get a failed result naming the line and the JSON
+// path; the other items go on. Groups that ran before under the same id
+// are not run again: their results are read back. Run returns when every
+// line has its result; a failed item is in the summary, not an error.
+func (c *Client) Run(ctx context.Context, in io.Reader, emit func(Result) error, opts Options) (*Summary, error) {
+	began := time.Now()
+	start, direct, err := c.Processes.Prepare(ctx, opts.Process)
+	if err != nil {
+		return nil, err
+	}
+	if direct {
+		return nil, fmt.Errorf("%s is a direct server call, not a process: run it with vibe run", start.Name)
+	}
+	if err := process.CheckPayloadSize("the process "+start.Name, start.Program); err != nil {
+		return nil, err
+	}
+	if opts.ID == "" {
+		opts.ID = wfid.New(start.Name)
+	}
+	if err := CheckID(opts.ID); err != nil {
+		return nil, err
+	}
+	size, conc := opts.Size, opts.Concurrency
+	if size <= 0 {
+		size = DefaultSize
+	}
+	if conc <= 0 {
+		conc = DefaultConcurrency
+	}
+	if size > compile.MaxBatchItems {
+		return nil, fmt.Errorf("a group of %d items is over the limit of %d", size, compile.MaxBatchItems)
+	}
+	if opts.File == "" {
+		opts.File = "input"
+	}
+	_, err = c.startOrAttach(ctx, client.StartWorkflowOptions{ID: opts.ID, TypedSearchAttributes: batchAttribute(opts.ID),
+		Memo: map[string]any{process.MemoProcess: start.Name}}, BatchName, RecordInput{Status: Status{ID: opts.ID, Process: start.Name, StartedAt: began.UTC()}})
+	if err != nil {
+		return nil, fmt.Errorf("start batch %s: %w", opts.ID, err)
+	}
+
+	sum := &Summary{ID: opts.ID}
+	slots := make(chan struct{}, conc) // a slot per group in flight
+	queue := make(chan *pending, conc+1)
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var (
+		wg       sync.WaitGroup
+		writeErr error
+	)
+	wg.Add(1)
+	go func() { // the writer: results in input order
+		defer wg.Done()
+		for p := range queue {
+			<-p.done
+			err := p.err
+			for _, r := range p.res.Results {
+				if err != nil || r.Line <= opts.After {
+					continue
+				}
+				if r.Status == StatusCompleted {
+					sum.Done++
+				} else {
+					sum.Failed++
+				}
+				sum.Lines++
+				err = emit(c.complete(ctx, r))
+			}
+			sum.Requests += p.res.Requests
+			sum.Usage = sum.Usage.Add(p.res.Usage)
+			<-slots
+			if err != nil && writeErr == nil {
+				writeErr = err
+				cancel()
+			}
+			if writeErr == nil && opts.Progress != nil {
+				s := *sum
+				s.Elapsed = time.Since(began)
+				opts.Progress(s)
+			}
+		}
+	}()
+
+	lr := newLineReader(in, opts.File)
+	groups, lines := 0, 0
+	var readErr error
+	for eof := false; !eof && ctx.Err() == nil; {
+		var items []Item
+		for len(items) < size {
+			it, err := lr.next()
+			if err != nil {
+				readErr = err
+			}
+			if it == nil {
+				eof = true
+				break
+			}
+			items = append(items, *it)
+		}
+		if readErr != nil || len(items) == 0 {
+			break
+		}
+		lines = items[len(items)-1].Line
+		gin := GroupInput{Batch: opts.ID, Index: groups, Name: start.Name, Program: start.Program, Prompt: start.Prompt,
+			System: start.System, Items: items, Call: opts.Call, Window: opts.Window}
+		groups++
+		select { // wait for a slot: back-pressure
+		case slots <- struct{}{}:
+		case <-ctx.Done():
+		}
+		if ctx.Err() != nil {
+			break
+		}
+		p := &pending{done: make(chan struct{})}
+		queue <- p
+		if lines <= opts.After {
+			close(p.done) // written by an earlier run
+			continue
+		}
+		go func() {
+			defer close(p.done)
+			p.res, p.err = c.runGroup(ctx, gin)
+		}()
+	}
+	close(queue)
+	wg.Wait()
+	sum.Elapsed = time.Since(began)
+	switch {
+	case writeErr != nil:
+		return sum, writeErr
+	case readErr != nil:
+		return sum, readErr
+	case ctx.Err() != nil:
+		return sum, ctx.Err()
+	}
+	err = c.temporal().SignalWorkflow(ctx, opts.ID, "", SignalEnd, End{Groups: groups, Items: lines})
+	var nf *serviceerror.NotFound
+	if err != nil && !errors.As(err, &nf) { // not found: it ended on an earlier run
+		return sum, fmt.Errorf("end batch %s: %w", opts.ID, err)
+	}
+	return sum, nil
+}
+
+// pending is a group in flight, in the writer's queue.
+type pending struct {
+	done chan struct{}
+	res  GroupResult
+	err  error
+}
+
+// runGroup runs a group, or reads back the one that ran under its id. A
+// group that cannot run gives each of its lines a failed result.
+func (c *Client) runGroup(ctx context.Context, in GroupInput) (GroupResult, error) {
+	var res GroupResult
+	fail := func(err error) (GroupResult, error) {
+		if ctx.Err() != nil {
+			return res, ctx.Err()
+		}
+		res = GroupResult{Index: in.Index, Results: make([]Result, len(in.Items))}
+		for i, it := range in.Items {
+			res.Results[i] = Result{Line: it.Line, Status: StatusFailed, Error: fmt.Sprintf("group %s: %v", GroupID(in.Batch, in.Index), err)}
+		}
+		return res, nil
+	}
+	if err := process.CheckPayloadSize("the group's items", in); err != nil {
+		return fail(fmt.Errorf("%w; give fewer items per group", err))
+	}
+	run, err := c.startOrAttach(ctx, client.StartWorkflowOptions{ID: GroupID(in.Batch, in.Index), TypedSearchAttributes: batchAttribute(in.Batch),
+		Memo: map[string]any{process.MemoProcess: in.Name}}, GroupName, in)
+	if err != nil {
+		return fail(err)
+	}
+	if err := run.Get(ctx, &res); err != nil {
+		return fail(errors.New(process.ErrorText(err)))
+	}
+	return res, nil
+}

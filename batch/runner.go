@@ -1,0 +1,212 @@
+package batch
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+
+	"github.com/augceo/vibe/internal/wfid"
+	"github.com/augceo/vibe/jsonv"
+	"github.com/augceo/vibe/process"
+)
+
+// Runner runs the batches a server is given. Each input is spooled to
+// Dir before its id is answered, so a batch outlives the server: Resume,
+// at the next start, runs the batches whose input is there and that did
+// not finish — the groups that ran are read back, not run again.
+type Runner struct {
+	// Client runs the batches, and serves reads of them.
+	*Client
+	// Dir holds the spooled inputs: <id>.jsonl and <id>.json (the
+	// options); both go when the batch has finished.
+	Dir string
+	// Logger records each batch's end; nil means slog.Default().
+	Logger *slog.Logger
+
+	mu      sync.Mutex
+	running map[string]bool
+	wg      sync.WaitGroup
+	base    context.Context // the runs' lifetime, Resume's ctx
+}
+
+// spooled are a spooled batch's options, in <id>.json.
+type spooled struct {
+	Options Options `json:"options"`
+}
+
+// Start spools in, JSONL, and runs it as a batch in the background; it
+// returns the batch's id once the input is on disk. Without opts.ID the
+// id is derived from the process and the input, so that the same input
+// given again names the same batch, which is not run twice. ctx bounds
+// the spooling; the run lasts as long as Resume's ctx.
+func (r *Runner) Start(ctx context.Context, opts Options, in io.Reader) (id string, created bool, err error) {
+	if err := os.MkdirAll(r.Dir, 0o700); err != nil {
+		return "", false, err
+	}
+	if opts.ID != "" {
+		if err := CheckID(opts.ID); err != nil {
+			return "", false, err
+		}
+	}
+	tmp, err := os.CreateTemp(r.Dir, ".spool-*")
+	if err != nil {
+		return "", false, err
+	}
+	defer os.Remove(tmp.Name())
+	h := sha256.New()
+	spec, _ := json.Marshal(opts.Process)
+	h.Write(spec)
+	_, err = io.Copy(io.MultiWriter(tmp, h), in)
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return "", false, fmt.Errorf("spool the input: %w", err)
+	}
+	if opts.ID == "" {
+		opts.ID = wfid.Slug(processName(opts.Process), "batch") + "-" + hex.EncodeToString(h.Sum(nil))[:12]
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.running[opts.ID] {
+		return opts.ID, false, nil
+	}
+	if _, err := r.Client.Status(ctx, opts.ID); err == nil {
+		if _, err := os.Stat(r.path(opts.ID, ".jsonl")); err != nil {
+			return opts.ID, false, nil // it ran, and finished
+		}
+	} else if !errors.Is(err, ErrNotFound) {
+		return "", false, err
+	}
+	meta, err := json.Marshal(spooled{Options: opts})
+	if err != nil {
+		return "", false, err
+	}
+	if err := os.WriteFile(r.path(opts.ID, ".json"), meta, 0o600); err != nil {
+		return "", false, err
+	}
+	if err := os.Rename(tmp.Name(), r.path(opts.ID, ".jsonl")); err != nil {
+		return "", false, err
+	}
+	r.launch(opts)
+	return opts.ID, true, nil
+}
+
+// processName is a name for what opts start, for derived ids.
+func processName(opts process.StartOptions) string {
+	switch {
+	case opts.Process != "":
+		return filepath.Base(opts.Process)
+	case opts.Pipeline != "":
+		return "pipeline"
+	}
+	return opts.Document.Lookup("title").Str()
+}
+
+func (r *Runner) path(id, ext string) string { return filepath.Join(r.Dir, id+ext) }
+
+// Resume runs every spooled batch that is not running. Call it once, when
+// the server starts: ctx is the lifetime of every batch the runner runs;
+// when it ends they stop, to be resumed at the next start.
+func (r *Runner) Resume(ctx context.Context) error {
+	r.mu.Lock()
+	r.base = ctx
+	r.mu.Unlock()
+	metas, err := filepath.Glob(filepath.Join(r.Dir, "*.json"))
+	if err != nil {
+		return err
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var errs []error
+	for _, m := range metas {
+		id := strings.TrimSuffix(filepath.Base(m), ".json")
+		if r.running[id] {
+			continue
+		}
+		data, err := os.ReadFile(m)
+		var sp spooled
+		if err == nil {
+			err = json.Unmarshal(data, &sp)
+		}
+		if err != nil {
+			errs = append(errs, fmt.Errorf("resume batch %s: %w", id, err))
+			continue
+		}
+		r.launch(sp.Options)
+	}
+	return errors.Join(errs...)
+}
+
+// launch runs a spooled batch in the background; r.mu is held.
+func (r *Runner) launch(opts Options) {
+	if r.running == nil {
+		r.running = map[string]bool{}
+	}
+	r.running[opts.ID] = true
+	if r.base == nil {
+		r.base = context.Background()
+	}
+	base := r.base
+	r.wg.Add(1)
+	go func() {
+		defer r.wg.Done()
+		logger := r.Logger
+		if logger == nil {
+			logger = slog.Default()
+		}
+		err := r.run(base, opts)
+		r.mu.Lock()
+		delete(r.running, opts.ID)
+		r.mu.Unlock()
+		if err != nil {
+			logger.Error("batch", "id", opts.ID, "error", err)
+			return
+		}
+		os.Remove(r.path(opts.ID, ".jsonl"))
+		os.Remove(r.path(opts.ID, ".json"))
+	}()
+}
+
+func (r *Runner) run(ctx context.Context, opts Options) error {
+	f, err := os.Open(r.path(opts.ID, ".jsonl"))
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	opts.File = opts.ID + ".jsonl"
+	_, err = r.Client.Run(ctx, f, func(Result) error { return nil }, opts)
+	return err
+}
+
+// Wait waits for the running batches to finish or ctx to end.
+func (r *Runner) Wait(ctx context.Context) error {
+	done := make(chan struct{})
+	go func() { r.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// Items turns items given as JSON values (POST /v1/batches with a JSON
+// body) into the JSONL a batch reads.
+func Items(items []jsonv.Value) io.Reader {
+	var b strings.Builder
+	for _, it := range items {
+		b.Write(jsonv.Marshal(it))
+		b.WriteByte('\n')
+	}
+	return strings.NewReader(b.String())
+}

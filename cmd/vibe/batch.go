@@ -1,0 +1,421 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	goio "io"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"text/tabwriter"
+	"time"
+
+	"github.com/schollz/progressbar/v3"
+	"github.com/spf13/cobra"
+	"golang.org/x/term"
+
+	"github.com/augceo/vibe/batch"
+	"github.com/augceo/vibe/engine"
+	"github.com/augceo/vibe/internal/wfid"
+	"github.com/augceo/vibe/process"
+	"github.com/augceo/vibe/registry"
+)
+
+func newBatchCmd(io stdio) *cobra.Command {
+	var (
+		ef                        engineFlags
+		wf                        workerFlags
+		regDir, pipeline, in, out string
+		id, prompt, system        string
+		size, concurrency         int
+		window                    time.Duration
+		inline                    bool
+	)
+	cmd := &cobra.Command{
+		Use:   "batch PROCESS|--pipeline EXPR --in FILE.jsonl|- [--out FILE.jsonl] [--batch-size K] [--concurrency C] [--id BATCH]",
+		Short: "Run a process over a stream of items",
+		Long: `Batch runs a process — a registry URI, a process schema file, or --pipeline
+EXPR — once per line of --in (JSONL; - for stdin). A line is what POST
+/v1/processes takes without the process, {"prompt": …, "input": {…}}, or a bare
+JSON string, the prompt.
+
+Items go in groups of K (--batch-size): each LLM chunk is asked of a group in one
+model call (split further when the provider's limits need it), each item's part
+of the answer checked on its own and, when wrong, repaired on its own. Server
+and person steps run per item. At most C groups (--concurrency) are in flight,
+and the input is read no further ahead than (C+1)×K lines, whatever its size.
+
+One result line per item goes to --out (default stdout), in input order:
+  {"line": N, "id": ITEM, "status": "completed"|"failed", "output" | "error"}
+A line that is not JSON or has a bad field gets an error line naming the line
+and the JSON path; the others go on. Every item is a process (vibe show ITEM).
+
+Resume: run the same command again. The batch id (--id, or derived from the
+process and the input file) names the work: groups that finished are read back,
+not sent to the model again, and their actions do not run again; --out is
+continued after its last complete line, so it ends with each item once.
+
+Progress goes to stderr (a bar on a terminal, a line every few seconds
+otherwise), then a summary. The exit status is 1 when any item failed.
+
+It uses the vibe serve that has --data if one runs (its worker does the work);
+otherwise it starts the embedded engine itself, or joins --temporal.`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if cmd.Flags().Changed("pipeline") {
+				return exactArgs(0)(cmd, args)
+			}
+			return exactArgs(1)(cmd, args)
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
+			if in == "" {
+				return usageError{errors.New("give the items: --in FILE.jsonl, or --in - for stdin")}
+			}
+			if size < 0 || concurrency < 0 {
+				return usageError{errors.New("--batch-size and --concurrency are counts: 1 or more (0 for the default)")}
+			}
+			reg, err := openRegistry(regDir)
+			if err != nil {
+				return err
+			}
+			opts := batch.Options{Process: process.StartOptions{Pipeline: pipeline, Prompt: prompt, System: system},
+				ID: id, Size: size, Concurrency: concurrency, Window: window, Call: batch.CallOptions{Inline: inline}, File: inputName(in)}
+			spec := pipeline
+			if len(args) == 1 {
+				spec = args[0]
+				if registry.IsURI(args[0]) {
+					opts.Process.Process = args[0]
+				} else {
+					if opts.Process.Document, err = readInput(io, args[0]); err != nil {
+						return err
+					}
+					opts.Process.File = args[0]
+				}
+			}
+			var input goio.Reader = io.in
+			if in != "-" {
+				f, err := os.Open(in)
+				if err != nil {
+					return err
+				}
+				defer f.Close()
+				input = f
+				if opts.ID == "" {
+					if opts.ID, err = deriveID(spec, f); err != nil {
+						return err
+					}
+				}
+			} else if opts.ID == "" {
+				opts.ID = wfid.New(wfid.Slug(filepath.Base(spec), "batch"))
+				fmt.Fprintf(io.err, "vibe: batch %s (give --id %s to resume it)\n", opts.ID, opts.ID)
+			}
+			if err := batch.CheckID(opts.ID); err != nil {
+				return usageError{err}
+			}
+			w, flush, closeOut, err := openResults(io, out, &opts)
+			if err != nil {
+				return err
+			}
+			defer closeOut()
+
+			c, done, err := batchClient(ctx, io, &ef, &wf, reg)
+			if err != nil {
+				return err
+			}
+			defer done()
+			p := newProgress(io, opts.ID, countLines(in))
+			emit := func(r batch.Result) error {
+				b, err := json.Marshal(r)
+				if err != nil {
+					return err
+				}
+				_, err = w.Write(append(b, '\n'))
+				return err
+			}
+			opts.Progress = func(s batch.Summary) {
+				flush() // a group's lines at a time: a kill tears at most one line
+				p.update(s)
+			}
+			sum, err := c.Run(ctx, input, emit, opts)
+			p.finish()
+			if sum != nil {
+				fmt.Fprintf(io.err, "vibe: batch %s: %d ok, %d failed; %d LLM requests; %d prompt + %d completion tokens; %s\n",
+					sum.ID, sum.Done, sum.Failed, sum.Requests, sum.Usage.PromptTokens, sum.Usage.CompletionTokens, sum.Elapsed.Round(time.Millisecond))
+			}
+			if err != nil {
+				if errors.Is(err, context.Canceled) {
+					return fmt.Errorf("interrupted: run the same command again to go on (batch %s)", opts.ID)
+				}
+				return err
+			}
+			// The whole batch, earlier runs' lines included.
+			failed, lines := sum.Failed, sum.Lines
+			if st, err := c.Status(ctx, opts.ID); err == nil && opts.After > 0 {
+				fmt.Fprintf(io.err, "vibe: batch %s in all: %d items, %d ok, %d failed; %d LLM requests; %d prompt + %d completion tokens\n",
+					st.ID, st.Items, st.Done, st.Failed, st.Requests, st.Usage.PromptTokens, st.Usage.CompletionTokens)
+				failed, lines = st.Failed, st.Items
+			}
+			if failed > 0 {
+				return fmt.Errorf("%d of %d items failed: their result lines say why", failed, lines)
+			}
+			return nil
+		},
+	}
+	ef.add(cmd)
+	wf.add(cmd)
+	registryFlag(cmd, &regDir)
+	cmd.Flags().StringVar(&pipeline, "pipeline", "", "run this pipeline expression over the items")
+	cmd.Flags().StringVar(&in, "in", "", "the items: a JSONL `FILE`, or - for stdin")
+	cmd.Flags().StringVar(&out, "out", "", "write the result lines to `FILE` (continued on a rerun); default stdout")
+	cmd.Flags().IntVar(&size, "batch-size", 0, fmt.Sprintf("K, items per group: one model call per LLM chunk per group (default %d)", batch.DefaultSize))
+	cmd.Flags().IntVar(&concurrency, "concurrency", 0, fmt.Sprintf("C, groups in flight (default %d)", batch.DefaultConcurrency))
+	cmd.Flags().StringVar(&id, "id", "", "the batch's id (default: derived from the process and the input file; fresh for stdin)")
+	cmd.Flags().StringVar(&prompt, "prompt", "", "the prompt of items that give none")
+	cmd.Flags().StringVar(&system, "system", "", "the system text of the model calls")
+	cmd.Flags().DurationVar(&window, "window", 0, fmt.Sprintf("how long a group waits for items still at their actions once the others asked for the next chunk (default %s)", batch.DefaultWindow))
+	cmd.Flags().BoolVar(&inline, "inline-schemas", false, "copy the step schemas into every item's property instead of sharing them with $ref, for providers without $ref")
+	return cmd
+}
+
+// deriveID names a batch after what it runs and its input's bytes, so the
+// same command over the same file finds the same batch.
+func deriveID(spec string, f *os.File) (string, error) {
+	h := sha256.New()
+	h.Write([]byte(spec + "\n"))
+	if _, err := goio.Copy(h, f); err != nil {
+		return "", err
+	}
+	if _, err := f.Seek(0, goio.SeekStart); err != nil {
+		return "", fmt.Errorf("%s: the input must be a file one can read twice, or give --id: %w", f.Name(), err)
+	}
+	name := strings.TrimSuffix(filepath.Base(spec), filepath.Ext(spec))
+	if i := strings.LastIndexAny(name, ":/"); i >= 0 {
+		name = name[i+1:]
+	}
+	return wfid.Slug(name, "batch") + "-" + hex.EncodeToString(h.Sum(nil))[:12], nil
+}
+
+// openResults opens where result lines go. An --out file that holds lines
+// of an earlier run is continued after its last complete line (a torn
+// last line is cut off), and opts.After is set to it.
+func openResults(io stdio, out string, opts *batch.Options) (w goio.Writer, flush, closeOut func(), err error) {
+	if out == "" || out == "-" {
+		return io.out, func() {}, func() {}, nil
+	}
+	f, err := os.OpenFile(out, os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	keep, last, err := lastResult(f)
+	if err != nil {
+		f.Close()
+		return nil, nil, nil, fmt.Errorf("%s: %w", out, err)
+	}
+	if err := f.Truncate(keep); err != nil {
+		f.Close()
+		return nil, nil, nil, err
+	}
+	if _, err := f.Seek(keep, goio.SeekStart); err != nil {
+		f.Close()
+		return nil, nil, nil, err
+	}
+	if last > 0 {
+		fmt.Fprintf(io.err, "vibe: %s holds results up to line %d; going on after it\n", out, last)
+	}
+	opts.After = last
+	bw := bufio.NewWriter(f)
+	return bw, func() { bw.Flush() }, func() { bw.Flush(); f.Close() }, nil
+}
+
+// lastResult reads a results file: the length of its complete lines and
+// the input line of the last one.
+func lastResult(f *os.File) (keep int64, line int, err error) {
+	r := bufio.NewReaderSize(f, 1<<20)
+	var off int64
+	for {
+		b, err := r.ReadBytes('\n')
+		if len(b) > 0 && b[len(b)-1] == '\n' {
+			var res batch.Result
+			if json.Unmarshal(bytes.TrimSpace(b), &res) != nil || res.Line <= line {
+				return 0, 0, fmt.Errorf("line %d is not a result line of a batch (a JSON object with a \"line\" after %d): use another --out", line+1, line)
+			}
+			off += int64(len(b))
+			keep, line = off, res.Line
+		}
+		if err == goio.EOF {
+			return keep, line, nil
+		}
+		if err != nil {
+			return 0, 0, err
+		}
+	}
+}
+
+// countLines counts a file's lines for the progress bar's total; -1 when
+// the input is no regular file.
+func countLines(name string) int {
+	if name == "-" {
+		return -1
+	}
+	f, err := os.Open(name)
+	if err != nil {
+		return -1
+	}
+	defer f.Close()
+	n := 0
+	buf := make([]byte, 1<<20)
+	for {
+		k, err := f.Read(buf)
+		n += bytes.Count(buf[:k], []byte{'\n'})
+		if err != nil {
+			return n
+		}
+	}
+}
+
+// batchClient returns a batch client on the engine of the vibe serve that
+// has the data directory (whose worker does the work), or on an engine
+// and worker started here.
+func batchClient(ctx context.Context, io stdio, ef *engineFlags, wf *workerFlags, reg *registry.Registry) (*batch.Client, func(), error) {
+	if _, ok := ef.runningServer(); ok {
+		eng, err := ef.attach(ctx, quietLogger())
+		if err == nil {
+			return &batch.Client{Processes: &process.Client{Temporal: eng.Client(), Registry: reg}}, func() { eng.Close() }, nil
+		}
+		if !errors.Is(err, engine.ErrNotRunning) {
+			return nil, nil, err
+		}
+	}
+	l, err := startLocal(ctx, io, ef, wf, reg, quietLogger())
+	if err != nil {
+		return nil, nil, err
+	}
+	return &batch.Client{Processes: l.client}, l.Close, nil
+}
+
+// progress shows a batch's progress on stderr: a bar on a terminal, a
+// line every few seconds otherwise.
+type progress struct {
+	io    stdio
+	id    string
+	bar   *progressbar.ProgressBar
+	mu    sync.Mutex
+	last  time.Time
+	shown batch.Summary
+}
+
+func newProgress(io stdio, id string, total int) *progress {
+	p := &progress{io: io, id: id, last: time.Now()}
+	if f, ok := io.err.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
+		p.bar = progressbar.NewOptions(total, progressbar.OptionSetWriter(f), progressbar.OptionSetDescription("batch "+id),
+			progressbar.OptionShowCount(), progressbar.OptionShowIts(), progressbar.OptionSetItsString("items"),
+			progressbar.OptionSetPredictTime(true), progressbar.OptionThrottle(200*time.Millisecond), progressbar.OptionClearOnFinish())
+	}
+	return p
+}
+
+func (p *progress) update(s batch.Summary) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.bar != nil {
+		p.bar.Describe(fmt.Sprintf("batch %s: %d ok, %d failed, %d tokens", p.id, s.Done, s.Failed, s.Usage.Total()))
+		p.bar.Add(s.Lines - p.shown.Lines)
+		p.shown = s
+		return
+	}
+	p.shown = s
+	if time.Since(p.last) >= 5*time.Second {
+		p.last = time.Now()
+		p.line(s)
+	}
+}
+
+func (p *progress) line(s batch.Summary) {
+	rate := 0.0
+	if s.Elapsed > 0 {
+		rate = float64(s.Lines) / s.Elapsed.Seconds()
+	}
+	fmt.Fprintf(p.io.err, "vibe: batch %s: %d ok, %d failed, %.1f items/s, %d tokens\n", p.id, s.Done, s.Failed, rate, s.Usage.Total())
+}
+
+func (p *progress) finish() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.bar != nil {
+		p.bar.Finish()
+	}
+}
+
+func newBatchesCmd(io stdio) *cobra.Command {
+	var (
+		ef      engineFlags
+		results bool
+		after   int
+	)
+	cmd := &cobra.Command{
+		Use:   "batches [ID] [--results]",
+		Short: "List batches, show one, or print its result lines",
+		Args:  cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
+			p, done, err := connectEngine(ctx, io, &ef)
+			if err != nil {
+				return err
+			}
+			defer done()
+			c := &batch.Client{Processes: p}
+			switch {
+			case len(args) == 0:
+				list, _, err := c.List(ctx, process.ListOptions{})
+				if err != nil {
+					return err
+				}
+				tw := tabwriter.NewWriter(io.out, 0, 4, 2, ' ', 0)
+				fmt.Fprintln(tw, "ID\tPROCESS\tSTATUS\tITEMS\tDONE\tFAILED\tWAITING\tREQUESTS\tSTARTED")
+				for _, s := range list {
+					fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t%d\t%d\t%s\n", s.ID, s.Process, s.Status, s.Items, s.Done, s.Failed, s.Waiting, s.Requests, s.StartedAt.Local().Format(time.DateTime))
+				}
+				return tw.Flush()
+			case results:
+				enc := json.NewEncoder(io.out)
+				return c.Results(ctx, args[0], batch.ResultsOptions{After: after}, func(r batch.Result) error { return enc.Encode(r) })
+			default:
+				st, err := c.Status(ctx, args[0])
+				if err != nil {
+					return err
+				}
+				b, _ := jsonMarshalIndent(st)
+				_, err = fmt.Fprintln(io.out, string(b))
+				return err
+			}
+		},
+	}
+	ef.add(cmd)
+	cmd.Flags().BoolVar(&results, "results", false, "print the batch's result lines (JSONL), waiting for those still running")
+	cmd.Flags().IntVar(&after, "after", 0, "with --results: start after this input line")
+	return cmd
+}
+
+// connectEngine returns a process client on the engine of the vibe serve
+// that has the data directory, or on one started here with a worker that
+// only answers queries.
+func connectEngine(ctx context.Context, io stdio, ef *engineFlags) (*process.Client, func(), error) {
+	if _, ok := ef.runningServer(); ok {
+		eng, err := ef.attach(ctx, quietLogger())
+		if err == nil {
+			return &process.Client{Temporal: eng.Client()}, func() { eng.Close() }, nil
+		}
+	}
+	l, err := startLocal(ctx, io, ef, nil, nil, quietLogger())
+	if err != nil {
+		return nil, nil, err
+	}
+	return l.client, l.Close, nil
+}

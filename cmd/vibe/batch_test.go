@@ -1,0 +1,348 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/augceo/vibe/api"
+	"github.com/augceo/vibe/batch"
+	"github.com/augceo/vibe/internal/llmtest"
+	"github.com/augceo/vibe/process"
+)
+
+// moderateProcess is the batch tests' process: a model's chunk of two
+// steps, then a server step that records the decision.
+const moderateProcess = `{
+  "title": "Moderate",
+  "type": "object",
+  "properties": {
+    "llmContext1": {"type": "object", "properties": {
+      "assess": {"type": "object", "properties": {"sentiment": {"type": "string", "enum": ["positive", "negative"]}}, "required": ["sentiment"]},
+      "decide": {"type": "object", "properties": {"decision": {"type": "string", "enum": ["publish", "hide"]}}, "required": ["decision"]}},
+      "required": ["assess", "decide"]},
+    "serverContext1": {"type": "object", "properties": {
+      "record": {"type": "object", "references": ["llmContext1.decide"],
+        "properties": {"applied": {"type": "boolean"}}, "required": ["applied"]}}}
+  }
+}`
+
+// verdict answers "comment N": negative and hidden when N is odd.
+func verdict(step, prompt string, _ bool) string {
+	n, _ := strconv.Atoi(strings.TrimPrefix(prompt, "comment "))
+	switch {
+	case step == "assess" && n%2 == 1:
+		return `{"sentiment":"negative"}`
+	case step == "assess":
+		return `{"sentiment":"positive"}`
+	case n%2 == 1:
+		return `{"decision":"hide"}`
+	}
+	return `{"decision":"publish"}`
+}
+
+// tally is the record action's endpoint: it applies each idempotency
+// key's effect once, and counts every call.
+type tally struct {
+	mu      sync.Mutex
+	calls   int
+	effects map[string]int
+	delay   time.Duration
+}
+
+func (l *tally) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	time.Sleep(l.delay)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.calls++
+	l.effects[r.Header.Get("Idempotency-Key")]++
+	w.Header().Set("Content-Type", "application/json")
+	fmt.Fprint(w, `{"applied": true}`)
+}
+
+func (l *tally) counts() (calls, keys int, repeated []string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for k, n := range l.effects {
+		if n > 1 {
+			repeated = append(repeated, k)
+		}
+	}
+	return l.calls, len(l.effects), repeated
+}
+
+// batchSetup writes the process, an actions file for a tally and an input
+// of n comments (and lines bad) into a directory.
+func batchSetup(t *testing.T, n int, bad map[int]string, delay time.Duration) (dir string, led *tally) {
+	t.Helper()
+	dir = t.TempDir()
+	led = &tally{effects: map[string]int{}, delay: delay}
+	srv := httptest.NewServer(led)
+	t.Cleanup(srv.Close)
+	os.WriteFile(filepath.Join(dir, "moderate.json"), []byte(moderateProcess), 0o644)
+	os.WriteFile(filepath.Join(dir, "actions.json"), []byte(fmt.Sprintf(`{"record": %q}`, srv.URL)), 0o644)
+	var b strings.Builder
+	for i := 1; i <= n; i++ {
+		if line, ok := bad[i]; ok {
+			b.WriteString(line + "\n")
+			continue
+		}
+		fmt.Fprintf(&b, "%q\n", fmt.Sprintf("comment %d", i))
+	}
+	os.WriteFile(filepath.Join(dir, "items.jsonl"), []byte(b.String()), 0o644)
+	return dir, led
+}
+
+// readResults reads the complete lines of a results file (a kill may have
+// torn the last), checking each is a result.
+func readResults(t *testing.T, path string) []batch.Result {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data = data[:strings.LastIndexByte(string(data), '\n')+1]
+	var out []batch.Result
+	sc := bufio.NewScanner(strings.NewReader(string(data)))
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		var r batch.Result
+		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
+			t.Fatalf("%s: line %d is no result: %q", path, len(out)+1, sc.Text())
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
+// checkResults checks that results hold lines 1…n once each, in order,
+// with the model's verdict for each comment (but for the lines bad).
+func checkResults(t *testing.T, results []batch.Result, n int, bad map[int]string) {
+	t.Helper()
+	if len(results) != n {
+		t.Fatalf("%d result lines, want %d", len(results), n)
+	}
+	for i, r := range results {
+		line := i + 1
+		if r.Line != line {
+			t.Fatalf("result %d is for line %d", line, r.Line)
+		}
+		if _, isBad := bad[line]; isBad {
+			if r.Status != batch.StatusFailed {
+				t.Errorf("line %d (bad): %+v", line, r)
+			}
+			continue
+		}
+		want := fmt.Sprintf(`"decide":%s`, verdict("decide", fmt.Sprintf("comment %d", line), false))
+		if r.Status != batch.StatusCompleted || !strings.Contains(string(r.Output), want) {
+			t.Errorf("line %d: %+v, want output with %s", line, r, want)
+		}
+	}
+}
+
+// TestBatchCommand runs vibe batch on the embedded engine over 70 lines,
+// two of them bad: every line gets its result in order, the bad ones an
+// error naming the file, line and JSON path; the exit status is 1 and the
+// summary says why. Run again, it reads the finished batch back: no model
+// call, no action, the output file unchanged.
+func TestBatchCommand(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts the embedded engine")
+	}
+	bad := map[int]string{5: `{"prompt": 3}`, 9: `{not json`}
+	dir, led := batchSetup(t, 70, bad, 0)
+	model := llmtest.NewServer(t, llmtest.Multiplexed(verdict), llmtest.Options{})
+	out := filepath.Join(dir, "out.jsonl")
+	args := []string{"batch", filepath.Join(dir, "moderate.json"), "--in", filepath.Join(dir, "items.jsonl"), "--out", out,
+		"--batch-size", "8", "--concurrency", "2", "--data", filepath.Join(dir, "data"),
+		"--actions-file", filepath.Join(dir, "actions.json"), "--llm", "openai:test-model", "--llm-base-url", model.URL}
+	status, _, stderr := run(t, "", args...)
+	if status != exitError || !strings.Contains(stderr, "68 ok, 2 failed; 9 LLM requests") || !strings.Contains(stderr, "2 of 70 items failed") {
+		t.Fatalf("status %d, stderr:\n%s", status, stderr)
+	}
+	results := readResults(t, out)
+	checkResults(t, results, 70, bad)
+	if e := results[4].Error; !strings.Contains(e, "items.jsonl:5: /prompt: must be a string") {
+		t.Errorf("line 5's error: %q", e)
+	}
+	if e := results[8].Error; !strings.Contains(e, "items.jsonl:9: /: not JSON") {
+		t.Errorf("line 9's error: %q", e)
+	}
+	if calls, keys, _ := led.counts(); calls != 68 || keys != 68 {
+		t.Errorf("the action ran %d times with %d keys, want 68", calls, keys)
+	}
+	before, _ := os.ReadFile(out)
+
+	status, _, stderr = run(t, "", args...)
+	after, _ := os.ReadFile(out)
+	if status != exitError || !strings.Contains(stderr, "holds results up to line 70") || !strings.Contains(stderr, "in all: 70 items, 68 ok, 2 failed; 9 LLM requests") ||
+		!strings.Contains(stderr, "2 of 70 items failed") || string(after) != string(before) {
+		t.Errorf("rerun: status %d, output changed %v, stderr:\n%s", status, string(after) != string(before), stderr)
+	}
+	if n := model.Requests(); n != 9 {
+		t.Errorf("%d model requests after the rerun, want the first run's 9", n)
+	}
+	if calls, _, _ := led.counts(); calls != 68 {
+		t.Errorf("the action ran %d times after the rerun, want 68", calls)
+	}
+}
+
+// countLines counts the complete lines of a file.
+func completeLines(path string) int {
+	data, _ := os.ReadFile(path)
+	return strings.Count(string(data), "\n")
+}
+
+// itemsAsked counts, per item prompt, the model calls (not repairs) that
+// carried it.
+func itemsAsked(model *llmtest.Server) map[string]int {
+	asked := map[string]int{}
+	for _, b := range model.Bodies() {
+		r := llmtest.Read(b)
+		if r.Repair {
+			continue
+		}
+		for _, p := range r.Prompts {
+			asked[p]++
+		}
+	}
+	return asked
+}
+
+// TestBatchCrash SIGKILLs vibe serve and the vibe batch that feeds it in
+// the middle of a 500-item batch, starts the serve again and reruns the
+// same command: the output holds each item once, in order; the record
+// action's effect was applied once per item; and no item whose group had
+// finished before the kill was sent to the model again.
+func TestBatchCrash(t *testing.T) {
+	if testing.Short() {
+		t.Skip("kills and restarts vibe serve")
+	}
+	const n = 500
+	dir, led := batchSetup(t, n, nil, 20*time.Millisecond)
+	model := llmtest.NewServer(t, llmtest.Multiplexed(verdict), llmtest.Options{Delay: 150 * time.Millisecond})
+	data, addr := filepath.Join(dir, "data"), freeAddr(t)
+	serveArgs := []string{"serve", "--data", data, "--addr", addr, "--actions-file", filepath.Join(dir, "actions.json"),
+		"--llm", "openai:test-model", "--llm-base-url", model.URL}
+	out := filepath.Join(dir, "out.jsonl")
+	batchArgs := []string{"batch", filepath.Join(dir, "moderate.json"), "--in", filepath.Join(dir, "items.jsonl"), "--out", out,
+		"--batch-size", "16", "--concurrency", "4", "--data", data}
+	api := &api.Client{BaseURL: "http://" + addr}
+	ready := func() bool {
+		_, err := api.List(context.Background(), process.ListOptions{Limit: 1})
+		return err == nil
+	}
+
+	serve, serveOut := child(t, serveArgs...)
+	waitUntil(t, "vibe serve", time.Minute, ready)
+	feeder, feederOut := child(t, batchArgs...)
+	waitUntil(t, "a fifth of the results", 2*time.Minute, func() bool { return completeLines(out) >= n/5 })
+	feeder.Process.Signal(syscall.SIGKILL)
+	serve.Process.Signal(syscall.SIGKILL)
+	feeder.Wait()
+	serve.Wait()
+	finished := readResults(t, out) // the lines of groups that had finished
+	t.Logf("killed vibe serve and vibe batch with %d of %d results written", len(finished), n)
+
+	serve, serveOut = child(t, serveArgs...)
+	waitUntil(t, "vibe serve to come back", time.Minute, ready)
+	rerun, rerunOut := child(t, batchArgs...)
+	if err := rerun.Wait(); err != nil {
+		t.Fatalf("rerun: %v\n%s\nfirst run:\n%s\nserve:\n%s", err, rerunOut, feederOut, serveOut)
+	}
+	t.Logf("rerun: %s", strings.TrimSpace(rerunOut.String()))
+	checkResults(t, readResults(t, out), n, nil)
+
+	calls, keys, repeated := led.counts()
+	if keys != n {
+		t.Errorf("the record action's effect was applied for %d items, want %d", keys, n)
+	}
+	t.Logf("the record action was called %d times for %d items: %d calls repeated after the kill, with their first call's key", calls, keys, calls-keys)
+	_ = repeated
+	asked := itemsAsked(model)
+	for _, r := range finished {
+		if k := asked[fmt.Sprintf("comment %d", r.Line)]; k != 1 {
+			t.Errorf("line %d finished before the kill, yet was sent to the model %d times", r.Line, k)
+		}
+	}
+	for i := 1; i <= n; i++ {
+		if asked[fmt.Sprintf("comment %d", i)] == 0 {
+			t.Errorf("line %d was never sent to the model", i)
+		}
+	}
+}
+
+// TestBatchScaleOut runs a batch on vibe serve's engine with two more
+// vibe worker processes joined through --temporal-listen, each with its
+// own model endpoint; one worker is SIGKILLed mid-run. The batch
+// completes with each item once and each effect applied once, and every
+// worker took part.
+func TestBatchScaleOut(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts vibe serve and two workers")
+	}
+	const n = 300
+	dir, led := batchSetup(t, n, nil, 20*time.Millisecond)
+	models := make([]*llmtest.Server, 3)
+	for i := range models {
+		models[i] = llmtest.NewServer(t, llmtest.Multiplexed(verdict), llmtest.Options{Delay: 200 * time.Millisecond})
+	}
+	data, addr, frontend := filepath.Join(dir, "data"), freeAddr(t), freeAddr(t)
+	actions := filepath.Join(dir, "actions.json")
+	serve, serveOut := child(t, "serve", "--data", data, "--addr", addr, "--temporal-listen", frontend, "--actions-file", actions,
+		"--llm", "openai:test-model", "--llm-base-url", models[0].URL)
+	c := &api.Client{BaseURL: "http://" + addr}
+	waitUntil(t, "vibe serve", time.Minute, func() bool { _, err := c.List(context.Background(), process.ListOptions{Limit: 1}); return err == nil })
+	workers := make([]*exec.Cmd, 2)
+	for i := range workers {
+		workers[i], _ = child(t, "worker", "--temporal", frontend, "--tls-dir", filepath.Join(data, "tls"), "--actions-file", actions,
+			"--llm", "openai:test-model", "--llm-base-url", models[i+1].URL)
+	}
+	out := filepath.Join(dir, "out.jsonl")
+	feeder, feederOut := child(t, "batch", filepath.Join(dir, "moderate.json"), "--in", filepath.Join(dir, "items.jsonl"), "--out", out,
+		"--batch-size", "10", "--concurrency", "6", "--data", data)
+	waitUntil(t, "both workers to take calls", 2*time.Minute, func() bool { return models[1].Requests() > 0 && models[2].Requests() > 0 })
+	workers[0].Process.Signal(syscall.SIGKILL)
+	workers[0].Wait()
+	t.Logf("killed a worker with %d results written", completeLines(out))
+	if err := feeder.Wait(); err != nil {
+		t.Fatalf("vibe batch: %v\n%s\nserve:\n%s", err, feederOut, serveOut)
+	}
+	_ = serve
+	checkResults(t, readResults(t, out), n, nil)
+	calls, keys, _ := led.counts()
+	if keys != n {
+		t.Errorf("the record action's effect was applied for %d items, want %d", keys, n)
+	}
+	t.Logf("model calls by the serve's worker and the two others: %d, %d, %d; the action was called %d times for %d items",
+		models[0].Requests(), models[1].Requests(), models[2].Requests(), calls, keys)
+	asked := itemsAsked(models[0])
+	for _, m := range models[1:] {
+		for p, k := range itemsAsked(m) {
+			asked[p] += k
+		}
+	}
+	twice := 0
+	for i := 1; i <= n; i++ {
+		switch asked[fmt.Sprintf("comment %d", i)] {
+		case 0:
+			t.Errorf("line %d was never sent to a model", i)
+		case 1:
+		default:
+			twice++
+		}
+	}
+	t.Logf("%d items were sent to a model again: their call was in flight on the killed worker", twice)
+}
