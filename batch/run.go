@@ -53,7 +53,7 @@ type Options struct {
 	After int
 	// Progress, when set, is called after each group's results are
 	// emitted, with the totals so far.
-	Progress func(Summary)
+	Progress func(Summary) `json:"-"`
 }
 
 // Summary is what a run did.

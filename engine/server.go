@@ -231,6 +231,10 @@ func serverConfig(dbPath string, fh frontendHost, ports map[primitives.ServiceNa
 	}
 }
 
+// HistoryCacheSize is how many workflows' state the embedded engine keeps
+// in memory: enough for every workflow a busy worker has in flight.
+const HistoryCacheSize = 512
+
 // dynamicConfig overrides server defaults that suit clusters with many
 // history shards but not our single one.
 func dynamicConfig() dynamicconfig.StaticClient {
@@ -251,6 +255,11 @@ func dynamicConfig() dynamicconfig.StaticClient {
 		// that delay at little cost: a waiting client re-polls twice a
 		// second, answered from the server's cache.
 		dynamicconfig.HistoryLongPollExpirationInterval.Key(): 500 * time.Millisecond,
+		// The history service keeps the state of up to this many workflows
+		// in memory (default 128,000, for a host among many). A batch's
+		// items are workflows that finish and are not touched again: with
+		// the default an embedded engine's memory grew with every item.
+		dynamicconfig.HistoryCacheHostLevelMaxSize.Key(): HistoryCacheSize,
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -345,4 +346,107 @@ func TestBatchScaleOut(t *testing.T) {
 		}
 	}
 	t.Logf("%d items were sent to a model again: their call was in flight on the killed worker", twice)
+}
+
+// TestBatchesAPI gives vibe serve a batch over HTTP — JSONL with the
+// process in the query, and JSON items with the process inline — kills the
+// serve while they run, starts it again, and reads each batch's status and
+// result lines: the spooled batches were resumed and every line has its
+// result once. The same JSON body given again names the same batch.
+func TestBatchesAPI(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts vibe serve twice")
+	}
+	const n = 64
+	dir, led := batchSetup(t, n, nil, 0)
+	os.MkdirAll(filepath.Join(dir, "registry", "processes"), 0o755)
+	os.WriteFile(filepath.Join(dir, "registry", "processes", "moderate.json"), []byte(moderateProcess), 0o644)
+	model := llmtest.NewServer(t, llmtest.Multiplexed(verdict), llmtest.Options{Delay: 300 * time.Millisecond})
+	data, addr := filepath.Join(dir, "data"), freeAddr(t)
+	args := []string{"serve", "--data", data, "--addr", addr, "--registry", filepath.Join(dir, "registry"),
+		"--actions-file", filepath.Join(dir, "actions.json"), "--llm", "openai:test-model", "--llm-base-url", model.URL}
+	base := "http://" + addr
+	c := &api.Client{BaseURL: base}
+	ready := func() bool { _, err := c.List(context.Background(), process.ListOptions{Limit: 1}); return err == nil }
+	serve, serveOut := child(t, args...)
+	waitUntil(t, "vibe serve", time.Minute, ready)
+
+	post := func(contentType, path, body string) (int, map[string]any) {
+		t.Helper()
+		resp, err := http.Post(base+path, contentType, strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var out map[string]any
+		json.NewDecoder(resp.Body).Decode(&out)
+		return resp.StatusCode, out
+	}
+	items, _ := os.ReadFile(filepath.Join(dir, "items.jsonl"))
+	status, got := post("application/x-ndjson", "/v1/batches?process=aug:processes/moderate&size=8&concurrency=2", string(items))
+	if status != http.StatusAccepted || got["id"] == "" {
+		t.Fatalf("POST JSONL: %d %v", status, got)
+	}
+	jsonlID := got["id"].(string)
+	lines := strings.Split(strings.TrimSpace(string(items)), "\n")
+	jsonBody := fmt.Sprintf(`{"process": %s, "id": "inline-1", "size": 16, "items": [%s]}`, moderateProcess, strings.Join(lines[:32], ","))
+	if status, got = post("application/json", "/v1/batches", jsonBody); status != http.StatusAccepted || got["id"] != "inline-1" {
+		t.Fatalf("POST JSON: %d %v", status, got)
+	}
+	if status, got = post("application/json", "/v1/batches", `{"process": "aug:processes/moderate", "size": 0, "items": []}`); status != http.StatusBadRequest || !strings.Contains(fmt.Sprint(got), "/size") {
+		t.Errorf("a size of 0: %d %v", status, got)
+	}
+
+	waitUntil(t, "a few model calls", time.Minute, func() bool { return model.Requests() >= 2 })
+	serve.Process.Signal(syscall.SIGKILL)
+	serve.Wait()
+	t.Logf("killed vibe serve after %d model calls", model.Requests())
+	serve, serveOut = child(t, args...)
+	waitUntil(t, "vibe serve to come back", time.Minute, ready)
+
+	for _, b := range []struct {
+		id    string
+		lines int
+	}{{jsonlID, n}, {"inline-1", 32}} {
+		resp, err := http.Get(base + "/v1/batches/" + b.id + "/results")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ct := resp.Header.Get("Content-Type"); ct != "application/x-ndjson" {
+			t.Errorf("results' content type %q", ct)
+		}
+		path := filepath.Join(dir, b.id+".jsonl")
+		f, _ := os.Create(path)
+		io.Copy(f, resp.Body)
+		f.Close()
+		resp.Body.Close()
+		checkResults(t, readResults(t, path), b.lines, nil)
+		var st batch.Status
+		waitUntil(t, b.id+" to complete", time.Minute, func() bool {
+			resp, err := http.Get(base + "/v1/batches/" + b.id)
+			if err != nil {
+				return false
+			}
+			defer resp.Body.Close()
+			json.NewDecoder(resp.Body).Decode(&st)
+			return st.Status == batch.StatusCompleted
+		})
+		if st.Items != b.lines || st.Done != b.lines || st.Requests == 0 {
+			t.Errorf("batch %s: %+v", b.id, st)
+		}
+	}
+	if _, keys, _ := led.counts(); keys != n+32 {
+		t.Errorf("the record action's effect was applied %d times, want %d", keys, n+32)
+	}
+	// The same body again names the same batch, which runs no more.
+	before := model.Requests()
+	if status, got = post("application/json", "/v1/batches", jsonBody); status != http.StatusOK || got["id"] != "inline-1" || got["created"] != false {
+		t.Errorf("POST JSON again: %d %v", status, got)
+	}
+	if model.Requests() != before {
+		t.Errorf("the batch given again made %d model calls", model.Requests()-before)
+	}
+	if t.Failed() {
+		t.Logf("serve:\n%s", serveOut)
+	}
 }

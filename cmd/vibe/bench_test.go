@@ -1,9 +1,13 @@
 package main
 
 import (
+	"bufio"
 	"context"
+	"flag"
 	"fmt"
+	"net/http/httptest"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -16,18 +20,22 @@ import (
 )
 
 // rssMB reads a process's resident memory from /proc.
-func rssMB(b *testing.B, pid int) float64 {
+func rssMB(b *testing.B, pid int) float64 { return procMB(b, pid, "VmRSS") }
+
+// procMB reads one of a process's memory figures (VmRSS, RssAnon,
+// RssFile) from /proc, in MB.
+func procMB(b *testing.B, pid int, field string) float64 {
 	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
 		b.Skip("no /proc to read memory from")
 	}
 	for _, line := range strings.Split(string(data), "\n") {
-		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+		if rest, ok := strings.CutPrefix(line, field+":"); ok {
 			kb, _ := strconv.Atoi(strings.TrimSuffix(strings.TrimSpace(rest), " kB"))
 			return float64(kb) / 1024
 		}
 	}
-	b.Fatal("no VmRSS")
+	b.Fatal("no " + field)
 	return 0
 }
 
@@ -88,4 +96,65 @@ func BenchmarkServeMemory(b *testing.B) {
 	b.StopTimer()
 	b.ReportMetric(atRest, "rss-at-rest-MB")
 	b.ReportMetric(rssMB(b, cmd.Process.Pid), "rss-after-MB")
+}
+
+var batchItems = flag.Int("batch.items", 10000, "items of BenchmarkBatchMemory's input")
+
+// BenchmarkBatchMemory runs `vibe batch` as a child process on the
+// embedded engine (the engine and its worker in the same process) over
+// -batch.items comments at K=32, C=8, against a model that answers at
+// once, and reports its peak resident memory, sampled every quarter
+// second, and the items per second.
+//
+//	go test ./cmd/vibe -run XXX -bench BenchmarkBatchMemory -benchtime 1x -batch.items 100000
+func BenchmarkBatchMemory(b *testing.B) {
+	dir := b.TempDir()
+	led := &tally{effects: map[string]int{}}
+	actions := httptest.NewServer(led)
+	b.Cleanup(actions.Close)
+	model := llmtest.NewServer(b, llmtest.Multiplexed(verdict), llmtest.Options{})
+	os.WriteFile(filepath.Join(dir, "moderate.json"), []byte(moderateProcess), 0o644)
+	os.WriteFile(filepath.Join(dir, "actions.json"), []byte(fmt.Sprintf(`{"record": %q}`, actions.URL)), 0o644)
+	f, err := os.Create(filepath.Join(dir, "items.jsonl"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	w := bufio.NewWriter(f)
+	for i := 1; i <= *batchItems; i++ {
+		fmt.Fprintf(w, "%q\n", fmt.Sprintf("comment %d", i))
+	}
+	w.Flush()
+	f.Close()
+	peak, anon, run := 0.0, 0.0, 0
+	start := time.Now()
+	for b.Loop() {
+		run++
+		cmd, out := child(b, "batch", filepath.Join(dir, "moderate.json"), "--in", filepath.Join(dir, "items.jsonl"),
+			"--out", filepath.Join(dir, fmt.Sprintf("out-%d.jsonl", run)), "--id", fmt.Sprintf("mem-%d", run),
+			"--batch-size", "32", "--concurrency", "8", "--data", filepath.Join(dir, fmt.Sprintf("data-%d", run)),
+			"--actions-file", filepath.Join(dir, "actions.json"), "--llm", "openai:m", "--llm-base-url", model.URL)
+		done := make(chan error, 1)
+		go func() { done <- cmd.Wait() }()
+		tick := time.NewTicker(250 * time.Millisecond)
+	wait:
+		for {
+			select {
+			case err := <-done:
+				if err != nil {
+					b.Fatalf("vibe batch: %v\n%s", err, out)
+				}
+				break wait
+			case <-tick.C:
+				peak = max(peak, rssMB(b, cmd.Process.Pid))
+				anon = max(anon, procMB(b, cmd.Process.Pid, "RssAnon"))
+			}
+		}
+		tick.Stop()
+		if os.Getenv("VIBE_BENCH_SHOW") != "" {
+			b.Logf("%s", out)
+		}
+	}
+	b.ReportMetric(peak, "peak-RSS-MB")
+	b.ReportMetric(anon, "peak-anon-MB")
+	b.ReportMetric(float64(*batchItems*run)/time.Since(start).Seconds(), "items/s")
 }

@@ -12,6 +12,7 @@ import (
 	"syscall"
 
 	"github.com/spf13/cobra"
+	"go.temporal.io/sdk/worker"
 
 	"github.com/augceo/vibe/llm/replay"
 	"github.com/augceo/vibe/process"
@@ -19,6 +20,10 @@ import (
 	"github.com/augceo/vibe/schema"
 	"github.com/augceo/vibe/vessel"
 )
+
+// stickyCacheSize is how many workflows a worker of this program keeps in
+// memory: more than a busy worker has in flight.
+const stickyCacheSize = 1024
 
 // Exit statuses.
 const (
@@ -38,6 +43,10 @@ type usageError struct{ error }
 
 // Main runs the vibe command line with args and returns the exit status.
 func Main(args []string, in io.Reader, out, errOut io.Writer) int {
+	// A worker keeps the workflows it ran in memory, to run their next
+	// task without reading their history: 10,000 by default, too many for
+	// a batch's thousands of items that finish and are not touched again.
+	worker.SetStickyWorkflowCacheSize(stickyCacheSize)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	io := stdio{in: in, out: out, err: errOut}
