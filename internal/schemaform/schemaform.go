@@ -305,6 +305,9 @@ func attach(root *field, p schema.Invalid) bool {
 	if path == "/" {
 		path = ""
 	}
+	if path != "" && path[0] != '/' {
+		return false // not a pointer: for the list on top
+	}
 	if missing := missingMembers(p.Message); missing != nil {
 		took := true
 		for _, m := range missing {
@@ -326,7 +329,7 @@ func attach(root *field, p schema.Invalid) bool {
 		if path == "" {
 			return false
 		}
-		path = path[:strings.LastIndex(path, "/")]
+		path = path[:max(strings.LastIndex(path, "/"), 0)]
 	}
 }
 
