@@ -99,7 +99,7 @@ func (c *console) row(ctx context.Context, s process.Summary) processRow {
 		return row
 	}
 	row.Status, row.Chunk, row.Tokens = info.Status, info.Chunk, info.Usage.Total()
-	if info.Waiting != nil {
+	if waiting(info) {
 		row.Waiting = info.Waiting.Chunk
 	}
 	if row.Status == process.Completed || row.Status == process.Failed {
@@ -112,6 +112,10 @@ func (c *console) row(ctx context.Context, s process.Summary) processRow {
 	}
 	return row
 }
+
+// waiting reports whether a process waits for a person's answer now: a
+// process cancelled while it waited keeps what it waited for in its view.
+func waiting(info *process.Info) bool { return info.Status == process.Waiting && info.Waiting != nil }
 
 // processPage is a process's page.
 type processPage struct {
@@ -199,7 +203,7 @@ func (c *console) process(r *http.Request) (any, error) {
 // (with its problems).
 func (c *console) processPage(ctx context.Context, info *process.Info, form *answerForm) (processPage, error) {
 	page := processPage{Info: info, Temporal: c.temporalLink(info.ID), Now: c.now(), Form: form}
-	if page.Form == nil && info.Waiting != nil {
+	if page.Form == nil && waiting(info) {
 		page.Form = newAnswerForm(info, jsonv.Value{}, nil, "")
 	}
 	prog, err := c.program(ctx, info.ID)
@@ -349,7 +353,7 @@ func (c *console) inboxPage(ctx context.Context, posted *answerForm) (inboxPage,
 	data := inboxPage{More: page.Next != "", Now: c.now()}
 	for _, s := range page.Processes {
 		info, err := c.opts.Processes.Get(ctx, s.ID)
-		if err != nil || info.Waiting == nil {
+		if err != nil || !waiting(info) {
 			continue // answered, or gone, since it was listed
 		}
 		form := newAnswerForm(info, jsonv.Value{}, nil, "")
@@ -385,7 +389,7 @@ func (c *console) answer(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	from := r.PostFormValue("from")
-	if info.Waiting == nil {
+	if !waiting(info) {
 		c.showForm(w, r, info, from, http.StatusConflict, nil)
 		return
 	}

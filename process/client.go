@@ -460,6 +460,13 @@ func (c *Client) answerError(ctx context.Context, id string, err error) error {
 		return &NotWaitingError{ID: id, Status: statusOf(desc.GetWorkflowExecutionInfo().GetStatus()), Err: err}
 	}
 	msg := ErrorText(err)
+	var ae *temporal.ApplicationError
+	if errors.As(err, &ae) {
+		// The message alone: Error() ends with the error's type and
+		// whether it is retryable, which would read as part of the last
+		// problem.
+		msg = ae.Message()
+	}
 	if i := strings.Index(msg, "the answer does not fit chunk "); i >= 0 {
 		return &RefusedError{Message: msg[i:], Err: err}
 	}
