@@ -3,31 +3,55 @@ package api
 import (
 	"crypto/subtle"
 	"fmt"
-	"net"
 	"net/http"
-	"net/url"
-	"strings"
+
+	"github.com/augceo/vibe/internal/origin"
 )
 
+// Sessions is a way in for browsers, which send no bearer header with a
+// link or a form. A handler in Options.Mounts that implements it admits
+// requests by its own sign-in — the console's HttpOnly, SameSite=Strict
+// cookie, got by giving the token once — when the server has a token; the
+// API's own routes (/v1/…) and the other mounts still take the bearer
+// header only.
+type Sessions interface {
+	// Admit reports whether r may be served without the bearer header: it
+	// carries a valid session, or asks for what getting one needs (the
+	// sign-in page).
+	Admit(r *http.Request) bool
+	// Refuse answers a request that has neither the bearer header nor a
+	// session (the console sends a browser to its sign-in page).
+	Refuse(w http.ResponseWriter, r *http.Request)
+}
+
 // guarded admits the requests the server answers. With a token, the bearer
-// header is the guard: nothing else a browser sends on its own (cookies
-// are not used) can carry it. Without one the server listens on loopback
+// header is the guard: nothing a browser sends on its own can carry it
+// (a mount that implements Sessions also admits its own signed-in
+// sessions, see Sessions). Without one the server listens on loopback
 // only, and a browser is the way in for someone else: a page on any site
 // can send requests to 127.0.0.1 (cross-site request forgery), and a name
 // the attacker controls can be made to resolve to 127.0.0.1 (DNS
 // rebinding). So a tokenless server answers only requests addressed to a
 // loopback name, from no page or from a page of its own origin.
-func (s *server) guarded(next http.Handler) http.Handler {
+func (s *server) guarded(mounts *http.ServeMux, next http.Handler) http.Handler {
 	if s.opts.Token != "" {
 		want := []byte("Bearer " + s.opts.Token)
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			got := []byte(r.Header.Get("Authorization"))
-			if subtle.ConstantTimeCompare(got, want) != 1 {
-				w.Header().Set("WWW-Authenticate", `Bearer realm="vibe"`)
-				writeError(w, http.StatusUnauthorized, &apiError{Error: "missing or wrong token: send Authorization: Bearer <token>"})
+			if subtle.ConstantTimeCompare(got, want) == 1 {
+				next.ServeHTTP(w, r)
 				return
 			}
-			next.ServeHTTP(w, r)
+			if sessions := s.sessions(mounts, r); sessions != nil {
+				if sessions.Admit(r) {
+					next.ServeHTTP(w, r)
+				} else {
+					sessions.Refuse(w, r)
+				}
+				return
+			}
+			w.Header().Set("WWW-Authenticate", `Bearer realm="vibe"`)
+			writeError(w, http.StatusUnauthorized, &apiError{Error: "missing or wrong token: send Authorization: Bearer <token>"})
 		})
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -39,65 +63,22 @@ func (s *server) guarded(next http.Handler) http.Handler {
 	})
 }
 
+// sessions returns the mount that serves r when it admits sessions of its
+// own, else nil.
+func (s *server) sessions(mounts *http.ServeMux, r *http.Request) Sessions {
+	if isAPIPath(r.URL.Path) {
+		return nil
+	}
+	_, pattern := mounts.Handler(r)
+	sessions, _ := s.opts.Mounts[pattern].(Sessions)
+	return sessions
+}
+
 // crossSite says why a request to a tokenless server may come from
 // someone else through a browser, or "" when it does not.
 func crossSite(r *http.Request) string {
-	if !isLoopbackHost(r.Host) {
+	if !origin.LoopbackHost(r.Host) {
 		return fmt.Sprintf("the request is addressed to %q, not to a loopback address (localhost, 127.0.0.1, [::1])", r.Host)
 	}
-	// Sec-Fetch-Site is set by browsers on every request: same-site
-	// includes another port of the same host (another local web app), so
-	// only same-origin and none (typed by the person) pass.
-	switch site := r.Header.Get("Sec-Fetch-Site"); site {
-	case "", "same-origin", "none":
-	default:
-		return fmt.Sprintf("Sec-Fetch-Site is %q", site)
-	}
-	origin, ok := r.Header["Origin"]
-	if !ok {
-		return ""
-	}
-	if len(origin) != 1 || !sameOrigin(origin[0], r) {
-		return fmt.Sprintf("the request comes from the web page origin %q, not this server's", strings.Join(origin, ", "))
-	}
-	return ""
-}
-
-// isLoopbackHost reports whether a Host header names loopback: localhost
-// or a loopback IP, with any port.
-func isLoopbackHost(host string) bool {
-	if h, _, err := net.SplitHostPort(host); err == nil {
-		host = h
-	} else {
-		host = strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")
-	}
-	if strings.EqualFold(host, "localhost") {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
-}
-
-// sameOrigin reports whether origin is the server's own: its scheme and
-// the request's Host, default ports filled in.
-func sameOrigin(origin string, r *http.Request) bool {
-	u, err := url.Parse(origin)
-	if err != nil || u.Host == "" || u.Path != "" || u.RawQuery != "" || u.User != nil {
-		return false
-	}
-	scheme := "http"
-	if r.TLS != nil {
-		scheme = "https"
-	}
-	return strings.EqualFold(u.Scheme, scheme) && strings.EqualFold(withPort(u.Host, scheme), withPort(r.Host, scheme))
-}
-
-func withPort(host, scheme string) string {
-	if _, _, err := net.SplitHostPort(host); err == nil {
-		return host
-	}
-	if scheme == "https" {
-		return net.JoinHostPort(strings.Trim(host, "[]"), "443")
-	}
-	return net.JoinHostPort(strings.Trim(host, "[]"), "80")
+	return origin.CrossSite(r)
 }

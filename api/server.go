@@ -50,7 +50,9 @@ type Options struct {
 	Requests Requests
 	// Mounts are more handlers by ServeMux pattern, served behind the same
 	// guard (token, or loopback Host and origin) and log as the API: vibe
-	// serve mounts MCP at "/mcp".
+	// serve mounts MCP at "/mcp" and the console at "/". The paths under
+	// /v1/ stay the API's, whatever a mount's pattern matches; a mount that
+	// implements Sessions admits its own signed-in browsers too.
 	Mounts map[string]http.Handler
 	// Batches, when set, serves batches (/v1/batches); without it those
 	// paths are unknown (404).
@@ -87,11 +89,24 @@ func Handler(p Processes, opts Options) http.Handler {
 		mux.HandleFunc("GET /v1/requests/{id}", s.getRequest)
 		mux.HandleFunc("POST /v1/plans", s.startPlan)
 	}
+	mounts := http.NewServeMux()
 	for pattern, h := range opts.Mounts {
-		mux.Handle(pattern, h)
+		mounts.Handle(pattern, h)
 	}
-	return s.logged(s.guarded(routed(mux)))
+	api, mounted := routed(mux), routed(mounts)
+	return s.logged(s.guarded(mounts, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if isAPIPath(r.URL.Path) {
+			api.ServeHTTP(w, r)
+			return
+		}
+		mounted.ServeHTTP(w, r)
+	})))
 }
+
+// isAPIPath reports whether a path is the API's own: its 404 and 405 are
+// the API's even when a mount's pattern ("/", the console's) would match
+// it.
+func isAPIPath(path string) bool { return path == "/v1" || strings.HasPrefix(path, "/v1/") }
 
 // routed serves mux, its own 404 and 405 answers in the API's JSON shape.
 // (A catch-all "/" pattern would do the first but turn every 405 into a

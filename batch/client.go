@@ -94,6 +94,9 @@ type ResultsOptions struct {
 	// Poll is how often a group that has not started yet is looked for;
 	// 0 means a second.
 	Poll time.Duration
+	// Ready reads only what is there: the groups that have finished, up to
+	// the first that has not, without waiting.
+	Ready bool
 }
 
 // Results reads a batch's result lines in input order, waiting for
@@ -107,6 +110,12 @@ func (c *Client) Results(ctx context.Context, id string, opts ResultsOptions, em
 		return err
 	}
 	for g := 0; ; {
+		if opts.Ready {
+			desc, err := c.temporal().DescribeWorkflowExecution(ctx, GroupID(id, g), "")
+			if err != nil || desc.GetWorkflowExecutionInfo().GetStatus() == enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
+				return nil
+			}
+		}
 		var res GroupResult
 		err := c.temporal().GetWorkflow(ctx, GroupID(id, g), "").Get(ctx, &res)
 		var nf *serviceerror.NotFound

@@ -9,6 +9,7 @@ import (
 	"path"
 	"strings"
 	"time"
+	"unicode"
 
 	commonpb "go.temporal.io/api/common/v1"
 	enumspb "go.temporal.io/api/enums/v1"
@@ -267,6 +268,12 @@ type ListOptions struct {
 	Limit int
 	// Cursor is the Next of the page before; "" starts with the newest.
 	Cursor string
+	// Status, when set, lists only the processes of that status, and
+	// Process only those whose process name starts with it (letters,
+	// digits, '.', '_' and '-'). The lists of other workflows (package
+	// request's) take neither.
+	Status  Status
+	Process string
 }
 
 // Page is one page of processes, newest first.
@@ -280,11 +287,13 @@ type Page struct {
 // ErrBadCursor is wrapped by List's error for a cursor it did not give.
 var ErrBadCursor = errors.New("not a cursor of this list")
 
-// List returns a page of processes, newest first, but for batch items. The cursor is the
-// engine's own page token, base64url-encoded.
+// List returns a page of processes, newest first, but for batch items. The
+// cursor is the engine's own page token, base64url-encoded.
 func (c *Client) List(ctx context.Context, opts ListOptions) (Page, error) {
-	// A batch's items are listed with their batch, not here.
-	query := fmt.Sprintf("(WorkflowType = '%s' OR WorkflowType = '%s') AND %s IS NULL", WorkflowName, DirectCallName, BatchAttribute.GetName())
+	query, err := listQuery(opts)
+	if err != nil {
+		return Page{}, err
+	}
 	execs, next, err := ListExecutions(ctx, c.Temporal, "processes", query, opts)
 	if err != nil {
 		return Page{}, err
@@ -294,6 +303,37 @@ func (c *Client) List(ctx context.Context, opts ListOptions) (Page, error) {
 		page.Processes[i] = summaryOf(ex)
 	}
 	return page, nil
+}
+
+// listQuery is the visibility query of a list of processes. A waiting
+// process is running to the engine; VibeStatus tells it apart. Completed
+// and failed come from the engine's own status, which also covers direct
+// calls and workflows ended from outside.
+func listQuery(opts ListOptions) (string, error) {
+	// A batch's items are listed with their batch, not here.
+	query := fmt.Sprintf("(WorkflowType = '%s' OR WorkflowType = '%s') AND %s IS NULL", WorkflowName, DirectCallName, BatchAttribute.GetName())
+	switch opts.Status {
+	case "":
+	case Running:
+		query += fmt.Sprintf(" AND ExecutionStatus = 'Running' AND %s != '%s'", StatusAttribute.GetName(), Waiting)
+	case Waiting:
+		query += fmt.Sprintf(" AND ExecutionStatus = 'Running' AND %s = '%s'", StatusAttribute.GetName(), Waiting)
+	case Completed:
+		query += " AND ExecutionStatus = 'Completed'"
+	case Failed:
+		query += " AND ExecutionStatus != 'Running' AND ExecutionStatus != 'Completed'"
+	default:
+		return "", fmt.Errorf("list processes: no status %q (want running, waiting, completed or failed)", opts.Status)
+	}
+	if opts.Process != "" {
+		for _, r := range opts.Process {
+			if !(r == '.' || r == '_' || r == '-' || unicode.IsLetter(r) || unicode.IsDigit(r)) {
+				return "", fmt.Errorf("list processes: a process name is letters, digits, '.', '_' and '-', not %q", opts.Process)
+			}
+		}
+		query += fmt.Sprintf(" AND %s STARTS_WITH '%s'", ProcessAttribute.GetName(), opts.Process)
+	}
+	return query, nil
 }
 
 // ListExecutions returns a page of the workflows a visibility query
@@ -433,6 +473,13 @@ func (c *Client) answerError(ctx context.Context, id string, err error) error {
 		return &NotWaitingError{ID: id, Status: statusOf(desc.GetWorkflowExecutionInfo().GetStatus()), Err: err}
 	}
 	msg := ErrorText(err)
+	var ae *temporal.ApplicationError
+	if errors.As(err, &ae) {
+		// The message alone: Error() ends with the error's type and
+		// whether it is retryable, which would read as part of the last
+		// problem.
+		msg = ae.Message()
+	}
 	if i := strings.Index(msg, "the answer does not fit chunk "); i >= 0 {
 		return &RefusedError{Message: msg[i:], Err: err}
 	}
@@ -483,4 +530,35 @@ func (e *RefusedError) Problems() []schema.Invalid {
 		out = append(out, schema.Invalid{Path: jsonv.Pointer(p), Message: m})
 	}
 	return out
+}
+
+// Program returns the compiled program a process runs: its workflow's
+// input, read from the first event of its history, so a running process
+// is drawn and explained from exactly what it runs. A direct server call's
+// program is its one chunk; an id of another workflow is not found.
+func (c *Client) Program(ctx context.Context, id string) (*compile.Program, error) {
+	iter := c.Temporal.GetWorkflowHistory(ctx, id, "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	if !iter.HasNext() {
+		return nil, fmt.Errorf("%w: %s", ErrNotFound, id)
+	}
+	event, err := iter.Next()
+	if err != nil {
+		var nf *serviceerror.NotFound
+		if errors.As(err, &nf) {
+			return nil, fmt.Errorf("%w: %s", ErrNotFound, id)
+		}
+		return nil, fmt.Errorf("read process %s: %w", id, err)
+	}
+	attrs := event.GetWorkflowExecutionStartedEventAttributes()
+	if t := attrs.GetWorkflowType().GetName(); t != WorkflowName && t != DirectCallName {
+		return nil, fmt.Errorf("%w: %s", ErrNotFound, id)
+	}
+	var in Start
+	if err := converter.GetDefaultDataConverter().FromPayloads(attrs.GetInput(), &in); err != nil {
+		return nil, fmt.Errorf("read process %s: its input: %w", id, err)
+	}
+	if in.Program == nil {
+		return nil, fmt.Errorf("read process %s: its input has no program", id)
+	}
+	return in.Program, nil
 }

@@ -48,6 +48,10 @@ const (
 type ServeOptions struct {
 	// Addr is the address to listen on; "" means 127.0.0.1:8080.
 	Addr string
+	// Listener, when set, is served instead of listening on Addr: a
+	// caller that must know the address before serving (to link to it)
+	// listens itself. Serve closes it.
+	Listener net.Listener
 	// DataDir, when set, gets the listening address in DataDir/AddrFile
 	// once it listens; the file is removed when Serve returns.
 	DataDir string
@@ -60,10 +64,13 @@ type ServeOptions struct {
 // Serve serves h until ctx ends, then shuts down gracefully (at most five
 // seconds).
 func Serve(ctx context.Context, h http.Handler, opts ServeOptions) error {
-	addr := cmp.Or(opts.Addr, "127.0.0.1:8080")
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return fmt.Errorf("listen on %s: %w", addr, err)
+	ln := opts.Listener
+	if ln == nil {
+		addr := cmp.Or(opts.Addr, "127.0.0.1:8080")
+		var err error
+		if ln, err = net.Listen("tcp", addr); err != nil {
+			return fmt.Errorf("listen on %s: %w", addr, err)
+		}
 	}
 	srv := opts.httpServer(h)
 	if opts.DataDir != "" {

@@ -52,7 +52,7 @@ func NewWorker(c client.Client, opts WorkerOptions) worker.Worker {
 	return w
 }
 
-// StartWorker is NewWorker, started.
+// StartWorker is NewWorker, started: the worker polls until Stop.
 func StartWorker(c client.Client, opts WorkerOptions) (worker.Worker, error) {
 	w := NewWorker(c, opts)
 	if err := w.Start(); err != nil {

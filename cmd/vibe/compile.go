@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/augceo/vibe/compile"
+	"github.com/augceo/vibe/diagram"
 	"github.com/augceo/vibe/jsonv"
 )
 
@@ -15,6 +16,7 @@ func newCompileCmd(io stdio) *cobra.Command {
 		regDir, pipeline, actions string
 		batch                     int
 		explain, inline, strict   bool
+		dot, svg                  bool
 	)
 	cmd := &cobra.Command{
 		Use:   "compile FILE|- | compile --pipeline EXPR",
@@ -28,6 +30,10 @@ definition per chunk in execution order, and the entry point.
                    (without "output") is fire-and-forget, and every blocking
                    step must match one
   --explain        print a table of the chunks instead
+  --dot            print the process as a Graphviz graph: a cluster per chunk
+                   in execution order, a node per step, an edge per reference
+  --svg            print the same picture as SVG, laid out by vibe itself (the
+                   console's process page draws it too)
   --batch N        print the multiplexed LLM chunk(s) for N items: one object
                    per call, within the provider limits (32 items per call)
 
@@ -35,6 +41,15 @@ On bad input it prints every error, one per line, as FILE: /json/path: message,
 and exits with status 1.`,
 		Args: fileOrPipeline,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			var outputs []string
+			for _, f := range []string{"explain", "dot", "svg", "batch"} {
+				if cmd.Flags().Changed(f) {
+					outputs = append(outputs, "--"+f)
+				}
+			}
+			if len(outputs) > 1 {
+				return usageError{fmt.Errorf("%s: give one of them", strings.Join(outputs, ", "))}
+			}
 			reg, err := openRegistry(regDir)
 			if err != nil {
 				return err
@@ -58,6 +73,10 @@ and exits with status 1.`,
 			switch {
 			case explain:
 				return p.Explain(io.out)
+			case dot:
+				return diagram.DOT(io.out, p.Program())
+			case svg:
+				return diagram.SVG(io.out, p.Program(), diagram.Marks{})
 			case cmd.Flags().Changed("batch"):
 				calls, err := batches(p, batch, compile.ProjectOptions{Strict: strict}, compile.MultiplexOptions{Inline: inline})
 				if err != nil {
@@ -72,6 +91,8 @@ and exits with status 1.`,
 	cmd.Flags().StringVar(&pipeline, "pipeline", "", "compile this pipeline expression instead of a file")
 	cmd.Flags().StringVar(&actions, "actions", "", "comma-separated names of the registered server actions")
 	cmd.Flags().BoolVar(&explain, "explain", false, "print a readable table of the chunks")
+	cmd.Flags().BoolVar(&dot, "dot", false, "print the process as a Graphviz (DOT) graph")
+	cmd.Flags().BoolVar(&svg, "svg", false, "print the process as an SVG picture")
 	cmd.Flags().IntVar(&batch, "batch", 0, "print the multiplexed LLM chunks for `N` items")
 	cmd.Flags().BoolVar(&inline, "inline", false, "with --batch: copy step schemas into every item instead of $defs + $ref")
 	cmd.Flags().BoolVar(&strict, "strict", false, "with --batch: the strict-mode projection (every property required, additionalProperties false)")

@@ -27,6 +27,20 @@ func TestCompileExample(t *testing.T) {
 		t.Fatalf("--explain: status %d: %s", status, stderr)
 	}
 	golden(t, "testdata/schedule-meeting.explain.txt", explain)
+	// --dot and --svg draw what package diagram draws.
+	for flag, file := range map[string]string{"--dot": "schedule-meeting.dot", "--svg": "schedule-meeting.svg"} {
+		status, out, stderr := run(t, "", append(args, flag)...)
+		want, err := os.ReadFile("../../diagram/testdata/" + file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if status != 0 || out != string(want) {
+			t.Errorf("%s: status %d, %s\n%s", flag, status, stderr, out)
+		}
+	}
+	if status, _, stderr := run(t, "", append(args, "--dot", "--svg")...); status != 2 || !strings.Contains(stderr, "--dot, --svg: give one of them") {
+		t.Errorf("--dot --svg: status %d, %s", status, stderr)
+	}
 }
 
 func TestCompileSeedProcess(t *testing.T) {

@@ -79,13 +79,7 @@ func (f *engineFlags) options(logger *slog.Logger) (engine.Options, error) {
 		return opts, nil
 	}
 	opts.DataDir, opts.HostPort = "", f.temporal
-	cert, key, ca := f.tlsCert, f.tlsKey, f.tlsCA
-	if f.tlsDir != "" {
-		// A copy of a data directory's tls directory: the same file names.
-		c, k, a := engine.ClientCertFiles(f.data)
-		in := func(p string) string { return filepath.Join(f.tlsDir, filepath.Base(p)) }
-		cert, key, ca = cmp.Or(cert, in(c)), cmp.Or(key, in(k)), cmp.Or(ca, in(a))
-	}
+	cert, key, ca := f.tlsFiles()
 	if cert != "" || key != "" || ca != "" || f.tlsServerName != "" {
 		cfg, err := engine.LoadClientTLS(cert, key, ca)
 		if err != nil {
@@ -97,6 +91,23 @@ func (f *engineFlags) options(logger *slog.Logger) (engine.Options, error) {
 		opts.TLS = cfg
 	}
 	return opts, nil
+}
+
+// tlsFiles are the client certificate, its key and the CA that reach the
+// engine: the embedded engine's own in the data directory, or a cluster's
+// from --tls-cert, --tls-key, --tls-ca and --tls-dir (a copy of a data
+// directory's tls directory: the same file names).
+func (f *engineFlags) tlsFiles() (cert, key, ca string) {
+	if f.temporal == "" {
+		return engine.ClientCertFiles(f.data)
+	}
+	cert, key, ca = f.tlsCert, f.tlsKey, f.tlsCA
+	if f.tlsDir != "" {
+		c, k, a := engine.ClientCertFiles(f.data)
+		in := func(p string) string { return filepath.Join(f.tlsDir, filepath.Base(p)) }
+		cert, key, ca = cmp.Or(cert, in(c)), cmp.Or(key, in(k)), cmp.Or(ca, in(a))
+	}
+	return cert, key, ca
 }
 
 // attach connects to the engine the flags name without starting one: the

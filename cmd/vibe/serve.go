@@ -14,7 +14,10 @@ import (
 
 	"github.com/augceo/vibe/api"
 	"github.com/augceo/vibe/batch"
+	"github.com/augceo/vibe/console"
 	"github.com/augceo/vibe/engine"
+	"github.com/augceo/vibe/internal/temporalui"
+	"github.com/augceo/vibe/process"
 	"github.com/augceo/vibe/server"
 )
 
@@ -25,6 +28,7 @@ func newServeCmd(io stdio) *cobra.Command {
 		bounds    delegateBounds
 		regDir    string
 		addr      string
+		uiListen  string
 		processes []string
 	)
 	cmd := &cobra.Command{
@@ -63,6 +67,14 @@ the model and the server actions, and the HTTP API on --addr:
                                      "output" or "error"}
   /mcp                               the processes as MCP tools, over streamable HTTP (see
                                      vibe mcp); its streams outlive the timeouts below
+  /                                  the console, for a browser: the processes (live), each
+                                     process's picture, model calls, state and error, the
+                                     inbox of approvals, the batches, the Vessel requests
+
+With the embedded engine, Temporal's own Web UI (event histories, stack traces,
+retries) is served on --ui-listen (127.0.0.1:8233; "" for none), a loopback
+address only: it has no sign-in of its own. The console links every process to
+it.
 
 A Vessel request's toolset is built with this server's registry, actions
 (--actions-file) and delegate allow-list (--delegate-allow); --delegate-depth
@@ -82,11 +94,16 @@ While it runs, vibe run, answer, show, ps, vessel and plan given the same
 Off loopback every request needs a token (--token or $VIBE_TOKEN); without one
 serve refuses to listen off loopback, and answers only requests addressed to
 localhost or a loopback IP that come from no other web page's origin (403), so
-a web page cannot reach it through your browser.`,
+a web page cannot reach it through your browser. In a browser, the console's
+sign-in page takes the token once and keeps a session cookie (HttpOnly,
+SameSite=Strict) that opens the console, not the API.`,
 		Args: exactArgs(0),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if !server.IsLoopback(addr) && ef.token == "" {
 				return usageError{fmt.Errorf("--addr %s is not on loopback: give a --token (or set VIBE_TOKEN) so that every request must carry it", addr)}
+			}
+			if uiListen != "" && !server.IsLoopback(uiListen) {
+				return usageError{fmt.Errorf("--ui-listen %s is not on loopback: Temporal's UI has no sign-in of its own, and can cancel and terminate workflows", uiListen)}
 			}
 			reg, err := openRegistry(regDir)
 			if err != nil {
@@ -115,14 +132,26 @@ a web page cannot reach it through your browser.`,
 			if err := batches.Resume(ctx); err != nil {
 				logger.Error("resume batches", "err", err)
 			}
+			var ui string
+			if uiListen != "" && (l.eng.Embedded() || cmd.Flags().Changed("ui-listen")) {
+				if ui, err = serveTemporalUI(ctx, io, &ef, l.eng, uiListen, cmd.Flags().Changed("ui-listen"), logger); err != nil {
+					return err
+				}
+			}
+			web := console.Handler(console.Options{Token: ef.token, Processes: l.client, Requests: l.requests, Batches: consoleBatches{batches.Client}, TemporalUI: ui,
+				Namespace: l.eng.Namespace(), Logger: logger, Stop: ctx.Done()})
 			h := api.Handler(l.client, api.Options{Token: ef.token, Logger: logger, Requests: l.requests, Batches: batches,
-				Mounts: map[string]http.Handler{"/mcp": mcpSrv.Handler()}})
+				Mounts: map[string]http.Handler{"/mcp": mcpSrv.Handler(), "/": web}})
 			return server.Serve(ctx, h, server.ServeOptions{Addr: addr, DataDir: dataDir, Ready: func(a net.Addr) {
 				mode := "embedded engine in " + ef.data
 				if ef.temporal != "" {
 					mode = "Temporal at " + ef.temporal
 				}
 				fmt.Fprintf(io.err, "vibe: serving http://%s (%s, namespace %s, temporal frontend %s)\n", a, mode, l.eng.Namespace(), l.eng.HostPort())
+				fmt.Fprintf(io.err, "vibe: the console is at http://%s/\n", a)
+				if ui != "" {
+					fmt.Fprintf(io.err, "vibe: Temporal's UI is at %s\n", ui)
+				}
 				if l.eng.Embedded() {
 					cert, _, _ := engine.ClientCertFiles(ef.data)
 					fmt.Fprintf(io.err, "vibe: the frontend takes mutual TLS only; a client presents the certificates in %s (vibe worker --temporal %s --tls-dir %s)\n", filepath.Dir(cert), l.eng.HostPort(), filepath.Dir(cert))
@@ -135,7 +164,8 @@ a web page cannot reach it through your browser.`,
 	bounds.add(cmd)
 	registryFlag(cmd, &regDir)
 	processesFlag(cmd, &processes)
-	cmd.Flags().StringVar(&addr, "addr", "127.0.0.1:8080", "address of the HTTP API")
+	cmd.Flags().StringVar(&addr, "addr", "127.0.0.1:8080", "address of the HTTP API and the console")
+	cmd.Flags().StringVar(&uiListen, "ui-listen", "127.0.0.1:8233", "serve Temporal's Web UI on `HOST:PORT`, a loopback address; \"\" for none (with --temporal only when given)")
 	cmd.Flags().StringVar(&ef.listen, "temporal-listen", "", "let the embedded engine's Temporal frontend listen on `HOST:PORT` (an IP; 0.0.0.0 for every interface), so that vibe worker --temporal HOST:PORT --tls-dir … on other machines share the work; clients need the certificates in DATA/tls")
 	return cmd
 }
@@ -177,6 +207,32 @@ that has --data.`,
 	return cmd
 }
 
+// serveTemporalUI serves Temporal's Web UI for eng on addr until ctx ends,
+// and returns its URL. A taken address is an error when the person chose
+// it (explicit), and otherwise only a warning: a second vibe serve on the
+// machine still runs, without the UI.
+func serveTemporalUI(ctx context.Context, io stdio, ef *engineFlags, eng *engine.Engine, addr string, explicit bool, logger *slog.Logger) (string, error) {
+	cert, key, ca := ef.tlsFiles()
+	h, err := temporalui.Handler(temporalui.Options{Frontend: eng.HostPort(), Namespace: eng.Namespace(), CertFile: cert, KeyFile: key, CAFile: ca})
+	if err != nil {
+		return "", err
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		if explicit {
+			return "", fmt.Errorf("--ui-listen: %w", err)
+		}
+		fmt.Fprintf(io.err, "vibe: Temporal's UI is not served: %v (--ui-listen HOST:PORT chooses another address)\n", err)
+		return "", nil
+	}
+	go func() {
+		if err := server.Serve(ctx, h, server.ServeOptions{Listener: ln}); err != nil {
+			logger.Error("temporal ui", "err", err)
+		}
+	}()
+	return "http://" + ln.Addr().String(), nil
+}
+
 // serverLogger logs Vibe's own records on stderr as text; $VIBE_LOG=debug
 // shows more, $VIBE_LOG=warn less.
 func serverLogger() *slog.Logger {
@@ -188,4 +244,44 @@ func serverLogger() *slog.Logger {
 		level = slog.LevelWarn
 	}
 	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+}
+
+// consoleBatches is what the console reads of batches, from a batch
+// client.
+type consoleBatches struct{ c *batch.Client }
+
+func (b consoleBatches) ListBatches(ctx context.Context) ([]batch.Status, error) {
+	list, _, err := b.c.List(ctx, process.ListOptions{})
+	return list, err
+}
+
+func (b consoleBatches) Batch(ctx context.Context, id string) (batch.Status, error) {
+	st, err := b.c.Status(ctx, id)
+	if err != nil {
+		return batch.Status{}, err
+	}
+	return *st, nil
+}
+
+// errEnough stops a read of results once it has what it needs.
+var errEnough = errors.New("enough")
+
+// Results reads the results of the groups that have finished, the failed
+// ones only with failedOnly, at most limit.
+func (b consoleBatches) Results(ctx context.Context, id string, failedOnly bool, limit int) ([]batch.Result, error) {
+	var out []batch.Result
+	err := b.c.Results(ctx, id, batch.ResultsOptions{Ready: true}, func(r batch.Result) error {
+		if failedOnly && r.Status != batch.StatusFailed {
+			return nil
+		}
+		out = append(out, r)
+		if len(out) >= limit {
+			return errEnough
+		}
+		return nil
+	})
+	if errors.Is(err, errEnough) {
+		err = nil
+	}
+	return out, err
 }

@@ -1,0 +1,241 @@
+package console
+
+import (
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/base64"
+	"encoding/binary"
+	"net/http"
+	"net/url"
+	"path"
+	"strings"
+	"time"
+
+	"github.com/augceo/vibe/internal/origin"
+)
+
+// The console's cookies.
+const (
+	// sessionCookie is a signed-in browser's session: its expiry and a
+	// random nonce, signed with a key derived from the token. It proves
+	// the browser was given the token, without holding it; a new token
+	// ends every session.
+	sessionCookie = "vibe_session"
+	// csrfCookie binds the forms of a server without a token to the
+	// browser that got them (with a token, the session does).
+	csrfCookie = "vibe_csrf"
+	// csrfField is the form field that carries the CSRF token.
+	csrfField = "csrf"
+)
+
+// sessionFor is how long a session lasts.
+const sessionFor = 12 * time.Hour
+
+// auth signs sessions and CSRF tokens.
+type auth struct {
+	token string
+	// sessionKey signs sessions, csrfKey the CSRF tokens. With a token
+	// both are derived from it, so they outlive a restart of the server;
+	// without one csrfKey is random (and there are no sessions).
+	sessionKey, csrfKey []byte
+}
+
+func newAuth(token string) (*auth, error) {
+	a := &auth{token: token}
+	if token != "" {
+		a.sessionKey = mac([]byte(token), "vibe console session")
+		a.csrfKey = mac([]byte(token), "vibe console csrf")
+		return a, nil
+	}
+	a.csrfKey = make([]byte, 32)
+	_, err := rand.Read(a.csrfKey)
+	return a, err
+}
+
+func mac(key []byte, parts ...string) []byte {
+	h := hmac.New(sha256.New, key)
+	for _, p := range parts {
+		h.Write([]byte(p))
+		h.Write([]byte{0})
+	}
+	return h.Sum(nil)
+}
+
+var b64 = base64.RawURLEncoding
+
+// newSession makes a session cookie's value.
+func (a *auth) newSession(now time.Time) string {
+	payload := make([]byte, 8+16)
+	binary.BigEndian.PutUint64(payload, uint64(now.Add(sessionFor).Unix()))
+	rand.Read(payload[8:])
+	p := b64.EncodeToString(payload)
+	return p + "." + b64.EncodeToString(mac(a.sessionKey, p))
+}
+
+// session reports whether r carries a valid session cookie.
+func (a *auth) session(r *http.Request) bool {
+	if a.token == "" {
+		return false
+	}
+	ck, err := r.Cookie(sessionCookie)
+	if err != nil {
+		return false
+	}
+	p, sig, ok := strings.Cut(ck.Value, ".")
+	if !ok {
+		return false
+	}
+	got, err := b64.DecodeString(sig)
+	if err != nil || !hmac.Equal(got, mac(a.sessionKey, p)) {
+		return false
+	}
+	payload, err := b64.DecodeString(p)
+	if err != nil || len(payload) != 24 {
+		return false
+	}
+	return time.Now().Unix() < int64(binary.BigEndian.Uint64(payload))
+}
+
+// bearer reports whether r carries the token as a bearer header: a client,
+// not a browser, which needs no CSRF token.
+func (a *auth) bearer(r *http.Request) bool {
+	return a.token != "" && subtle.ConstantTimeCompare([]byte(r.Header.Get("Authorization")), []byte("Bearer "+a.token)) == 1
+}
+
+// binding is what a request's CSRF token is bound to: its session, or
+// without a token the browser's CSRF cookie; "" when it has none.
+func (a *auth) binding(r *http.Request) string {
+	name := csrfCookie
+	if a.token != "" {
+		name = sessionCookie
+	}
+	if ck, err := r.Cookie(name); err == nil {
+		return ck.Value
+	}
+	return ""
+}
+
+// csrfToken is the token the page's forms carry. Without a server token, a
+// browser without a CSRF cookie is given one first.
+func (a *auth) csrfToken(w http.ResponseWriter, r *http.Request) string {
+	bind := a.binding(r)
+	if bind == "" && a.token == "" {
+		b := make([]byte, 18)
+		rand.Read(b)
+		bind = b64.EncodeToString(b)
+		http.SetCookie(w, &http.Cookie{Name: csrfCookie, Value: bind, Path: "/", HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil})
+		// The request's own forms are drawn with it.
+		r.AddCookie(&http.Cookie{Name: csrfCookie, Value: bind})
+	}
+	if bind == "" {
+		return ""
+	}
+	return b64.EncodeToString(mac(a.csrfKey, bind))
+}
+
+// checkPost says why a form post may be forged, or "" when it is the
+// console's own: it comes from the console's origin (or from no page),
+// and carries the token bound to its session. A client that sends the
+// bearer header is no browser, and needs neither.
+func (a *auth) checkPost(r *http.Request) string {
+	if a.bearer(r) {
+		return ""
+	}
+	if why := origin.CrossSite(r); why != "" {
+		return why
+	}
+	bind := a.binding(r)
+	if bind == "" {
+		return "the form carries no session: load the page again"
+	}
+	want := b64.EncodeToString(mac(a.csrfKey, bind))
+	if subtle.ConstantTimeCompare([]byte(r.PostFormValue(csrfField)), []byte(want)) != 1 {
+		return "the form's CSRF token is missing or stale: load the page again"
+	}
+	return ""
+}
+
+// public reports whether anyone may ask for r: what signing in needs.
+func public(r *http.Request) bool {
+	p := path.Clean(r.URL.Path)
+	return p == "/signin" || strings.HasPrefix(p, "/static/")
+}
+
+// Admit lets the API's guard admit the console's signed-in browsers and
+// anyone to the sign-in page (api.Sessions).
+func (c *console) Admit(r *http.Request) bool {
+	return public(r) || c.auth.session(r)
+}
+
+// Refuse sends a browser without a session to the sign-in page, and back
+// to where it was going once signed in; what is not a page is refused
+// outright.
+func (c *console) Refuse(w http.ResponseWriter, r *http.Request) {
+	if r.Method == http.MethodGet && !strings.HasPrefix(r.URL.Path, "/events/") {
+		http.Redirect(w, r, "/signin?next="+url.QueryEscape(r.URL.RequestURI()), http.StatusSeeOther)
+		return
+	}
+	w.Header().Set("WWW-Authenticate", `Bearer realm="vibe"`)
+	http.Error(w, "sign in first (/signin), or send Authorization: Bearer <token>", http.StatusUnauthorized)
+}
+
+// signinData is the sign-in page.
+type signinData struct {
+	Next    string
+	Problem string
+}
+
+func (signinData) title() string { return "Sign in" }
+
+func (c *console) signinPage(w http.ResponseWriter, r *http.Request) {
+	if c.opts.Token == "" {
+		http.Redirect(w, r, "/", http.StatusSeeOther)
+		return
+	}
+	c.render(w, r, http.StatusOK, "signin", signinData{Next: localPath(r.URL.Query().Get("next"))})
+}
+
+func (c *console) signin(w http.ResponseWriter, r *http.Request) {
+	if c.opts.Token == "" {
+		http.Redirect(w, r, "/", http.StatusSeeOther)
+		return
+	}
+	r.Body = http.MaxBytesReader(w, r.Body, 64<<10)
+	if why := origin.CrossSite(r); why != "" {
+		c.fail(w, r, &pageError{status: http.StatusForbidden, msg: "refused: " + why})
+		return
+	}
+	next := localPath(r.PostFormValue("next"))
+	if subtle.ConstantTimeCompare([]byte(r.PostFormValue("token")), []byte(c.opts.Token)) != 1 {
+		c.render(w, r, http.StatusUnauthorized, "signin", signinData{Next: next, Problem: "That is not the server's token."})
+		return
+	}
+	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: c.auth.newSession(c.now()), Path: "/", MaxAge: int(sessionFor.Seconds()),
+		HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil})
+	http.Redirect(w, r, next, http.StatusSeeOther)
+}
+
+func (c *console) signout(w http.ResponseWriter, r *http.Request) {
+	r.Body = http.MaxBytesReader(w, r.Body, 64<<10)
+	if why := c.auth.checkPost(r); why != "" {
+		c.fail(w, r, &pageError{status: http.StatusForbidden, msg: "refused: " + why})
+		return
+	}
+	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: "", Path: "/", MaxAge: -1, HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil})
+	http.Redirect(w, r, "/signin", http.StatusSeeOther)
+}
+
+// localPath is next when it is a path of this server, else "/": a sign-in
+// link must not send the browser elsewhere.
+func localPath(next string) string {
+	if !strings.HasPrefix(next, "/") || strings.HasPrefix(next, "//") || strings.HasPrefix(next, "/\\") {
+		return "/"
+	}
+	u, err := url.Parse(next)
+	if err != nil || u.Host != "" || u.Scheme != "" {
+		return "/"
+	}
+	return next
+}

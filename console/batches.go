@@ -1,0 +1,84 @@
+package console
+
+import (
+	"net/http"
+	"time"
+
+	"github.com/augceo/vibe/batch"
+)
+
+// batchRow is a batch with its progress worked out.
+type batchRow struct {
+	batch.Status
+	// Finished counts the items done or failed; Percent is of the items
+	// read so far.
+	Finished int
+	Percent  int
+	// PerSecond is the items finished per second since the start (until
+	// the end, once it has ended).
+	PerSecond float64
+	Elapsed   time.Duration
+}
+
+func rowOf(s batch.Status, now time.Time) batchRow {
+	b := batchRow{Status: s, Finished: s.Done + s.Failed}
+	if s.Items > 0 {
+		b.Percent = b.Finished * 100 / s.Items
+	}
+	end := now
+	if s.FinishedAt != nil {
+		end = *s.FinishedAt
+	}
+	if !s.StartedAt.IsZero() && end.After(s.StartedAt) {
+		b.Elapsed = end.Sub(s.StartedAt)
+		b.PerSecond = float64(b.Finished) / b.Elapsed.Seconds()
+	}
+	return b
+}
+
+// batchList is the batches page.
+type batchList struct {
+	Rows []batchRow
+	Now  time.Time
+}
+
+func (batchList) title() string { return "Batches" }
+
+func (c *console) batches(r *http.Request) (any, error) {
+	list, err := c.opts.Batches.ListBatches(r.Context())
+	if err != nil {
+		return nil, err
+	}
+	now := c.now()
+	data := batchList{Now: now}
+	for _, s := range list {
+		data.Rows = append(data.Rows, rowOf(s, now))
+	}
+	return data, nil
+}
+
+// batchPage is a batch's page: its progress and its failed items.
+type batchPage struct {
+	Batch  batchRow
+	Failed []batch.Result
+	Limit  int
+	Now    time.Time
+}
+
+func (p batchPage) title() string { return "Batch " + p.Batch.ID }
+
+func (c *console) batch(r *http.Request) (any, error) {
+	id := r.PathValue("id")
+	s, err := c.opts.Batches.Batch(r.Context(), id)
+	if err != nil {
+		return nil, err
+	}
+	now := c.now()
+	page := batchPage{Batch: rowOf(s, now), Limit: failedLimit, Now: now}
+	if s.Failed > 0 {
+		if page.Failed, err = c.opts.Batches.Results(r.Context(), id, true, failedLimit); err != nil {
+			return nil, err
+		}
+	}
+	return page, nil
+}

@@ -1,0 +1,118 @@
+package console
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/augceo/vibe/batch"
+	"github.com/augceo/vibe/internal/golden"
+	"github.com/augceo/vibe/llm"
+)
+
+// fakeBatches serves batches by id and records how results were asked.
+type fakeBatches struct {
+	list    []batch.Status
+	results map[string][]batch.Result
+	asked   []string // "id failedOnly limit" of each Results call
+}
+
+func (f *fakeBatches) ListBatches(ctx context.Context) ([]batch.Status, error) { return f.list, nil }
+
+func (f *fakeBatches) Batch(ctx context.Context, id string) (batch.Status, error) {
+	for _, s := range f.list {
+		if s.ID == id {
+			return s, nil
+		}
+	}
+	return batch.Status{}, fmt.Errorf("no such batch: %s", id)
+}
+
+func (f *fakeBatches) Results(ctx context.Context, id string, failedOnly bool, limit int) ([]batch.Result, error) {
+	f.asked = append(f.asked, fmt.Sprint(id, " ", failedOnly, " ", limit))
+	out := f.results[id]
+	return out[:min(len(out), limit)], nil
+}
+
+// fakeBatchesFixture: batch-1 ended with failed items, batch-2 still runs.
+func fakeBatchesFixture() *fakeBatches {
+	at := func(s string) time.Time { t, _ := time.Parse(time.RFC3339, s); return t }
+	ended := at("2026-11-23T11:40:40Z")
+	return &fakeBatches{
+		list: []batch.Status{
+			{ID: "batch-2", Process: "moderate", Status: "running", Items: 400, Done: 230, Failed: 0, Waiting: 5,
+				Usage: llm.Usage{PromptTokens: 9000, CompletionTokens: 2100}, Requests: 9, StartedAt: at("2026-11-23T11:59:00Z")},
+			{ID: "batch-1", Process: "invoices", Status: "failed", Items: 100, Done: 90, Failed: 10,
+				Usage: llm.Usage{PromptTokens: 1000, CompletionTokens: 200}, Requests: 4, StartedAt: at("2026-11-23T11:40:00Z"), FinishedAt: &ended},
+		},
+		results: map[string][]batch.Result{"batch-1": {
+			{Line: 3, ID: "invoices-0000bbbb", Status: "failed", Error: "step llmContext1.extract: the model's answer breaks the schema after 3 requests: /total: got string, want number"},
+			{Line: 7, Status: "failed", Error: "line 7: /email: <b>not</b> an email"},
+		}},
+	}
+}
+
+func TestBatchList(t *testing.T) {
+	f := fakeBatchesFixture()
+	c := pagesAt(t, Options{Batches: f})
+	status, page := fetch(t, c, "/batches")
+	if status != 200 {
+		t.Fatalf("%d\n%s", status, page)
+	}
+	golden.Check(t, "testdata/batches.html", []byte(page))
+	// Newest first as listed; progress as items finished of items read,
+	// throughput as items finished a second (until the end, once ended).
+	inOrder(t, page,
+		`<a href="/batches/batch-2">`, "moderate", `<span class="badge running">running</span>`, "230 of 400, 5 waiting", "3.8/s", "11100",
+		`<a href="/batches/batch-1">`, "invoices", `<span class="badge failed">failed</span>`, "100 of 100", "2.5/s", "<td class=\"num\">10</td>", "1200")
+	f.list = nil
+	if _, page := fetch(t, c, "/batches"); !strings.Contains(page, "No batches.") {
+		t.Errorf("no batches:\n%s", page)
+	}
+	if status, _ := fetch(t, pagesAt(t, Options{}), "/batches"); status != 404 {
+		t.Errorf("a console without batches answers /batches with %d", status)
+	}
+}
+
+func TestBatchPage(t *testing.T) {
+	f := fakeBatchesFixture()
+	c := pagesAt(t, Options{Batches: f})
+	status, page := fetch(t, c, "/batches/batch-1")
+	if status != 200 {
+		t.Fatalf("%d\n%s", status, page)
+	}
+	golden.Check(t, "testdata/batch.html", []byte(page))
+	inOrder(t, page, "Batch batch-1", "failed", "started 2026-11-23 11:40:00 UTC", "finished 2026-11-23 11:40:40 UTC",
+		"100 of 100", "(100%)", "<dd>90</dd>", "<dd>10</dd>", "2.5/s over 40s", "4 (1000 prompt + 200 completion tokens)",
+		"Failed items",
+		// An item's process is a link; a bad input line has none. Errors
+		// are text.
+		`<td class="num">3</td>`, `<a href="/processes/invoices-0000bbbb">invoices-0000bbbb</a>`, "/total: got string, want number",
+		`<td class="num">7</td>`, "line 7: /email: &lt;b&gt;not&lt;/b&gt; an email")
+	if strings.Contains(page, "<b>not</b>") {
+		t.Error("an item's error is not escaped")
+	}
+	if strings.Join(f.asked, ";") != fmt.Sprint("batch-1 true ", failedLimit) {
+		t.Errorf("results asked as %q: only the failed ones, at most %d", f.asked, failedLimit)
+	}
+
+	// A batch without failures does not read its results.
+	f.asked = nil
+	status, page = fetch(t, c, "/batches/batch-2")
+	if status != 200 || len(f.asked) != 0 || !strings.Contains(page, "<h2>Failed items</h2>\n<p class=\"empty\">None.</p>") || !strings.Contains(page, "<dd>5</dd>") {
+		t.Errorf("a batch without failures: %d, results asked %q\n%s", status, f.asked, page)
+	}
+
+	// As many failed items as the page shows: it says there may be more.
+	many := make([]batch.Result, failedLimit+5)
+	for i := range many {
+		many[i] = batch.Result{Line: i + 1, Status: "failed", Error: "bad"}
+	}
+	f.results["batch-1"] = many
+	if _, page := fetch(t, c, "/batches/batch-1"); !strings.Contains(page, fmt.Sprintf("The first %d are shown.", failedLimit)) ||
+		strings.Count(page, `<td class="problem">bad</td>`) != failedLimit {
+		t.Errorf("past the limit:\n%s", page)
+	}
+}

@@ -1,0 +1,551 @@
+package console
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"regexp"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/augceo/vibe/compile"
+	"github.com/augceo/vibe/internal/golden"
+	"github.com/augceo/vibe/jsonv"
+	"github.com/augceo/vibe/llm"
+	"github.com/augceo/vibe/process"
+	"github.com/augceo/vibe/registry"
+	"github.com/augceo/vibe/schema"
+)
+
+// testNow is the console's clock in tests, so that ages are stable.
+var testNow = time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
+
+// newTestConsole is a console over opts with its clock at testNow and a
+// quiet logger.
+func newTestConsole(t testing.TB, opts Options) *console {
+	t.Helper()
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	c, err := newConsole(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.now = func() time.Time { return testNow }
+	return c
+}
+
+// get asks h for path on loopback, as a browser typing it would.
+func get(t testing.TB, h http.Handler, path string) (int, string) {
+	t.Helper()
+	w := httptest.NewRecorder()
+	h.ServeHTTP(w, httptest.NewRequest("GET", "http://127.0.0.1:8080"+path, nil))
+	return w.Code, w.Body.String()
+}
+
+// fakeProcesses holds processes in memory; Answer checks an answer against
+// the waited chunk's schema with the engine's own check (schema.Check),
+// and refuses it as the engine does.
+type fakeProcesses struct {
+	mu       sync.Mutex
+	infos    []*process.Info // newest first
+	programs map[string]*compile.Program
+	answers  map[string]jsonv.Value
+}
+
+func (f *fakeProcesses) List(_ context.Context, opts process.ListOptions) (process.Page, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var page process.Page
+	for _, in := range f.infos {
+		if (opts.Status == "" || in.Status == opts.Status) && strings.HasPrefix(in.Process, opts.Process) {
+			page.Processes = append(page.Processes, process.Summary{ID: in.ID, Process: in.Process, Status: in.Status, StartedAt: in.StartedAt})
+		}
+	}
+	return page, nil
+}
+
+func (f *fakeProcesses) Get(_ context.Context, id string) (*process.Info, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, in := range f.infos {
+		if in.ID == id {
+			cp := *in
+			return &cp, nil
+		}
+	}
+	return nil, fmt.Errorf("%w: %s", process.ErrNotFound, id)
+}
+
+func (f *fakeProcesses) Answer(ctx context.Context, id string, answer jsonv.Value) (*process.View, error) {
+	info, err := f.Get(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	if info.Waiting == nil {
+		return nil, &process.NotWaitingError{ID: id, Status: info.Status}
+	}
+	problems, err := schema.Check(info.Waiting.Schema, answer)
+	if err != nil {
+		return nil, err
+	}
+	if len(problems) > 0 {
+		e := &process.AnswerError{Chunk: info.Waiting.Chunk, Problems: problems}
+		return nil, &process.RefusedError{Message: e.Error(), Err: e}
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.answers[id] = answer
+	for _, in := range f.infos {
+		if in.ID == id {
+			in.Status, in.Waiting, in.Chunk = process.Running, nil, "SERVER_serverContext2"
+		}
+	}
+	return &info.View, nil
+}
+
+func (f *fakeProcesses) Program(_ context.Context, id string) (*compile.Program, error) {
+	if p, ok := f.programs[id]; ok {
+		return p, nil
+	}
+	return nil, fmt.Errorf("%w: %s", process.ErrNotFound, id)
+}
+
+// set changes a process in place, as the engine would.
+func (f *fakeProcesses) set(id string, change func(*process.Info)) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, in := range f.infos {
+		if in.ID == id {
+			change(in)
+		}
+	}
+}
+
+// meetingProgram is the example's schedule-meeting process, compiled.
+func meetingProgram(t testing.TB) *compile.Program {
+	t.Helper()
+	reg, err := registry.Open("../examples/schedule-meeting/registry")
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := reg.Document("aug:processes/schedule-meeting")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := compile.Compile(context.Background(), d.File, d.Value, compile.Options{Registry: reg, Actions: []string{"FetchAvailability_Activity", "sendInvitation"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p.Program()
+}
+
+func mustJSON(t testing.TB, s string) jsonv.Value {
+	t.Helper()
+	v, err := jsonv.Parse([]byte(s))
+	if err != nil {
+		t.Fatalf("%v: %s", err, s)
+	}
+	return v
+}
+
+// The model's draft holds a script: the console must show it as text.
+const draft = `{"subject":"Meeting on March 20","body":"Hi Bob,\n<script>alert(1)</script>\nshall we meet at 14:00?"}`
+
+// meetingFixture is three processes of the example: one waiting for the
+// approval (after a repair turn on its second model call), one completed,
+// one failed.
+func meetingFixture(t testing.TB) *fakeProcesses {
+	prog := meetingProgram(t)
+	state := mustJSON(t, `{"llmContext1":{"identifyParticipants":{"organizer":"alice@example.com","attendee":"bob@example.com"},
+		"fetchAvailability":{"organizerEmail":"alice@example.com","attendeeEmail":"bob@example.com","timeRange":{"start":"2024-03-20T09:00:00Z","end":"2024-03-20T17:00:00Z"}}},
+		"serverContext1":{"FetchAvailability_Activity":{"organizerSlots":["2024-03-20T14:00:00Z"],"attendeeSlots":["2024-03-20T14:00:00Z"]}},
+		"llmContext2":{"findCommonSlot":{"selectedSlot":"2024-03-20T14:00:00Z","reasoning":"both are free at two"},"draftInvitation":`+draft+`}}`)
+	calls := []process.ModelCall{
+		{Chunk: "LLM_llmContext1", Prompt: "Meet Alice and Bob", Context: jsonv.ObjectValue(), Model: "test-model",
+			Usage: llm.Usage{PromptTokens: 100, CompletionTokens: 30},
+			Turns: []llm.Turn{{Answer: string(jsonv.Marshal(mustJSON(t, `{"identifyParticipants":{"organizer":"alice@example.com","attendee":"bob@example.com"},"fetchAvailability":{"organizerEmail":"alice@example.com","attendeeEmail":"bob@example.com","timeRange":{"start":"2024-03-20T09:00:00Z","end":"2024-03-20T17:00:00Z"}}}`))),
+				Usage: llm.Usage{PromptTokens: 100, CompletionTokens: 30}, LatencyMs: 812}}},
+		{Chunk: "LLM_llmContext2", Prompt: "Meet Alice and Bob", Context: mustJSON(t, `{"llmContext1":{"identifyParticipants":{"organizer":"alice@example.com","attendee":"bob@example.com"}}}`), Model: "test-model",
+			Usage: llm.Usage{PromptTokens: 260, CompletionTokens: 70},
+			Turns: []llm.Turn{
+				{Answer: `{"findCommonSlot":{"selectedSlot":"at two","reasoning":"both are free"}}`, Problems: []schema.Invalid{{Path: "/findCommonSlot/selectedSlot", Message: "'at two' is not valid date-time"}, {Path: "", Message: "missing property 'draftInvitation'"}},
+					Usage: llm.Usage{PromptTokens: 120, CompletionTokens: 30}, LatencyMs: 640},
+				{Answer: `{"findCommonSlot":{"selectedSlot":"2024-03-20T14:00:00Z","reasoning":"both are free at two","_why":"the only common slot"},"draftInvitation":` + draft + `}`,
+					Usage: llm.Usage{PromptTokens: 140, CompletionTokens: 40}, LatencyMs: 702}}},
+	}
+	failedMsg := "step llmContext1: the model's answer does not fit after 3 requests: /identifyParticipants/organizer: missing property 'organizer'"
+	waiting := &process.Info{ID: "schedule-meeting-0000aaaa", Process: "schedule-meeting", StartedAt: testNow.Add(-5 * time.Minute),
+		View: process.View{Status: process.Waiting, Chunk: "USER_userContext", Done: []string{"LLM_llmContext1", "SERVER_serverContext1", "LLM_llmContext2"},
+			Waiting: &process.Pending{Chunk: "USER_userContext", Schema: prog.Chunks[3].Schema, Context: mustJSON(t, `{"llmContext2":{"draftInvitation":`+draft+`}}`)},
+			State:   state, Thinking: mustJSON(t, `{"llmContext2.findCommonSlot":{"_why":"the only common slot"}}`), Metrics: jsonv.ObjectValue(),
+			Usage: llm.Usage{PromptTokens: 360, CompletionTokens: 100}, Calls: calls,
+			StepUsage: []process.StepUsage{{Step: "llmContext2.draftInvitation", Usage: llm.Usage{PromptTokens: 140, CompletionTokens: 41}}}}}
+	completed := &process.Info{ID: "schedule-meeting-0000bbbb", Process: "schedule-meeting", StartedAt: testNow.Add(-3 * time.Hour),
+		View: process.View{Status: process.Completed, Done: []string{"LLM_llmContext1", "SERVER_serverContext1", "LLM_llmContext2", "USER_userContext", "SERVER_serverContext2"},
+			State: state, Thinking: jsonv.ObjectValue(), Metrics: jsonv.ObjectValue(), Usage: llm.Usage{PromptTokens: 360, CompletionTokens: 100}, Calls: calls}}
+	failed := &process.Info{ID: "billing-0000cccc", Process: "billing", StartedAt: testNow.Add(-50 * time.Hour),
+		View: process.View{Status: process.Failed, Chunk: "LLM_llmContext1", Done: []string{}, State: jsonv.ObjectValue(), Thinking: jsonv.ObjectValue(), Metrics: jsonv.ObjectValue(),
+			Calls: []process.ModelCall{{Chunk: "LLM_llmContext1", Context: jsonv.ObjectValue(), Turns: []llm.Turn{{Answer: "I cannot", ParseError: "invalid character 'I' looking for beginning of value"},
+				{Answer: `{"identifyParticipants":{}}`, Problems: []schema.Invalid{{Path: "/identifyParticipants", Message: "missing property 'organizer'"}}}}}},
+			Error: &failedMsg}}
+	return &fakeProcesses{infos: []*process.Info{waiting, completed, failed}, answers: map[string]jsonv.Value{},
+		programs: map[string]*compile.Program{waiting.ID: prog, completed.ID: prog, failed.ID: prog}}
+}
+
+// TestPages: every page answers, with what a person looks for on it.
+func TestPages(t *testing.T) {
+	c := newTestConsole(t, Options{Processes: meetingFixture(t), TemporalUI: "http://127.0.0.1:8233/"})
+	for _, tc := range []struct {
+		path   string
+		status int
+		want   []string
+		not    []string
+	}{
+		{"/", 200, []string{"<h1>Processes</h1>", `href="/processes/schedule-meeting-0000aaaa"`, `<a href="/inbox#schedule-meeting-0000aaaa">USER_userContext</a>`,
+			`<span class="badge failed">failed</span>`, `>460<`, `>5m<`, `>3h<`, `>2d<`, `data-live="/events/"`}, nil},
+		{"/processes?status=waiting", 200, []string{"schedule-meeting-0000aaaa", `<option value="waiting" selected>`, `data-live="/events/processes?status=waiting"`},
+			[]string{"schedule-meeting-0000bbbb", "billing-0000cccc"}},
+		{"/processes?name=bill", 200, []string{"billing-0000cccc", `value="bill"`}, []string{"schedule-meeting-0000aaaa"}},
+		{"/processes?status=completed&name=bill", 200, []string{"No processes match."}, nil},
+		{"/processes/schedule-meeting-0000aaaa", 200, []string{
+			`<svg`, `id="chunk-4"`, `class="chunk waiting"`, `class="chunk done"`,
+			"Waits for a person's answer to",
+			// What the model was sent: the request, the minimal context, the schema.
+			"The minimal context", "The schema", `&#34;selectedSlot&#34;`,
+			// Its answers, a repair turn with its problems by path.
+			"Repair turn 2", "<code>/findCommonSlot/selectedSlot</code>", "&#39;at two&#39; is not valid date-time",
+			"2 turns, 1 of them repairs", "640 ms", "1342 ms",
+			// Thinking apart from the output.
+			`<pre class="thinking">{
+  &#34;_why&#34;: &#34;the only common slot&#34;
+}</pre>`,
+			"140 prompt + 41 completion tokens: its share of the call",
+			`→ sendInvitation`, `<a class="temporal" href="http://127.0.0.1:8233/namespaces/default/workflows/schedule-meeting-0000aaaa"`,
+			// The answer form, with the context beside it.
+			`action="/processes/schedule-meeting-0000aaaa/answer"`, `name="/confirmInvitation/decision"`, "What it is about",
+			// The model's script, as text.
+			"&lt;script&gt;alert(1)&lt;/script&gt;",
+		}, []string{"<script>alert(1)"}},
+		{"/processes/billing-0000cccc", 200, []string{`<section class="failure">`, "missing property &#39;organizer&#39;", "<code>/identifyParticipants</code>",
+			"Not JSON: invalid character", `class="chunk failed"`}, []string{`id="answer"`}},
+		{"/processes/nope", 404, []string{"no such process: nope"}, nil},
+		{"/inbox", 200, []string{`id="schedule-meeting-0000aaaa"`, `name="/confirmInvitation/decision"`, `value="&#34;Approve&#34;"`, `name="from" value="inbox"`,
+			"&lt;script&gt;alert(1)&lt;/script&gt;"}, []string{"schedule-meeting-0000bbbb", "<script>alert(1)"}},
+		{"/static/console.css", 200, []string{".badge.waiting"}, nil},
+		{"/static/console.js", 200, []string{"EventSource"}, nil},
+		{"/static/schemaform.js", 200, []string{"sf-add"}, nil},
+		{"/requests", 404, []string{"nothing here"}, nil}, // no Requests given
+		{"/batches", 404, []string{"nothing here"}, nil},
+		{"/signin", 303, nil, nil}, // nothing to sign in to without a token
+		{"/nowhere", 404, []string{"nothing here: GET /nowhere"}, nil},
+	} {
+		t.Run(tc.path, func(t *testing.T) {
+			status, body := get(t, c, tc.path)
+			if status != tc.status {
+				t.Errorf("status %d, want %d\n%s", status, tc.status, body)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(body, w) {
+					t.Errorf("no %q in\n%s", w, body)
+				}
+			}
+			for _, n := range tc.not {
+				if strings.Contains(body, n) {
+					t.Errorf("%q in\n%s", n, body)
+				}
+			}
+		})
+	}
+}
+
+// TestHeaders: every page keeps to its own scripts and styles.
+func TestHeaders(t *testing.T) {
+	c := newTestConsole(t, Options{Processes: meetingFixture(t)})
+	w := httptest.NewRecorder()
+	c.ServeHTTP(w, httptest.NewRequest("GET", "http://127.0.0.1/", nil))
+	csp := w.Header().Get("Content-Security-Policy")
+	for _, want := range []string{"script-src 'self'", "style-src 'self'", "frame-ancestors 'none'", "form-action 'self'"} {
+		if !strings.Contains(csp, want) {
+			t.Errorf("CSP %q has no %q", csp, want)
+		}
+	}
+	if got := w.Header().Get("X-Content-Type-Options"); got != "nosniff" {
+		t.Errorf("X-Content-Type-Options %q", got)
+	}
+	if strings.Contains(w.Body.String(), "<script>") || regexp.MustCompile(`\son[a-z]+=`).MatchString(w.Body.String()) {
+		t.Errorf("an inline script or handler in\n%s", w.Body.String())
+	}
+}
+
+// csrfOf reads the CSRF token out of a page.
+func csrfOf(t testing.TB, body string) string {
+	t.Helper()
+	m := regexp.MustCompile(`name="csrf" value="([^"]+)"`).FindStringSubmatch(body)
+	if m == nil {
+		t.Fatalf("no CSRF token in\n%s", body)
+	}
+	return m[1]
+}
+
+// browser is a cookie-keeping client of a test server that does not follow
+// redirects.
+func browser(t testing.TB) *http.Client {
+	t.Helper()
+	jar := &cookieJar{}
+	return &http.Client{Jar: jar, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+}
+
+// cookieJar keeps every cookie, Secure or not, for any host of the test.
+type cookieJar struct {
+	mu      sync.Mutex
+	cookies []*http.Cookie
+}
+
+func (j *cookieJar) SetCookies(_ *url.URL, cs []*http.Cookie) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	for _, c := range cs {
+		j.cookies = slices.DeleteFunc(j.cookies, func(o *http.Cookie) bool { return o.Name == c.Name })
+		if c.MaxAge >= 0 {
+			j.cookies = append(j.cookies, c)
+		}
+	}
+}
+
+func (j *cookieJar) Cookies(*url.URL) []*http.Cookie {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return slices.Clone(j.cookies)
+}
+
+func do(t testing.TB, c *http.Client, method, u string, form url.Values, header ...string) (*http.Response, string) {
+	t.Helper()
+	var body io.Reader
+	if form != nil {
+		body = strings.NewReader(form.Encode())
+	}
+	req, err := http.NewRequest(method, u, body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if form != nil {
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	}
+	for i := 0; i+1 < len(header); i += 2 {
+		req.Header.Set(header[i], header[i+1])
+	}
+	resp, err := c.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp, string(b)
+}
+
+// TestAnswer: a wrong answer shows its problem at its field and the
+// process keeps waiting; a right one is taken and the browser goes to the
+// process's page.
+func TestAnswer(t *testing.T) {
+	f := meetingFixture(t)
+	srv := httptest.NewServer(newTestConsole(t, Options{Processes: f}))
+	defer srv.Close()
+	b := browser(t)
+	_, inbox := do(t, b, "GET", srv.URL+"/inbox", nil)
+	token := csrfOf(t, inbox)
+	answer := srv.URL + "/processes/schedule-meeting-0000aaaa/answer"
+
+	// Nothing chosen: the engine's check says the decision is missing.
+	resp, body := do(t, b, "POST", answer, url.Values{"csrf": {token}, "from": {"inbox"}})
+	if resp.StatusCode != http.StatusUnprocessableEntity {
+		t.Fatalf("no decision: %d\n%s", resp.StatusCode, body)
+	}
+	for _, want := range []string{"The answer does not fit; the process keeps waiting.", `<p class="sf-problem" role="alert">required</p>`, "<h1>Inbox</h1>"} {
+		if !strings.Contains(body, want) {
+			t.Errorf("no %q in the refusal\n%s", want, body)
+		}
+	}
+	if len(f.answers) != 0 {
+		t.Fatalf("a refused answer was taken: %v", f.answers)
+	}
+	// From the process's page, the refusal is shown there.
+	resp, body = do(t, b, "POST", answer, url.Values{"csrf": {token}, "/confirmInvitation/decision": {`"Maybe"`}})
+	if resp.StatusCode != http.StatusUnprocessableEntity || !strings.Contains(body, `id="chunk-4"`) || !strings.Contains(body, "value must be one of") {
+		t.Fatalf("a decision out of the enum: %d\n%s", resp.StatusCode, body)
+	}
+
+	resp, body = do(t, b, "POST", answer, url.Values{"csrf": {token}, "from": {"inbox"}, "/confirmInvitation/decision": {`"Approve"`}})
+	if resp.StatusCode != http.StatusSeeOther || resp.Header.Get("Location") != "/processes/schedule-meeting-0000aaaa" {
+		t.Fatalf("approve: %d %v\n%s", resp.StatusCode, resp.Header, body)
+	}
+	if got := string(jsonv.Marshal(f.answers["schedule-meeting-0000aaaa"])); got != `{"confirmInvitation":{"decision":"Approve"}}` {
+		t.Errorf("answer %s", got)
+	}
+	// Once answered, another answer is refused: it waits for none.
+	resp, body = do(t, b, "POST", answer, url.Values{"csrf": {token}, "/confirmInvitation/decision": {`"Approve"`}})
+	if resp.StatusCode != http.StatusConflict {
+		t.Errorf("a second answer: %d\n%s", resp.StatusCode, body)
+	}
+}
+
+// TestForgery: a form post from another origin, without the CSRF token or
+// with another browser's, is refused and nothing is answered.
+func TestForgery(t *testing.T) {
+	f := meetingFixture(t)
+	srv := httptest.NewServer(newTestConsole(t, Options{Processes: f}))
+	defer srv.Close()
+	b := browser(t)
+	_, page := do(t, b, "GET", srv.URL+"/inbox", nil)
+	token := csrfOf(t, page)
+	other := browser(t)
+	_, otherPage := do(t, other, "GET", srv.URL+"/inbox", nil)
+	otherToken := csrfOf(t, otherPage)
+	answer := srv.URL + "/processes/schedule-meeting-0000aaaa/answer"
+	approve := func(csrf string) url.Values {
+		return url.Values{"csrf": {csrf}, "/confirmInvitation/decision": {`"Approve"`}}
+	}
+	for _, tc := range []struct {
+		name   string
+		form   url.Values
+		header []string
+		want   string
+	}{
+		{"no token", approve(""), nil, "CSRF token is missing or stale"},
+		{"another browser's token", approve(otherToken), nil, "CSRF token is missing or stale"},
+		{"another origin", approve(token), []string{"Origin", "http://evil.example"}, "web page origin"},
+		{"cross-site", approve(token), []string{"Sec-Fetch-Site", "cross-site"}, "Sec-Fetch-Site"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			resp, body := do(t, b, "POST", answer, tc.form, tc.header...)
+			if resp.StatusCode != http.StatusForbidden || !strings.Contains(body, tc.want) {
+				t.Errorf("%d\n%s", resp.StatusCode, body)
+			}
+		})
+	}
+	if len(f.answers) != 0 {
+		t.Fatalf("a forged answer was taken: %v", f.answers)
+	}
+	resp, _ := do(t, b, "POST", answer, approve(token), "Origin", srv.URL)
+	if resp.StatusCode != http.StatusSeeOther {
+		t.Errorf("the page's own post: %d", resp.StatusCode)
+	}
+}
+
+// TestEvents: the list's event stream sends the live part of the page at
+// once, then again when a process changes, and ends when told to stop.
+func TestEvents(t *testing.T) {
+	f := meetingFixture(t)
+	stop := make(chan struct{})
+	srv := httptest.NewServer(newTestConsole(t, Options{Processes: f, Poll: 20 * time.Millisecond, Stop: stop}))
+	defer srv.Close()
+	resp, err := http.Get(srv.URL + "/events/processes?status=waiting")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if ct := resp.Header.Get("Content-Type"); ct != "text/event-stream" {
+		t.Fatalf("Content-Type %q", ct)
+	}
+	events := make(chan string, 10)
+	go func() {
+		defer close(events)
+		var ev strings.Builder
+		buf := make([]byte, 4096)
+		for {
+			n, err := resp.Body.Read(buf)
+			ev.Write(buf[:n])
+			for {
+				s := ev.String()
+				i := strings.Index(s, "\n\n")
+				if i < 0 {
+					break
+				}
+				events <- s[:i]
+				ev.Reset()
+				ev.WriteString(s[i+2:])
+			}
+			if err != nil {
+				return
+			}
+		}
+	}()
+	next := func() string {
+		t.Helper()
+		select {
+		case ev, ok := <-events:
+			if !ok {
+				t.Fatal("the stream ended")
+			}
+			return ev
+		case <-time.After(5 * time.Second):
+			t.Fatal("no event")
+		}
+		return ""
+	}
+	if ev := next(); ev != "retry: 1000" {
+		t.Fatalf("first %q", ev)
+	}
+	ev := next()
+	if !strings.HasPrefix(ev, "event: page\ndata: <table") || !strings.Contains(ev, "schedule-meeting-0000aaaa") {
+		t.Fatalf("the page %q", ev)
+	}
+	for _, line := range strings.Split(ev, "\n")[1:] {
+		if !strings.HasPrefix(line, "data: ") {
+			t.Fatalf("a line that is no data field: %q", line)
+		}
+	}
+	f.set("schedule-meeting-0000aaaa", func(in *process.Info) { in.Status, in.Waiting = process.Running, nil })
+	if ev := next(); !strings.Contains(ev, "No processes match.") {
+		t.Errorf("after the change %q", ev)
+	}
+	close(stop)
+	select {
+	case _, ok := <-events:
+		if ok {
+			t.Error("an event after Stop")
+		}
+	case <-time.After(5 * time.Second):
+		t.Error("the stream did not end on Stop")
+	}
+}
+
+// TestEventsNotFound: a stream of an unknown process, or of no page, is
+// refused at once.
+func TestEventsNotFound(t *testing.T) {
+	c := newTestConsole(t, Options{Processes: meetingFixture(t)})
+	for _, path := range []string{"/events/processes/nope", "/events/nowhere", "/events/events/processes"} {
+		if status, body := get(t, c, path); status != 404 {
+			t.Errorf("%s: %d %s", path, status, body)
+		}
+	}
+}
+
+// Start is api.Processes': the tests start nothing.
+func (f *fakeProcesses) Start(context.Context, process.StartOptions) (*process.Started, error) {
+	return nil, fmt.Errorf("the fake starts nothing")
+}
+
+// TestGolden: the live parts of the processes list and of a process's
+// page, as a person sees them (go test ./console -update rewrites them).
+func TestGolden(t *testing.T) {
+	c := newTestConsole(t, Options{Processes: meetingFixture(t), TemporalUI: "http://127.0.0.1:8233"})
+	for _, tc := range []struct{ path, file string }{
+		{"/processes", "testdata/processes.live.html"},
+		{"/processes/schedule-meeting-0000aaaa", "testdata/process-waiting.live.html"},
+		{"/processes/billing-0000cccc", "testdata/process-failed.live.html"},
+	} {
+		frag, err := c.fragment(context.Background(), &url.URL{Path: tc.path})
+		if err != nil {
+			t.Fatal(err)
+		}
+		golden.Check(t, tc.file, frag)
+	}
+}

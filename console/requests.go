@@ -1,0 +1,101 @@
+package console
+
+import (
+	"context"
+	"net/http"
+	"time"
+
+	"github.com/augceo/vibe/jsonv"
+	"github.com/augceo/vibe/request"
+	"github.com/augceo/vibe/vessel"
+)
+
+// requestList is the requests page.
+type requestList struct {
+	Rows []request.Summary
+	More bool
+	Now  time.Time
+}
+
+func (requestList) title() string { return "Requests" }
+
+func (c *console) requests(r *http.Request) (any, error) {
+	page, err := c.opts.Requests.List(r.Context(), request.ListOptions{Limit: listLimit})
+	if err != nil {
+		return nil, err
+	}
+	return requestList{Rows: page.Requests, More: page.Next != "", Now: c.now()}, nil
+}
+
+// requestPage is a request's page: its decision, then per instance the
+// calls made for it and its state; a delegate call's sub-request is drawn
+// inside its call, as deep as delegates nest.
+type requestPage struct {
+	Info      *request.Info
+	Temporal  string
+	Instances []instanceView
+	Now       time.Time
+}
+
+func (p requestPage) title() string { return p.Info.Vessel + " " + p.Info.ID }
+
+// instanceView is an instance's calls and state; Name "" is the global
+// one.
+type instanceView struct {
+	Name     string
+	Calls    []callRow
+	State    jsonv.Value
+	HasState bool
+}
+
+// callRow is a call: what it was asked and what it gave, and where it
+// ran: a launched process, or a delegate's sub-request (Sub).
+type callRow struct {
+	vessel.CallResult
+	Process    string
+	Sub        *requestPage
+	SubProblem string
+}
+
+func (c *console) request(r *http.Request) (any, error) {
+	info, err := c.opts.Requests.Get(r.Context(), r.PathValue("id"))
+	if err != nil {
+		return nil, err
+	}
+	return c.requestPage(r.Context(), info, 1), nil
+}
+
+func (c *console) requestPage(ctx context.Context, info *request.Info, depth int) *requestPage {
+	page := &requestPage{Info: info, Temporal: c.temporalLink(info.ID), Now: c.now()}
+	at := map[string]int{}
+	instance := func(name string) *instanceView {
+		i, ok := at[name]
+		if !ok {
+			i = len(page.Instances)
+			at[name] = i
+			page.Instances = append(page.Instances, instanceView{Name: name})
+		}
+		return &page.Instances[i]
+	}
+	for name, state := range info.States.Members() {
+		iv := instance(name)
+		iv.State, iv.HasState = state, true
+	}
+	for _, call := range info.Calls {
+		row := callRow{CallResult: call}
+		if call.Run != "" {
+			if p := call.Result.Lookup("process"); !p.IsNull() && call.Result.Lookup("id").Str() == call.Run {
+				row.Process = call.Run
+			} else if depth >= maxNesting {
+				row.SubProblem = "nested too deep to draw here: open it on its own page"
+			} else if sub, err := c.opts.Requests.Get(ctx, call.Run); err == nil {
+				row.Sub = c.requestPage(ctx, sub, depth+1)
+			} else {
+				row.SubProblem = err.Error()
+			}
+		}
+		iv := instance(call.Instance)
+		iv.Calls = append(iv.Calls, row)
+	}
+	return page
+}
