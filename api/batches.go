@@ -32,6 +32,9 @@ type Batches interface {
 // Options.MaxBatchBody is 0: 1 GiB, spooled to disk, not held.
 const DefaultMaxBatchBody = 1 << 30
 
+// BatchReadTimeout is how long a batch's JSONL body may take to arrive.
+const BatchReadTimeout = time.Hour
+
 // batchParams are the parts of a POST /v1/batches besides its items:
 // members of a JSON body, or the query of a JSONL one.
 var batchParams = "process, pipeline, system, id, size, concurrency"
@@ -61,6 +64,9 @@ func (s *server) startBatch(w http.ResponseWriter, r *http.Request) {
 			limit = DefaultMaxBatchBody
 		}
 		in = http.MaxBytesReader(w, r.Body, limit)
+		// A large batch takes longer to send than a request may take
+		// (server.ServeOptions); it still has to arrive within the hour.
+		_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(BatchReadTimeout))
 	default:
 		body, ok := s.readBody(w, r)
 		if !ok {

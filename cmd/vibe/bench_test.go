@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -98,15 +99,21 @@ func BenchmarkServeMemory(b *testing.B) {
 	b.ReportMetric(rssMB(b, cmd.Process.Pid), "rss-after-MB")
 }
 
-var batchItems = flag.Int("batch.items", 10000, "items of BenchmarkBatchMemory's input")
+var (
+	batchItems = flag.Int("batch.items", 10000, "items of BenchmarkBatchMemory's input")
+	batchServe = flag.Bool("batch.serve", false, "BenchmarkBatchMemory: run vibe batch against a vibe serve, which does the work")
+)
 
-// BenchmarkBatchMemory runs `vibe batch` as a child process on the
-// embedded engine (the engine and its worker in the same process) over
+// BenchmarkBatchMemory runs `vibe batch` as a child process over
 // -batch.items comments at K=32, C=8, against a model that answers at
-// once, and reports its peak resident memory, sampled every quarter
-// second, and the items per second.
+// once, and reports its peak resident memory (and of that, the anonymous
+// part: not the binary's mapped pages), sampled every quarter second, and
+// the items per second. By default vibe batch runs the embedded engine
+// and its worker itself; with -batch.serve a vibe serve on the same data
+// directory does the work, and vibe batch only streams (the serve's peak
+// is reported too).
 //
-//	go test ./cmd/vibe -run XXX -bench BenchmarkBatchMemory -benchtime 1x -batch.items 100000
+//	go test ./cmd/vibe -run XXX -bench BenchmarkBatchMemory -benchtime 1x -timeout 0 -batch.items 100000 [-batch.serve]
 func BenchmarkBatchMemory(b *testing.B) {
 	dir := b.TempDir()
 	led := &tally{effects: map[string]int{}}
@@ -125,14 +132,25 @@ func BenchmarkBatchMemory(b *testing.B) {
 	}
 	w.Flush()
 	f.Close()
-	peak, anon, run := 0.0, 0.0, 0
+	peak, anon, servePeak, run := 0.0, 0.0, 0.0, 0
 	start := time.Now()
 	for b.Loop() {
 		run++
-		cmd, out := child(b, "batch", filepath.Join(dir, "moderate.json"), "--in", filepath.Join(dir, "items.jsonl"),
+		data := filepath.Join(dir, fmt.Sprintf("data-%d", run))
+		workerArgs := []string{"--actions-file", filepath.Join(dir, "actions.json"), "--llm", "openai:m", "--llm-base-url", model.URL}
+		var serve *exec.Cmd
+		if *batchServe {
+			addr := freeAddr(b)
+			serve, _ = child(b, append([]string{"serve", "--data", data, "--addr", addr}, workerArgs...)...)
+			c := &api.Client{BaseURL: "http://" + addr}
+			for _, err := c.List(context.Background(), process.ListOptions{Limit: 1}); err != nil; _, err = c.List(context.Background(), process.ListOptions{Limit: 1}) {
+				time.Sleep(50 * time.Millisecond)
+			}
+			workerArgs = nil
+		}
+		cmd, out := child(b, append([]string{"batch", filepath.Join(dir, "moderate.json"), "--in", filepath.Join(dir, "items.jsonl"),
 			"--out", filepath.Join(dir, fmt.Sprintf("out-%d.jsonl", run)), "--id", fmt.Sprintf("mem-%d", run),
-			"--batch-size", "32", "--concurrency", "8", "--data", filepath.Join(dir, fmt.Sprintf("data-%d", run)),
-			"--actions-file", filepath.Join(dir, "actions.json"), "--llm", "openai:m", "--llm-base-url", model.URL)
+			"--batch-size", "32", "--concurrency", "8", "--data", data}, workerArgs...)...)
 		done := make(chan error, 1)
 		go func() { done <- cmd.Wait() }()
 		tick := time.NewTicker(250 * time.Millisecond)
@@ -147,6 +165,9 @@ func BenchmarkBatchMemory(b *testing.B) {
 			case <-tick.C:
 				peak = max(peak, rssMB(b, cmd.Process.Pid))
 				anon = max(anon, procMB(b, cmd.Process.Pid, "RssAnon"))
+				if serve != nil {
+					servePeak = max(servePeak, rssMB(b, serve.Process.Pid))
+				}
 			}
 		}
 		tick.Stop()
@@ -156,5 +177,8 @@ func BenchmarkBatchMemory(b *testing.B) {
 	}
 	b.ReportMetric(peak, "peak-RSS-MB")
 	b.ReportMetric(anon, "peak-anon-MB")
+	if *batchServe {
+		b.ReportMetric(servePeak, "serve-peak-RSS-MB")
+	}
 	b.ReportMetric(float64(*batchItems*run)/time.Since(start).Seconds(), "items/s")
 }
