@@ -438,6 +438,18 @@ func TestBatchesAPI(t *testing.T) {
 	if _, keys, _ := led.counts(); keys != n+32 {
 		t.Errorf("the record action's effect was applied %d times, want %d", keys, n+32)
 	}
+	// The console shows the batches, each with its counts.
+	for path, want := range map[string]string{"/batches": jsonlID, "/batches/inline-1": "inline-1", "/batches/nope": "no such batch"} {
+		resp, err := http.Get(base + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		page, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if wantStatus := map[bool]int{true: http.StatusNotFound, false: http.StatusOK}[path == "/batches/nope"]; resp.StatusCode != wantStatus || !strings.Contains(string(page), want) {
+			t.Errorf("console %s: %d, want %d with %q", path, resp.StatusCode, wantStatus, want)
+		}
+	}
 	// The same body again names the same batch, which runs no more.
 	before := model.Requests()
 	if status, got = post("application/json", "/v1/batches", jsonBody); status != http.StatusOK || got["id"] != "inline-1" || got["created"] != false {
