@@ -22,6 +22,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/augceo/vibe/batch"
+	"github.com/augceo/vibe/compile"
 	"github.com/augceo/vibe/engine"
 	"github.com/augceo/vibe/internal/wfid"
 	"github.com/augceo/vibe/process"
@@ -37,6 +38,7 @@ func newBatchCmd(io stdio) *cobra.Command {
 		size, concurrency         int
 		window                    time.Duration
 		inline                    bool
+		maxProps, maxDepth        int
 	)
 	cmd := &cobra.Command{
 		Use:   "batch PROCESS|--pipeline EXPR --in FILE.jsonl|- [--out FILE.jsonl] [--batch-size K] [--concurrency C] [--id BATCH]",
@@ -86,7 +88,8 @@ otherwise it starts the embedded engine itself, or joins --temporal.`,
 				return err
 			}
 			opts := batch.Options{Process: process.StartOptions{Pipeline: pipeline, Prompt: prompt, System: system},
-				ID: id, Size: size, Concurrency: concurrency, Window: window, Call: batch.CallOptions{Inline: inline}, File: inputName(in)}
+				ID: id, Size: size, Concurrency: concurrency, Window: window, File: inputName(in),
+				Call: batch.CallOptions{Inline: inline, Limits: compile.Limits{MaxProperties: maxProps, MaxDepth: maxDepth}}}
 			spec := pipeline
 			if len(args) == 1 {
 				spec = args[0]
@@ -180,6 +183,8 @@ otherwise it starts the embedded engine itself, or joins --temporal.`,
 	cmd.Flags().StringVar(&prompt, "prompt", "", "the prompt of items that give none")
 	cmd.Flags().StringVar(&system, "system", "", "the system text of the model calls")
 	cmd.Flags().DurationVar(&window, "window", 0, fmt.Sprintf("how long a group waits for items still at their actions once the others asked for the next chunk (default %s)", batch.DefaultWindow))
+	cmd.Flags().IntVar(&maxProps, "max-properties", 0, "the most object properties the provider takes in one schema, all levels counted (default 5000, OpenAI's): a group's call is split to keep within it")
+	cmd.Flags().IntVar(&maxDepth, "max-depth", 0, "the deepest nesting of objects the provider takes (default 10, OpenAI's)")
 	cmd.Flags().BoolVar(&inline, "inline-schemas", false, "copy the step schemas into every item's property instead of sharing them with $ref, for providers without $ref")
 	return cmd
 }
