@@ -69,12 +69,7 @@ otherwise), then a summary. The exit status is 1 when any item failed.
 
 It uses the vibe serve that has --data if one runs (its worker does the work);
 otherwise it starts the embedded engine itself, or joins --temporal.`,
-		Args: func(cmd *cobra.Command, args []string) error {
-			if cmd.Flags().Changed("pipeline") {
-				return exactArgs(0)(cmd, args)
-			}
-			return exactArgs(1)(cmd, args)
-		},
+		Args: fileOrPipeline,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
 			if in == "" {

@@ -51,12 +51,7 @@ terminal; --answer J answers non-interactively; without a terminal it prints
 how to answer (vibe answer ID J) and leaves the process waiting, durably.
 
 J is JSON, or @FILE.`,
-		Args: func(cmd *cobra.Command, args []string) error {
-			if cmd.Flags().Changed("pipeline") {
-				return exactArgs(0)(cmd, args)
-			}
-			return exactArgs(1)(cmd, args)
-		},
+		Args: fileOrPipeline,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
 			reg, err := openRegistry(regDir)
