@@ -46,13 +46,10 @@ type traces struct {
 }
 
 func (x traces) Export(_ context.Context, req *coltracepb.ExportTraceServiceRequest) (*coltracepb.ExportTraceServiceResponse, error) {
+	spans := flatten(req.GetResourceSpans(), (*tracepb.ResourceSpans).GetScopeSpans, (*tracepb.ScopeSpans).GetSpans)
 	x.r.mu.Lock()
 	defer x.r.mu.Unlock()
-	for _, rs := range req.GetResourceSpans() {
-		for _, ss := range rs.GetScopeSpans() {
-			x.r.spans = append(x.r.spans, ss.GetSpans()...)
-		}
-	}
+	x.r.spans = append(x.r.spans, spans...)
 	return &coltracepb.ExportTraceServiceResponse{}, nil
 }
 
@@ -62,14 +59,23 @@ type metrics struct {
 }
 
 func (x metrics) Export(_ context.Context, req *colmetricpb.ExportMetricsServiceRequest) (*colmetricpb.ExportMetricsServiceResponse, error) {
+	ms := flatten(req.GetResourceMetrics(), (*metricpb.ResourceMetrics).GetScopeMetrics, (*metricpb.ScopeMetrics).GetMetrics)
 	x.r.mu.Lock()
 	defer x.r.mu.Unlock()
-	for _, rm := range req.GetResourceMetrics() {
-		for _, sm := range rm.GetScopeMetrics() {
-			x.r.metrics = append(x.r.metrics, sm.GetMetrics()...)
+	x.r.metrics = append(x.r.metrics, ms...)
+	return &colmetricpb.ExportMetricsServiceResponse{}, nil
+}
+
+// flatten lists the items of an export: those of each scope of each
+// resource.
+func flatten[R, S, T any](resources []R, scopes func(R) []S, items func(S) []T) []T {
+	var out []T
+	for _, r := range resources {
+		for _, s := range scopes(r) {
+			out = append(out, items(s)...)
 		}
 	}
-	return &colmetricpb.ExportMetricsServiceResponse{}, nil
+	return out
 }
 
 // Spans returns the spans received so far.
