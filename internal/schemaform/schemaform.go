@@ -115,7 +115,9 @@ const maxDepth = 12
 
 // build makes the field of schema s at pointer name, filled with value.
 func build(s jsonv.Value, name, member string, required bool, value jsonv.Value, depth int) *field {
-	f := &field{Name: name, ID: "sf" + strings.ReplaceAll(name, " ", "%20"), Member: member, Required: required}
+	// Only a member is marked required: the answer itself and an array's
+	// rows always are, and say nothing by it.
+	f := &field{Name: name, ID: "sf" + strings.ReplaceAll(name, " ", "%20"), Member: member, Required: required && member != ""}
 	f.Label = s.Lookup("title").Str()
 	if f.Label == "" {
 		f.Label, f.Member = member, ""

@@ -164,3 +164,17 @@ func formValues(t *testing.T, page string) url.Values {
 	walk(doc)
 	return form
 }
+
+// TestRequiredMarks: only a required member is marked, never the answer
+// itself nor an array's rows.
+func TestRequiredMarks(t *testing.T) {
+	s := parse(t, `{"title":"The answer","type":"object","required":["a","tags"],"properties":{
+		"a":{"type":"string","title":"A"},"b":{"type":"string"},"tags":{"type":"array","items":{"type":"string"}}}}`)
+	got := string(schemaform.Render(s, parse(t, `{"tags":["x","y"]}`), nil))
+	if n := strings.Count(got, `class="sf-required"`); n != 2 {
+		t.Errorf("%d required marks, want 2 (a and tags):\n%s", n, got)
+	}
+	if !strings.Contains(got, `<legend><span class="sf-label">The answer</span></legend>`) {
+		t.Errorf("the answer's title is not its legend, unmarked:\n%s", got)
+	}
+}
