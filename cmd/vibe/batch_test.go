@@ -246,7 +246,7 @@ func TestBatchCrash(t *testing.T) {
 		return err == nil
 	}
 
-	serve, serveOut := child(t, serveArgs...)
+	serve, _ := child(t, serveArgs...)
 	waitUntil(t, "vibe serve", time.Minute, ready)
 	feeder, feederOut := child(t, batchArgs...)
 	waitUntil(t, "a fifth of the results", 2*time.Minute, func() bool { return completeLines(out) >= n/5 })
@@ -257,7 +257,7 @@ func TestBatchCrash(t *testing.T) {
 	finished := readResults(t, out) // the lines of groups that had finished
 	t.Logf("killed vibe serve and vibe batch with %d of %d results written", len(finished), n)
 
-	serve, serveOut = child(t, serveArgs...)
+	_, serveOut := child(t, serveArgs...)
 	waitUntil(t, "vibe serve to come back", time.Minute, ready)
 	rerun, rerunOut := child(t, batchArgs...)
 	if err := rerun.Wait(); err != nil {
@@ -368,7 +368,7 @@ func TestBatchesAPI(t *testing.T) {
 	base := "http://" + addr
 	c := &api.Client{BaseURL: base}
 	ready := func() bool { _, err := c.List(context.Background(), process.ListOptions{Limit: 1}); return err == nil }
-	serve, serveOut := child(t, args...)
+	serve, _ := child(t, args...)
 	waitUntil(t, "vibe serve", time.Minute, ready)
 
 	post := func(contentType, path, body string) (int, map[string]any) {
@@ -401,7 +401,7 @@ func TestBatchesAPI(t *testing.T) {
 	serve.Process.Signal(syscall.SIGKILL)
 	serve.Wait()
 	t.Logf("killed vibe serve after %d model calls", model.Requests())
-	serve, serveOut = child(t, args...)
+	_, serveOut := child(t, args...)
 	waitUntil(t, "vibe serve to come back", time.Minute, ready)
 
 	for _, b := range []struct {

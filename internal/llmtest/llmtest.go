@@ -1,6 +1,7 @@
 package llmtest
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -47,6 +48,8 @@ type Options struct {
 	// Block, when set, holds every request until it is closed (or the
 	// client gives up).
 	Block <-chan struct{}
+	// Model is the model the answers name; "" is "test-model".
+	Model string
 }
 
 // NewServer starts a test model with opts.
@@ -100,10 +103,11 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	if s.opts.Tokens {
 		prompt, completion = len(body)/4, len(answer)/4
 	}
+	model, _ := json.Marshal(cmp.Or(s.opts.Model, "test-model"))
 	w.Header().Set("Content-Type", "application/json")
-	fmt.Fprintf(w, `{"id":"chatcmpl-test","object":"chat.completion","created":1,"model":"test-model",`+
+	fmt.Fprintf(w, `{"id":"chatcmpl-test","object":"chat.completion","created":1,"model":%s,`+
 		`"choices":[{"index":0,"message":{"role":"assistant","content":%s},"finish_reason":"stop"}],`+
-		`"usage":{"prompt_tokens":%d,"completion_tokens":%d,"total_tokens":%d}}`, content, prompt, completion, prompt+completion)
+		`"usage":{"prompt_tokens":%d,"completion_tokens":%d,"total_tokens":%d}}`, model, content, prompt, completion, prompt+completion)
 }
 
 // Requests counts the requests so far.
