@@ -92,6 +92,8 @@ type InvalidAnswerError struct {
 	Content string
 	// Usage is what the failed requests cost.
 	Usage Usage
+	// Turns are the requests and answers, each with its problems.
+	Turns []Turn
 }
 
 func (e *InvalidAnswerError) Error() string {
@@ -173,7 +175,7 @@ func fill(ctx context.Context, p Provider, t Task, req *Request, spent int, opts
 			return res, nil
 		}
 		if spent+res.Requests > repairs {
-			ie := &InvalidAnswerError{Step: t.Name, Requests: res.Requests, Problems: problems, ParseErr: parseErr, Content: resp.Content, Usage: res.Usage}
+			ie := &InvalidAnswerError{Step: t.Name, Requests: res.Requests, Problems: problems, ParseErr: parseErr, Content: resp.Content, Usage: res.Usage, Turns: res.Turns}
 			account(ctx, t.Name, res, true, opts)
 			return nil, ie
 		}

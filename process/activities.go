@@ -122,7 +122,10 @@ func (a *Activities) FillChecked(ctx context.Context, in FillInput, check func(j
 		case errors.As(err, &me):
 			return FillOutput{}, temporal.NewNonRetryableApplicationError(err.Error(), "NotRecorded", err)
 		case errors.As(err, &ie):
-			return FillOutput{}, temporal.NewNonRetryableApplicationError(err.Error(), "InvalidAnswer", err)
+			// The turns go with the error, so the process shows what the
+			// model answered and what was wrong with it, by path.
+			return FillOutput{}, temporal.NewNonRetryableApplicationError(err.Error(), "InvalidAnswer", err,
+				FillOutput{Usage: ie.Usage, Requests: ie.Requests, Turns: ie.Turns})
 		case errors.As(err, &ae) && !ae.Retryable:
 			return FillOutput{}, temporal.NewNonRetryableApplicationError(err.Error(), "ModelRefused", err)
 		}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -20,6 +21,7 @@ import (
 	"github.com/augceo/vibe/jsonv"
 	"github.com/augceo/vibe/llm"
 	"github.com/augceo/vibe/registry"
+	"github.com/augceo/vibe/schema"
 )
 
 // scripted answers each chunk with a fixed JSON text and counts requests.
@@ -346,5 +348,41 @@ func TestAnswerWhenNotWaiting(t *testing.T) {
 	}
 	if refused == nil || !strings.Contains(refused.Error(), "not waiting for an answer") {
 		t.Errorf("an early answer: %v", refused)
+	}
+}
+
+// TestInvalidAnswerKept: a chunk whose answers keep breaking the schema
+// fails the process, and the process keeps the failed call — each answer
+// and its problems by path — for whoever reads why it failed.
+func TestInvalidAnswerKept(t *testing.T) {
+	var acts Actions
+	(&meetingActions{}).register(t, &acts)
+	answers := map[string]string{}
+	for k, v := range meetingAnswers {
+		answers[k] = v
+	}
+	answers["LLM_llmContext1"] = `{"identifyParticipants": {"organizer": 7}}`
+	env := newEnv(t, &scripted{answers: answers}, &acts)
+	env.ExecuteWorkflow(WorkflowName, Start{Name: "schedule-meeting", Program: meeting(t).Program()})
+	if err := env.GetWorkflowError(); err == nil || !strings.Contains(err.Error(), "breaks the schema after 3 requests") {
+		t.Fatalf("err = %v", err)
+	}
+	var v View
+	if err := env.GetWorkflowResult(&v); err != nil {
+		enc, qerr := env.QueryWorkflow(QueryView)
+		if qerr != nil {
+			t.Fatal(qerr)
+		}
+		enc.Get(&v)
+	}
+	if len(v.Calls) != 1 || v.Calls[0].Chunk != "LLM_llmContext1" || len(v.Calls[0].Turns) != 3 {
+		t.Fatalf("calls %+v", v.Calls)
+	}
+	last := v.Calls[0].Turns[2]
+	if !slices.ContainsFunc(last.Problems, func(p schema.Invalid) bool { return p.Path == "/identifyParticipants/organizer" }) {
+		t.Errorf("the last answer's problems: %+v", last.Problems)
+	}
+	if v.Usage.PromptTokens != 300 {
+		t.Errorf("usage %+v: the three requests' 300 prompt tokens", v.Usage)
 	}
 }

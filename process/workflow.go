@@ -134,6 +134,9 @@ func (r *processRun) llmChunk(ctx workflow.Context, idx int) error {
 				out, err = ExecuteFill(ctx, in)
 			}
 			if err != nil {
+				if failed, ok := failedFill(err); ok {
+					r.view.account(ch, in, failed)
+				}
 				return fmt.Errorf("chunk %s: %w", ch.Name, err)
 			}
 			value = out.Value
@@ -154,6 +157,17 @@ func (r *processRun) llmChunk(ctx workflow.Context, idx int) error {
 		}
 	}
 	return nil
+}
+
+// failedFill is what a model call that kept breaking its schema sent and
+// got back, carried by its error.
+func failedFill(err error) (FillOutput, bool) {
+	var ae *temporal.ApplicationError
+	var out FillOutput
+	if !errors.As(err, &ae) || ae.Type() != "InvalidAnswer" || !ae.HasDetails() || ae.Details(&out) != nil {
+		return FillOutput{}, false
+	}
+	return out, true
 }
 
 // groupFill has the process's group fill chunk idx: the group answers when
