@@ -11,7 +11,7 @@ import (
 	"go.temporal.io/api/serviceerror"
 
 	"github.com/augceo/vibe/batch"
-	"github.com/augceo/vibe/llm/replay"
+	"github.com/augceo/vibe/llm"
 	"github.com/augceo/vibe/process"
 	"github.com/augceo/vibe/registry"
 	"github.com/augceo/vibe/request"
@@ -57,7 +57,6 @@ func (s *server) failed(w http.ResponseWriter, r *http.Request, err error) {
 		first      *process.FirstError
 		notWaiting *process.NotWaitingError
 		tooLarge   *process.TooLargeError
-		missing    *replay.MissingError
 		bound      *request.BoundError
 	)
 	switch {
@@ -110,7 +109,7 @@ func (s *server) failed(w http.ResponseWriter, r *http.Request, err error) {
 			e.Path = e.Details[0].Path
 		}
 		writeError(w, http.StatusUnprocessableEntity, e)
-	case errors.As(err, &missing):
+	case errors.Is(err, llm.ErrNotRecorded):
 		writeError(w, http.StatusUnprocessableEntity, &apiError{Error: err.Error()})
 	default:
 		status := engineStatus(err)

@@ -12,6 +12,7 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
 
+	"github.com/augceo/vibe/internal/execution"
 	"github.com/augceo/vibe/process"
 )
 
@@ -30,17 +31,9 @@ var ErrNotFound = errors.New("no such batch")
 
 // Status reads what a batch has done so far.
 func (c *Client) Status(ctx context.Context, id string) (*Status, error) {
-	desc, err := c.temporal().DescribeWorkflowExecution(ctx, id, "")
+	ex, err := execution.Describe(ctx, c.temporal(), id, ErrNotFound, BatchName)
 	if err != nil {
-		var nf *serviceerror.NotFound
-		if errors.As(err, &nf) {
-			return nil, fmt.Errorf("%w: %s", ErrNotFound, id)
-		}
 		return nil, err
-	}
-	ex := desc.GetWorkflowExecutionInfo()
-	if ex.GetType().GetName() != BatchName {
-		return nil, fmt.Errorf("%w: %s", ErrNotFound, id)
 	}
 	var st Status
 	switch ex.GetStatus() {
@@ -118,9 +111,8 @@ func (c *Client) Results(ctx context.Context, id string, opts ResultsOptions, em
 		}
 		var res GroupResult
 		err := c.temporal().GetWorkflow(ctx, GroupID(id, g), "").Get(ctx, &res)
-		var nf *serviceerror.NotFound
 		switch {
-		case errors.As(err, &nf):
+		case execution.IsNotFound(err):
 			st, err := c.Status(ctx, id)
 			if err != nil {
 				return err

@@ -12,7 +12,6 @@ import (
 	"github.com/augceo/vibe/compile"
 	"github.com/augceo/vibe/jsonv"
 	"github.com/augceo/vibe/llm"
-	"github.com/augceo/vibe/llm/replay"
 	"github.com/augceo/vibe/process"
 	"github.com/augceo/vibe/schema"
 )
@@ -128,7 +127,7 @@ func fillCall(ctx context.Context, p llm.Provider, t FillInput, items []FillItem
 	shares := llm.Apportion(resp.Usage, weights)
 	v, err := schema.Cached(t.Schema)
 	if err != nil {
-		return temporal.NewNonRetryableApplicationError(fmt.Sprintf("chunk %s: %v", t.Chunk, err), "BadSchema", err)
+		return temporal.NewNonRetryableApplicationError(fmt.Sprintf("chunk %s: %v", t.Chunk, err), process.ErrTypeBadSchema, err)
 	}
 	for i, it := range items {
 		turn := llm.Turn{Answer: string(jsonv.Marshal(parts[i])), Usage: shares[i], LatencyMs: resp.Latency.Milliseconds(), Model: resp.Model}
@@ -190,7 +189,7 @@ type Activities struct {
 // retried by Temporal.
 func (a *Activities) Fill(ctx context.Context, in FillInput) (*FillOutput, error) {
 	if a.Provider == nil {
-		return nil, temporal.NewNonRetryableApplicationError(process.ErrNoProvider.Error(), "NoProvider", process.ErrNoProvider)
+		return nil, process.FillError(process.ErrNoProvider)
 	}
 	logger := a.Logger
 	if logger == nil {
@@ -199,15 +198,7 @@ func (a *Activities) Fill(ctx context.Context, in FillInput) (*FillOutput, error
 	defer process.KeepAlive(ctx)()
 	out, err := Fill(ctx, a.Provider, in, llm.Options{Logger: logger, Metrics: a.Metrics, Process: in.Group, MaxRepairs: a.MaxRepairs})
 	if err != nil {
-		var ae *llm.APIError
-		var me *replay.MissingError
-		switch {
-		case errors.As(err, &me):
-			return nil, temporal.NewNonRetryableApplicationError(err.Error(), "NotRecorded", err)
-		case errors.As(err, &ae) && !ae.Retryable:
-			return nil, temporal.NewNonRetryableApplicationError(err.Error(), "ModelRefused", err)
-		}
-		return nil, err
+		return nil, process.FillError(err)
 	}
 	logger.Info("batch call", "group", in.Group, "chunk", in.Chunk, "items", len(in.Items), "requests", out.Requests,
 		"prompt_tokens", out.Usage.PromptTokens, "completion_tokens", out.Usage.CompletionTokens, "attempt", activity.GetInfo(ctx).Attempt)

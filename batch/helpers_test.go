@@ -10,6 +10,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/augceo/vibe/action"
 	"github.com/augceo/vibe/batch"
 	"github.com/augceo/vibe/engine"
 	"github.com/augceo/vibe/internal/llmtest"
@@ -43,15 +44,15 @@ type recorder struct {
 	total int
 }
 
-func (r *recorder) actions() *process.Actions {
-	acts := &process.Actions{}
-	acts.Register(process.Action{Name: "record", Run: func(ctx context.Context, in jsonv.Value) (jsonv.Value, error) {
+func (r *recorder) actions() *action.Registry {
+	acts := &action.Registry{}
+	acts.Register(action.Action{Name: "record", Run: func(ctx context.Context, in jsonv.Value) (jsonv.Value, error) {
 		r.mu.Lock()
 		defer r.mu.Unlock()
 		if r.calls == nil {
 			r.calls = map[string]int{}
 		}
-		r.calls[process.IdempotencyKey(ctx)]++
+		r.calls[action.IdempotencyKey(ctx)]++
 		r.total++
 		return jsonv.ObjectValue(jsonv.Member{Name: "recorded", Value: jsonv.IntValue(int64(r.total))}), nil
 	}})
@@ -59,7 +60,7 @@ func (r *recorder) actions() *process.Actions {
 }
 
 // stack is an embedded engine with a worker whose model is at url.
-func stack(t testing.TB, url string, acts *process.Actions) *batch.Client {
+func stack(t testing.TB, url string, acts *action.Registry) *batch.Client {
 	t.Helper()
 	ctx := context.Background()
 	eng, err := engine.Start(ctx, engine.Options{SearchAttributes: process.SearchAttributes, DataDir: t.TempDir(), Logger: quiet()})

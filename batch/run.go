@@ -8,10 +8,10 @@ import (
 	"sync"
 	"time"
 
-	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
 
 	"github.com/augceo/vibe/compile"
+	"github.com/augceo/vibe/internal/execution"
 	"github.com/augceo/vibe/internal/wfid"
 	"github.com/augceo/vibe/llm"
 	"github.com/augceo/vibe/process"
@@ -208,8 +208,7 @@ func (c *Client) Run(ctx context.Context, in io.Reader, emit func(Result) error,
 		return sum, ctx.Err()
 	}
 	err = c.temporal().SignalWorkflow(ctx, opts.ID, "", SignalEnd, End{Groups: groups, Items: lines})
-	var nf *serviceerror.NotFound
-	if err != nil && !errors.As(err, &nf) { // not found: it ended on an earlier run
+	if err != nil && !execution.IsNotFound(err) { // not found: it ended on an earlier run
 		return sum, fmt.Errorf("end batch %s: %w", opts.ID, err)
 	}
 	return sum, nil

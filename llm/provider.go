@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"slices"
@@ -90,6 +91,12 @@ type Response struct {
 	// Everything that shows a replayed answer says so.
 	Replayed bool `json:"replayed,omitempty"`
 }
+
+// ErrNotRecorded is the kind of failure of a provider that answers from a
+// recording and has none for a request (package replay's MissingError is
+// one: errors.Is(err, ErrNotRecorded)). Trying again cannot mend it;
+// recording the answer against a live model can.
+var ErrNotRecorded = errors.New("no recorded answer")
 
 // APIError is an error answer of a model endpoint, after the provider's own
 // retries gave up.

@@ -16,6 +16,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/augceo/vibe/action"
 	"github.com/augceo/vibe/engine"
 	"github.com/augceo/vibe/jsonv"
 	"github.com/augceo/vibe/llm"
@@ -38,15 +39,15 @@ var quiet = slog.New(slog.DiscardHandler)
 // meetingActions are the example's two actions, answering as its made-up
 // calendar does (the recording's second answer was recorded with these
 // availabilities in its context).
-func meetingActions(fetch process.ActionFunc) *process.Actions {
+func meetingActions(fetch action.Func) *action.Registry {
 	if fetch == nil {
 		fetch = func(context.Context, jsonv.Value) (jsonv.Value, error) {
 			return jsonv.Parse([]byte(`{"organizerSlots":["2024-03-20T10:00:00Z","2024-03-20T14:00:00Z","2024-03-20T16:00:00Z"],"attendeeSlots":["2024-03-20T11:00:00Z","2024-03-20T14:00:00Z"]}`))
 		}
 	}
-	acts := &process.Actions{}
-	acts.Register(process.Action{Name: "FetchAvailability_Activity", Run: fetch})
-	acts.Register(process.Action{Name: "sendInvitation", Run: func(ctx context.Context, in jsonv.Value) (jsonv.Value, error) {
+	acts := &action.Registry{}
+	acts.Register(action.Action{Name: "FetchAvailability_Activity", Run: fetch})
+	acts.Register(action.Action{Name: "sendInvitation", Run: func(ctx context.Context, in jsonv.Value) (jsonv.Value, error) {
 		status := "sent"
 		if d := in.Lookup("userContext").Lookup("confirmInvitation").Lookup("decision").Str(); d != "Approve" {
 			status = "not sent: " + d
@@ -59,7 +60,7 @@ func meetingActions(fetch process.ActionFunc) *process.Actions {
 // startVibe starts an embedded engine and a worker with the example's
 // registry, the recording and acts, and returns the MCP server of its
 // processes.
-func startVibe(t *testing.T, acts *process.Actions, reg *registry.Registry) (*Server, *process.Client) {
+func startVibe(t *testing.T, acts *action.Registry, reg *registry.Registry) (*Server, *process.Client) {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("starts the embedded engine")
@@ -304,7 +305,7 @@ func TestCancel(t *testing.T) {
 	started := make(chan string, 2)
 	release := make(chan struct{})
 	s, pc := startVibe(t, meetingActions(func(ctx context.Context, in jsonv.Value) (jsonv.Value, error) {
-		started <- process.IdempotencyKey(ctx)
+		started <- action.IdempotencyKey(ctx)
 		stop := process.KeepAlive(ctx)
 		defer stop()
 		select {
@@ -373,7 +374,7 @@ func TestWaiting(t *testing.T) {
 	if err := reg.Add("aug:processes/review", doc); err != nil {
 		t.Fatal(err)
 	}
-	s, _ := startVibe(t, &process.Actions{}, reg)
+	s, _ := startVibe(t, &action.Registry{}, reg)
 	cs, _ := connect(t, s, &mcp.ClientOptions{ElicitationHandler: func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
 		t.Error("asked with a form")
 		return nil, errors.New("no")
@@ -408,7 +409,7 @@ func TestRefused(t *testing.T) {
 	if err := reg.Add("aug:processes/invite", doc); err != nil {
 		t.Fatal(err)
 	}
-	s, _ := startVibe(t, &process.Actions{}, reg)
+	s, _ := startVibe(t, &action.Registry{}, reg)
 	for _, v := range versions {
 		t.Run(v.name, func(t *testing.T) {
 			var messages []string

@@ -15,7 +15,6 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/augceo/vibe/api"
 	"github.com/augceo/vibe/compile"
 	"github.com/augceo/vibe/jsonv"
 	"github.com/augceo/vibe/process"
@@ -23,12 +22,15 @@ import (
 	"github.com/augceo/vibe/schema"
 )
 
-// Processes is what the server drives: the API's processes, which it can
-// also cancel. process.Client (the engine) and api.Client (a running vibe
-// serve) both are.
+// Processes is what the server drives: processes it starts, reads, lists,
+// answers and cancels. process.Client (the engine) and api.Client (a
+// running vibe serve) both are.
 type Processes interface {
-	api.Processes
-	api.Canceler
+	Start(ctx context.Context, opts process.StartOptions) (*process.Started, error)
+	Get(ctx context.Context, id string) (*process.Info, error)
+	List(ctx context.Context, opts process.ListOptions) (process.Page, error)
+	Answer(ctx context.Context, id string, answer jsonv.Value) (*process.View, error)
+	Cancel(ctx context.Context, id string) error
 }
 
 // Options configures New. The zero value offers every process of no

@@ -13,9 +13,9 @@ import (
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
 
+	"github.com/augceo/vibe/action"
 	"github.com/augceo/vibe/jsonv"
 	"github.com/augceo/vibe/llm"
-	"github.com/augceo/vibe/llm/replay"
 	"github.com/augceo/vibe/schema"
 )
 
@@ -25,7 +25,7 @@ type Activities struct {
 	// Provider answers the LLM chunks.
 	Provider llm.Provider
 	// Actions are the registered server actions.
-	Actions *Actions
+	Actions *action.Registry
 	// Logger receives the per-call records; nil means slog.Default().
 	Logger *slog.Logger
 	// Metrics records tokens, latency and "$" metrics; nil means the global
@@ -87,7 +87,7 @@ var tracer = otel.Tracer("github.com/augceo/vibe/process")
 // turn. The Vessel runtime's decision uses it.
 func (a *Activities) FillChecked(ctx context.Context, in FillInput, check func(jsonv.Value) []schema.Invalid) (FillOutput, error) {
 	if a.Provider == nil {
-		return FillOutput{}, temporal.NewNonRetryableApplicationError(ErrNoProvider.Error(), "NoProvider", ErrNoProvider)
+		return FillOutput{}, FillError(ErrNoProvider)
 	}
 	logger := a.Logger
 	if logger == nil {
@@ -115,25 +115,38 @@ func (a *Activities) FillChecked(ctx context.Context, in FillInput, check func(j
 	if err != nil {
 		span.RecordError(err)
 		span.SetStatus(codes.Error, err.Error())
-		var ie *llm.InvalidAnswerError
-		var ae *llm.APIError
-		var me *replay.MissingError
-		switch {
-		case errors.As(err, &me):
-			return FillOutput{}, temporal.NewNonRetryableApplicationError(err.Error(), "NotRecorded", err)
-		case errors.As(err, &ie):
-			// The turns go with the error, so the process shows what the
-			// model answered and what was wrong with it, by path.
-			return FillOutput{}, temporal.NewNonRetryableApplicationError(err.Error(), "InvalidAnswer", err,
-				FillOutput{Usage: ie.Usage, Requests: ie.Requests, Turns: ie.Turns})
-		case errors.As(err, &ae) && !ae.Retryable:
-			return FillOutput{}, temporal.NewNonRetryableApplicationError(err.Error(), "ModelRefused", err)
-		}
-		return FillOutput{}, err
+		return FillOutput{}, FillError(err)
 	}
 	span.SetAttributes(attribute.Int64("gen_ai.usage.input_tokens", res.Usage.PromptTokens), attribute.Int64("gen_ai.usage.output_tokens", res.Usage.CompletionTokens),
 		attribute.Int("vibe.requests", res.Requests))
 	return FillOutput{Value: res.Value, Usage: res.Usage, Model: res.Model, Requests: res.Requests, Replayed: res.Replayed, Turns: res.Turns}, nil
+}
+
+// FillError is the error an activity that fills LLM chunks fails with,
+// for an error of llm.Fill (or ErrNoProvider): what trying again cannot
+// mend is non-retryable, of the type that says what it is — no provider
+// (ErrTypeNoProvider), no recorded answer (ErrTypeNotRecorded), an answer
+// that kept breaking its schema (ErrTypeInvalidAnswer, with the turns in
+// its details, so that the process shows what the model answered and what
+// was wrong with it, by path), a request the endpoint refuses
+// (ErrTypeModelRefused). Anything else — a transport error, 429 or 5xx
+// that outlasted the client's own retries — is returned as it is, for
+// Temporal to retry.
+func FillError(err error) error {
+	var ie *llm.InvalidAnswerError
+	var ae *llm.APIError
+	switch {
+	case errors.Is(err, ErrNoProvider):
+		return temporal.NewNonRetryableApplicationError(err.Error(), ErrTypeNoProvider, err)
+	case errors.Is(err, llm.ErrNotRecorded):
+		return temporal.NewNonRetryableApplicationError(err.Error(), ErrTypeNotRecorded, err)
+	case errors.As(err, &ie):
+		return temporal.NewNonRetryableApplicationError(err.Error(), ErrTypeInvalidAnswer, err,
+			FillOutput{Usage: ie.Usage, Requests: ie.Requests, Turns: ie.Turns})
+	case errors.As(err, &ae) && !ae.Retryable:
+		return temporal.NewNonRetryableApplicationError(err.Error(), ErrTypeModelRefused, err)
+	}
+	return err
 }
 
 // ActionInput is what a server action activity needs.
@@ -158,20 +171,20 @@ func (a *Activities) Action(ctx context.Context, in ActionInput) (jsonv.Value, e
 	act, ok := a.Actions.Resolve(in.Action)
 	if !ok {
 		return jsonv.Value{}, temporal.NewNonRetryableApplicationError(
-			fmt.Sprintf("step %s: no action %q is registered on this worker (registered: %v)", in.Step, in.Action, a.Actions.Names()), "NoAction", nil)
+			fmt.Sprintf("step %s: no action %q is registered on this worker (registered: %v)", in.Step, in.Action, a.Actions.Names()), ErrTypeNoAction, nil)
 	}
 	input := in.Input
 	if act.Unwrap && len(in.Arguments) > 0 {
-		v, err := Unwrapped(in.Input, in.Arguments)
+		v, err := action.Unwrapped(in.Input, in.Arguments)
 		if err != nil {
-			return jsonv.Value{}, temporal.NewNonRetryableApplicationError(fmt.Sprintf("step %s: %v", in.Step, err), "BadInput", err)
+			return jsonv.Value{}, temporal.NewNonRetryableApplicationError(fmt.Sprintf("step %s: %v", in.Step, err), ErrTypeBadInput, err)
 		}
 		input = v
 	}
 	stop := KeepAlive(ctx)
 	ctx, span := tracer.Start(ctx, "action "+act.Name, trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(
 		attribute.String("vibe.step", in.Step), attribute.String("vibe.process.id", in.Process), attribute.String("vibe.idempotency_key", in.Key)))
-	out, err := act.Run(WithIdempotencyKey(ctx, in.Key), input)
+	out, err := act.Run(action.WithIdempotencyKey(ctx, in.Key), input)
 	stop()
 	if err != nil {
 		span.RecordError(err)
@@ -184,51 +197,15 @@ func (a *Activities) Action(ctx context.Context, in ActionInput) (jsonv.Value, e
 	if !in.Output.IsNull() {
 		problems, err := schema.Check(in.Output, out)
 		if err != nil {
-			return jsonv.Value{}, temporal.NewNonRetryableApplicationError(fmt.Sprintf("step %s: its output schema is invalid: %v", in.Step, err), "BadSchema", err)
+			return jsonv.Value{}, temporal.NewNonRetryableApplicationError(fmt.Sprintf("step %s: its output schema is invalid: %v", in.Step, err), ErrTypeBadSchema, err)
 		}
 		if problems != nil {
 			err := &schema.ValidationError{Problems: problems}
 			return jsonv.Value{}, temporal.NewNonRetryableApplicationError(
-				fmt.Sprintf("step %s: action %s returned a result that breaks the step's output schema: %v", in.Step, act.Name, err), "BadOutput", err)
+				fmt.Sprintf("step %s: action %s returned a result that breaks the step's output schema: %v", in.Step, act.Name, err), ErrTypeBadOutput, err)
 		}
 	}
 	return out, nil
-}
-
-// Unwrapped is what an action that takes its arguments unwrapped
-// (Action.Unwrap: an MCP tool) gets from a step's input, the minimal
-// context of its references: the one value the step references, or the
-// members of the objects it references, merged in order — from
-// {"llmContext2": {"draft": {"to", "subject"}}, "userContext": {"approve":
-// {"decision"}}}, {"to", "subject", "decision"}. Two references that give
-// the same member are an error.
-func Unwrapped(input jsonv.Value, refs []jsonv.Pointer) (jsonv.Value, error) {
-	if len(refs) == 1 {
-		v, err := input.At(refs[0])
-		if err != nil {
-			return jsonv.Value{}, fmt.Errorf("its input has no %s: %w", refs[0], err)
-		}
-		return v, nil
-	}
-	out := jsonv.NewObject(8)
-	from := map[string]jsonv.Pointer{}
-	for _, p := range refs {
-		v, err := input.At(p)
-		if err != nil {
-			return jsonv.Value{}, fmt.Errorf("its input has no %s: %w", p, err)
-		}
-		if v.Object() == nil {
-			return jsonv.Value{}, fmt.Errorf("%s is %s, not an object whose members are arguments", p, v.Kind())
-		}
-		for name, m := range v.Members() {
-			if other, dup := from[name]; dup {
-				return jsonv.Value{}, fmt.Errorf("%s and %s both give the argument %q", other, p, name)
-			}
-			from[name] = p
-			out.Set(name, m)
-		}
-	}
-	return out.Value(), nil
 }
 
 // CheckInput is a value and the schema it must fit.

@@ -12,6 +12,7 @@ import (
 	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
 
+	"github.com/augceo/vibe/action"
 	"github.com/augceo/vibe/compile"
 	"github.com/augceo/vibe/engine"
 	"github.com/augceo/vibe/internal/llmtest"
@@ -45,10 +46,10 @@ func benchEngine(b *testing.B) (*Client, jsonv.Value) {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { eng.Close() })
-	var acts Actions
+	var acts action.Registry
 	echo := func(ctx context.Context, in jsonv.Value) (jsonv.Value, error) { return jsonv.ObjectValue(), nil }
-	acts.Register(Action{Name: "store_Activity", Run: echo})
-	acts.Register(Action{Name: "publish_Activity", Run: echo})
+	acts.Register(action.Action{Name: "store_Activity", Run: echo})
+	acts.Register(action.Action{Name: "publish_Activity", Run: echo})
 	w := worker.New(eng.Client(), TaskQueue, worker.Options{})
 	Register(w, &Activities{Provider: openai.New(openai.Options{Model: "m", BaseURL: zeroLatencyModel(b).URL, APIKey: "k"}), Actions: &acts, Logger: quietLogger()})
 	if err := w.Start(); err != nil {

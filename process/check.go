@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/augceo/vibe/action"
 	"github.com/augceo/vibe/compile"
 	"github.com/augceo/vibe/compose"
 	"github.com/augceo/vibe/jsonv"
@@ -15,7 +16,7 @@ import (
 // process starts: one located error per mismatch, naming the step, all of
 // them. A step whose input is the process's own (a SERVER step that
 // references nothing) is left to the action, since no schema describes it.
-func checkInputs(ctx context.Context, acts *Actions, file string, p *compile.Process) error {
+func checkInputs(ctx context.Context, acts *action.Registry, file string, p *compile.Process) error {
 	if acts == nil {
 		return nil
 	}

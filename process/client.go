@@ -20,7 +20,9 @@ import (
 	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/temporal"
 
+	"github.com/augceo/vibe/action"
 	"github.com/augceo/vibe/compile"
+	"github.com/augceo/vibe/internal/execution"
 	"github.com/augceo/vibe/internal/wfid"
 	"github.com/augceo/vibe/jsonv"
 	"github.com/augceo/vibe/registry"
@@ -41,7 +43,7 @@ type Client struct {
 	// action declares its input schema (Action.InputSchema, as MCP tools
 	// do) is checked against it before the process starts, and a mismatch
 	// is an error naming the step.
-	Registered *Actions
+	Registered *action.Registry
 }
 
 // StartOptions says which process to start and with what.
@@ -184,19 +186,11 @@ type Info struct {
 // Get returns a process's view, read from its workflow with the query
 // "view" (which also works once the workflow has closed).
 func (c *Client) Get(ctx context.Context, id string) (*Info, error) {
-	desc, err := c.Temporal.DescribeWorkflowExecution(ctx, id, "")
+	// Another workflow — a Vessel request, a fire-and-forget action — is
+	// no process, though it may answer a query of the same name.
+	ex, err := execution.Describe(ctx, c.Temporal, id, ErrNotFound, WorkflowName, DirectCallName)
 	if err != nil {
-		var nf *serviceerror.NotFound
-		if errors.As(err, &nf) {
-			return nil, fmt.Errorf("%w: %s", ErrNotFound, id)
-		}
 		return nil, err
-	}
-	ex := desc.GetWorkflowExecutionInfo()
-	if t := ex.GetType().GetName(); t != WorkflowName && t != DirectCallName {
-		// Another workflow — a Vessel request, a fire-and-forget action —
-		// is no process, though it may answer a query of the same name.
-		return nil, fmt.Errorf("%w: %s", ErrNotFound, id)
 	}
 	info := &Info{ID: id, Process: memoProcess(ex.GetMemo()), StartedAt: ex.GetStartTime().AsTime()}
 	if ex.GetType().GetName() == DirectCallName {
@@ -439,22 +433,14 @@ func (c *Client) Answer(ctx context.Context, id string, answer jsonv.Value) (*Vi
 // already stays as it was; an id of another workflow (a Vessel request) is
 // not found.
 func (c *Client) Cancel(ctx context.Context, id string) error {
-	desc, err := c.Temporal.DescribeWorkflowExecution(ctx, id, "")
-	var nf *serviceerror.NotFound
-	switch {
-	case errors.As(err, &nf):
-		return fmt.Errorf("%w: %s", ErrNotFound, id)
-	case err != nil:
-		return fmt.Errorf("cancel %s: %w", id, err)
-	}
-	ex := desc.GetWorkflowExecutionInfo()
-	if t := ex.GetType().GetName(); t != WorkflowName && t != DirectCallName {
-		return fmt.Errorf("%w: %s", ErrNotFound, id)
+	ex, err := execution.Describe(ctx, c.Temporal, id, ErrNotFound, WorkflowName, DirectCallName)
+	if err != nil {
+		return err
 	}
 	if ex.GetStatus() != enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
 		return nil
 	}
-	if err := c.Temporal.CancelWorkflow(ctx, id, ""); err != nil && !errors.As(err, &nf) {
+	if err := c.Temporal.CancelWorkflow(ctx, id, ""); err != nil && !execution.IsNotFound(err) {
 		return fmt.Errorf("cancel %s: %w", id, err)
 	}
 	return nil
@@ -464,13 +450,12 @@ func (c *Client) Cancel(ctx context.Context, id string) error {
 // The engine says only "not found" of a workflow that has closed, so that
 // case asks the engine how the process ended.
 func (c *Client) answerError(ctx context.Context, id string, err error) error {
-	var nf *serviceerror.NotFound
-	if errors.As(err, &nf) {
-		desc, derr := c.Temporal.DescribeWorkflowExecution(ctx, id, "")
-		if derr != nil || desc.GetWorkflowExecutionInfo().GetStatus() == enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
+	if execution.IsNotFound(err) {
+		ex, derr := execution.Describe(ctx, c.Temporal, id, ErrNotFound, WorkflowName)
+		if derr != nil || ex.GetStatus() == enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
 			return fmt.Errorf("%w: %s", ErrNotFound, id)
 		}
-		return &NotWaitingError{ID: id, Status: statusOf(desc.GetWorkflowExecutionInfo().GetStatus()), Err: err}
+		return &NotWaitingError{ID: id, Status: statusOf(ex.GetStatus()), Err: err}
 	}
 	msg := ErrorText(err)
 	var ae *temporal.ApplicationError
@@ -543,8 +528,7 @@ func (c *Client) Program(ctx context.Context, id string) (*compile.Program, erro
 	}
 	event, err := iter.Next()
 	if err != nil {
-		var nf *serviceerror.NotFound
-		if errors.As(err, &nf) {
+		if execution.IsNotFound(err) {
 			return nil, fmt.Errorf("%w: %s", ErrNotFound, id)
 		}
 		return nil, fmt.Errorf("read process %s: %w", id, err)

@@ -30,15 +30,12 @@
 // DirectCall: the model fills the instruction, then the action runs with
 // retries; there is no process state.
 //
-// Server actions are Go functions registered by name (Actions.Register,
-// RegisterFunc), or HTTP endpoints and MCP tools declared in an actions
-// file (LoadActions). An MCP tool (MCPTool) takes the step's input as its
-// arguments, flat: the one value a SERVER step references, or the members
-// of the values it references, merged (Unwrapped); its structured result
-// (or text) is the output; a result marked isError is a
-// failure that Temporal retries. Sessions with MCP servers are pooled, one
-// per server (MCPPool). Before a process starts, Client.Start checks each
-// step that runs an MCP tool against the tool's input schema.
+// Server actions — Go functions, HTTP endpoints, MCP tools — are package
+// action's (action.Registry): this package runs them as the activity
+// Activities.Action, with the action's retry policy and the call's
+// idempotency key (action.Key of the workflow id and the step). Before a
+// process starts, Client.Start checks each step that runs an MCP tool
+// against the tool's input schema.
 //
 // Client starts, lists, reads, answers and cancels processes; it is what
 // the HTTP API, the MCP server (package mcpserve) and the command line

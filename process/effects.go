@@ -7,13 +7,6 @@ import (
 	"go.temporal.io/sdk/activity"
 )
 
-// Delivery of effects. Temporal delivers an activity at least once: after
-// a crash, or when an attempt times out, it runs again. So every action
-// call carries an idempotency key that stays the same across retries and
-// restarts — derived from the workflow's id and the step — and an endpoint
-// that honours it (an HTTP action gets it as the Idempotency-Key header, a
-// Go action from IdempotencyKey) applies the effect once.
-//
 // Every activity that waits on the outside (a model, an action, a
 // delegate) heartbeats, so that when its worker dies the engine gives it to
 // another within HeartbeatTimeout instead of waiting out the attempt's
@@ -52,25 +45,3 @@ func KeepAlive(ctx context.Context) (stop func()) {
 	}()
 	return func() { close(done) }
 }
-
-type keyContext struct{}
-
-// WithIdempotencyKey returns ctx carrying an action call's idempotency key.
-func WithIdempotencyKey(ctx context.Context, key string) context.Context {
-	return context.WithValue(ctx, keyContext{}, key)
-}
-
-// IdempotencyKey is the idempotency key of the action call ctx belongs to:
-// the same for every attempt of that call, across retries and restarts,
-// and different for every other call. A Go action that applies an effect
-// (sends a mail, books a room) records the keys it has applied and does
-// nothing for a key it has seen. "" outside an action.
-func IdempotencyKey(ctx context.Context) string {
-	k, _ := ctx.Value(keyContext{}).(string)
-	return k
-}
-
-// actionKey is the idempotency key of a step's action in a workflow: the
-// workflow's id (not its run's, so that work started again under the same
-// id, as a batch resumes, is recognised) and the step.
-func actionKey(workflowID, step string) string { return "vibe:" + workflowID + ":" + step }

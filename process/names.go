@@ -47,6 +47,39 @@ const (
 	SignalWaiting = "vibe.waiting"
 )
 
+// Types of the application errors (temporal.ApplicationError.Type) that a
+// process's activities and workflows fail with. None is retried: each says
+// what has to change before trying again.
+const (
+	// ErrTypeNoProvider: the worker has no model provider (ErrNoProvider).
+	ErrTypeNoProvider = "NoProvider"
+	// ErrTypeNotRecorded: a replaying provider has no recorded answer
+	// (llm.ErrNotRecorded).
+	ErrTypeNotRecorded = "NotRecorded"
+	// ErrTypeInvalidAnswer: the model kept breaking the schema after the
+	// repair turns (llm.InvalidAnswerError); the details hold a FillOutput
+	// with the turns, the usage and the requests.
+	ErrTypeInvalidAnswer = "InvalidAnswer"
+	// ErrTypeModelRefused: the endpoint refused the request (a 4xx other
+	// than 429).
+	ErrTypeModelRefused = "ModelRefused"
+	// ErrTypeNoAction: no action of the step's name is registered on the
+	// worker.
+	ErrTypeNoAction = "NoAction"
+	// ErrTypeBadInput: a step's input cannot be an action's arguments.
+	ErrTypeBadInput = "BadInput"
+	// ErrTypeBadSchema: a schema the engine checks against is itself
+	// invalid.
+	ErrTypeBadSchema = "BadSchema"
+	// ErrTypeBadOutput: an action's result breaks the step's output schema.
+	ErrTypeBadOutput = "BadOutput"
+	// ErrTypeBadProcess: a workflow was started without what it runs.
+	ErrTypeBadProcess = "BadProcess"
+	// ErrTypeGroupFill: the group that fills a process's chunks failed
+	// that fill.
+	ErrTypeGroupFill = "GroupFill"
+)
+
 // Search attributes of a process workflow, so that processes can be listed
 // and filtered in Temporal's own UI and CLI (`temporal workflow list
 // --query 'VibeStatus = "waiting"'`). The engine registers them on its

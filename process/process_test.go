@@ -17,6 +17,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
 
+	"github.com/augceo/vibe/action"
 	"github.com/augceo/vibe/compile"
 	"github.com/augceo/vibe/jsonv"
 	"github.com/augceo/vibe/llm"
@@ -88,29 +89,29 @@ type meetingActions struct {
 	fetchKeys, sendKeys   []string // each attempt's idempotency key
 }
 
-func (m *meetingActions) register(t testing.TB, acts *Actions) {
-	acts.Register(Action{Name: "FetchAvailability_Activity", Retry: &temporal.RetryPolicy{InitialInterval: time.Millisecond, MaximumAttempts: 5},
+func (m *meetingActions) register(t testing.TB, acts *action.Registry) {
+	acts.Register(action.Action{Name: "FetchAvailability_Activity", Retry: &temporal.RetryPolicy{InitialInterval: time.Millisecond, MaximumAttempts: 5},
 		Run: func(ctx context.Context, in jsonv.Value) (jsonv.Value, error) {
 			n := m.fetchCalls.Add(1)
 			m.fetchInput = in
-			m.fetchKeys = append(m.fetchKeys, IdempotencyKey(ctx))
+			m.fetchKeys = append(m.fetchKeys, action.IdempotencyKey(ctx))
 			if n <= m.failFetch {
 				return jsonv.Value{}, fmt.Errorf("calendar unavailable (attempt %d)", n)
 			}
 			return jsonv.Parse([]byte(`{"organizerSlots":["2024-03-20T10:00:00Z","2024-03-20T14:00:00Z"],"attendeeSlots":["2024-03-20T10:00:00Z"]}`))
 		}})
-	RegisterFunc(acts, "sendInvitation", func(ctx context.Context, in struct {
+	action.RegisterFunc(acts, "sendInvitation", func(ctx context.Context, in struct {
 		LLMContext2 struct {
 			DraftInvitation struct{ Subject string } `json:"draftInvitation"`
 		} `json:"llmContext2"`
 	}) (map[string]string, error) {
 		m.sendCalls.Add(1)
-		m.sendKeys = append(m.sendKeys, IdempotencyKey(ctx))
+		m.sendKeys = append(m.sendKeys, action.IdempotencyKey(ctx))
 		return map[string]string{"messageId": "msg-1", "status": "sent: " + in.LLMContext2.DraftInvitation.Subject}, nil
-	}, ActionOptions{})
+	}, action.Options{})
 }
 
-func newEnv(t *testing.T, p llm.Provider, acts *Actions) *testsuite.TestWorkflowEnvironment {
+func newEnv(t *testing.T, p llm.Provider, acts *action.Registry) *testsuite.TestWorkflowEnvironment {
 	var s testsuite.WorkflowTestSuite
 	s.SetLogger(log.NewStructuredLogger(slog.New(slog.DiscardHandler)))
 	env := s.NewTestWorkflowEnvironment()
@@ -120,7 +121,7 @@ func newEnv(t *testing.T, p llm.Provider, acts *Actions) *testsuite.TestWorkflow
 
 func TestScheduleMeetingEndToEnd(t *testing.T) {
 	model := &scripted{answers: meetingAnswers}
-	var acts Actions
+	var acts action.Registry
 	m := &meetingActions{failFetch: 2} // failing twice, then succeeding
 	m.register(t, &acts)
 	env := newEnv(t, model, &acts)
@@ -223,11 +224,11 @@ func TestScheduleMeetingEndToEnd(t *testing.T) {
 }
 
 func TestActionFailsForGood(t *testing.T) {
-	var acts Actions
-	acts.Register(Action{Name: "FetchAvailability_Activity", Run: func(ctx context.Context, in jsonv.Value) (jsonv.Value, error) {
-		return jsonv.Value{}, NonRetryable(errors.New("calendar says: no such user"))
+	var acts action.Registry
+	acts.Register(action.Action{Name: "FetchAvailability_Activity", Run: func(ctx context.Context, in jsonv.Value) (jsonv.Value, error) {
+		return jsonv.Value{}, action.NonRetryable(errors.New("calendar says: no such user"))
 	}})
-	acts.Register(Action{Name: "sendInvitation", Run: func(ctx context.Context, in jsonv.Value) (jsonv.Value, error) { return in, nil }})
+	acts.Register(action.Action{Name: "sendInvitation", Run: func(ctx context.Context, in jsonv.Value) (jsonv.Value, error) { return in, nil }})
 	env := newEnv(t, &scripted{answers: meetingAnswers}, &acts)
 	env.ExecuteWorkflow(WorkflowName, Start{Name: "schedule-meeting", Program: meeting(t).Program()})
 	err := env.GetWorkflowError()
@@ -237,11 +238,11 @@ func TestActionFailsForGood(t *testing.T) {
 }
 
 func TestBadActionOutput(t *testing.T) {
-	var acts Actions
-	acts.Register(Action{Name: "FetchAvailability_Activity", Run: func(ctx context.Context, in jsonv.Value) (jsonv.Value, error) {
+	var acts action.Registry
+	acts.Register(action.Action{Name: "FetchAvailability_Activity", Run: func(ctx context.Context, in jsonv.Value) (jsonv.Value, error) {
 		return jsonv.Parse([]byte(`{"organizerSlots":"tomorrow"}`))
 	}})
-	acts.Register(Action{Name: "sendInvitation", Run: func(ctx context.Context, in jsonv.Value) (jsonv.Value, error) { return in, nil }})
+	acts.Register(action.Action{Name: "sendInvitation", Run: func(ctx context.Context, in jsonv.Value) (jsonv.Value, error) { return in, nil }})
 	env := newEnv(t, &scripted{answers: meetingAnswers}, &acts)
 	env.ExecuteWorkflow(WorkflowName, Start{Name: "schedule-meeting", Program: meeting(t).Program()})
 	err := env.GetWorkflowError()
@@ -253,7 +254,7 @@ func TestBadActionOutput(t *testing.T) {
 func TestFirstChunkGiven(t *testing.T) {
 	// LaunchProcess: the Vessel's model filled the first chunk already.
 	model := &scripted{answers: meetingAnswers}
-	var acts Actions
+	var acts action.Registry
 	(&meetingActions{}).register(t, &acts)
 	env := newEnv(t, model, &acts)
 	env.RegisterDelayedCallback(func() {
@@ -284,8 +285,8 @@ func TestFireAndForgetAndDirectCall(t *testing.T) {
 	reg.Add("aug:instructions/SendLike", mustParse(t, `{"type":"object","properties":{"postId":{"type":"string"}},"required":["postId"]}`))
 	reg.Add("aug:instructions/Thank", mustParse(t, `{"type":"object","properties":{"note":{"type":"string"}},"required":["note"]}`))
 	var sent atomic.Int32
-	var acts Actions
-	acts.Register(Action{Name: "SendLike", Retry: &temporal.RetryPolicy{InitialInterval: time.Millisecond, MaximumAttempts: 3},
+	var acts action.Registry
+	acts.Register(action.Action{Name: "SendLike", Retry: &temporal.RetryPolicy{InitialInterval: time.Millisecond, MaximumAttempts: 3},
 		Run: func(ctx context.Context, in jsonv.Value) (jsonv.Value, error) {
 			if sent.Add(1) == 1 {
 				return jsonv.Value{}, errors.New("flaky")
@@ -330,7 +331,7 @@ func TestFireAndForgetAndDirectCall(t *testing.T) {
 
 func TestAnswerWhenNotWaiting(t *testing.T) {
 	model := &scripted{answers: meetingAnswers}
-	var acts Actions
+	var acts action.Registry
 	(&meetingActions{}).register(t, &acts)
 	env := newEnv(t, model, &acts)
 	var refused error
@@ -355,7 +356,7 @@ func TestAnswerWhenNotWaiting(t *testing.T) {
 // fails the process, and the process keeps the failed call — each answer
 // and its problems by path — for whoever reads why it failed.
 func TestInvalidAnswerKept(t *testing.T) {
-	var acts Actions
+	var acts action.Registry
 	(&meetingActions{}).register(t, &acts)
 	answers := map[string]string{}
 	for k, v := range meetingAnswers {

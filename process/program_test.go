@@ -9,6 +9,7 @@ import (
 
 	"go.temporal.io/sdk/worker"
 
+	"github.com/augceo/vibe/action"
 	"github.com/augceo/vibe/engine"
 	"github.com/augceo/vibe/registry"
 )
@@ -25,7 +26,7 @@ func TestProgramAndFilters(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer eng.Close()
-	var acts Actions
+	var acts action.Registry
 	(&meetingActions{}).register(t, &acts)
 	w := worker.New(eng.Client(), TaskQueue, worker.Options{})
 	Register(w, &Activities{Provider: &scripted{answers: meetingAnswers}, Actions: &acts, Logger: quietLogger()})

@@ -12,6 +12,7 @@ import (
 
 	historypb "go.temporal.io/api/history/v1"
 
+	"github.com/augceo/vibe/action"
 	"github.com/augceo/vibe/engine"
 	"github.com/augceo/vibe/internal/golden"
 )
@@ -50,7 +51,7 @@ func recordHistories(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer eng.Close()
-	var acts Actions
+	var acts action.Registry
 	m := &meetingActions{failFetch: 1}
 	m.register(t, &acts)
 	w := worker.New(eng.Client(), TaskQueue, worker.Options{})

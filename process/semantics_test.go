@@ -11,6 +11,7 @@ import (
 
 	"go.temporal.io/sdk/client"
 
+	"github.com/augceo/vibe/action"
 	"github.com/augceo/vibe/compile"
 	"github.com/augceo/vibe/jsonv"
 	"github.com/augceo/vibe/llm"
@@ -36,7 +37,7 @@ func (s *sequenced) Complete(ctx context.Context, req *llm.Request) (*llm.Respon
 	return &llm.Response{Content: a, Model: "scripted", Usage: llm.Usage{PromptTokens: 10, CompletionTokens: 2}}, nil
 }
 
-func run(t *testing.T, doc string, p llm.Provider, acts *Actions) View {
+func run(t *testing.T, doc string, p llm.Provider, acts *action.Registry) View {
 	t.Helper()
 	proc, err := compile.Compile(context.Background(), "test.json", mustParse(t, doc), compile.Options{Actions: acts.Names()})
 	if err != nil {
@@ -83,7 +84,7 @@ func TestLoop(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			model := &sequenced{answers: map[string][]string{"LLM_llmContext1": tt.answers, "LLM_llmContext2": {title}}}
-			v := run(t, loopProcess, model, &Actions{})
+			v := run(t, loopProcess, model, &action.Registry{})
 			reqs := model.requests["LLM_llmContext1"]
 			if len(reqs) != tt.requests {
 				t.Fatalf("%d requests for the looped chunk, want %d", len(reqs), tt.requests)
@@ -125,8 +126,8 @@ func TestServerStepInputs(t *testing.T) {
 		io.WriteString(w, `{"userId": "u-1", "userName": "Jane"}`)
 	}))
 	defer srv.Close()
-	var acts Actions
-	acts.Register(Action{Name: "FindUser_Activity", Run: HTTPAction{URL: srv.URL}.Run})
+	var acts action.Registry
+	acts.Register(action.Action{Name: "FindUser_Activity", Run: action.HTTP{URL: srv.URL}.Run})
 	doc := `{"type": "object", "properties": {
 	  "llmContext1": {"type": "object", "properties": {
 	    "_considerations": {"type": "string"},

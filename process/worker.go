@@ -4,15 +4,17 @@ import (
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
+
+	"github.com/augceo/vibe/action"
 )
 
 // RegisterWorkflows registers Vibe's process workflows and the local
 // activity they check values with: a worker that answers queries (vibe
 // show) without running any model call or action. The Vessel workflow
 // (package request) uses that local activity too.
-func RegisterWorkflows(w worker.WorkflowRegistry, actions *Actions) {
+func RegisterWorkflows(w worker.WorkflowRegistry, actions *action.Registry) {
 	if actions == nil {
-		actions = &Actions{}
+		actions = &action.Registry{}
 	}
 	wf := &Workflows{Actions: actions}
 	w.RegisterWorkflowWithOptions(wf.Process, workflow.RegisterOptions{Name: WorkflowName})
@@ -29,7 +31,7 @@ func RegisterWorkflows(w worker.WorkflowRegistry, actions *Actions) {
 // (polling TaskQueue).
 func Register(w worker.Registry, acts *Activities) {
 	if acts.Actions == nil {
-		acts.Actions = &Actions{}
+		acts.Actions = &action.Registry{}
 	}
 	RegisterWorkflows(w, acts.Actions)
 	w.RegisterActivityWithOptions(acts.Fill, activity.RegisterOptions{Name: FillName})

@@ -11,6 +11,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
+	"github.com/augceo/vibe/action"
 	"github.com/augceo/vibe/compile"
 	"github.com/augceo/vibe/compose"
 	"github.com/augceo/vibe/jsonv"
@@ -29,7 +30,7 @@ var (
 // Workflows holds the workflow functions; they need the worker's actions
 // only for their retry policies and timeouts.
 type Workflows struct {
-	Actions *Actions
+	Actions *action.Registry
 }
 
 // Process is the process workflow: it runs the prepared program chunk by
@@ -44,7 +45,7 @@ func (w *Workflows) Process(ctx workflow.Context, in Start) (View, error) {
 		return r.view, err
 	}
 	if in.Program == nil || len(in.Program.Chunks) == 0 {
-		return r.fail(ctx, temporal.NewNonRetryableApplicationError("the process has no program: start it with process.Client or a Vessel's launch", "BadProcess", nil))
+		return r.fail(ctx, temporal.NewNonRetryableApplicationError("the process has no program: start it with process.Client or a Vessel's launch", ErrTypeBadProcess, nil))
 	}
 	for i := range in.Program.Chunks {
 		ch := &in.Program.Chunks[i]
@@ -72,7 +73,7 @@ func (w *Workflows) Process(ctx workflow.Context, in Start) (View, error) {
 // processRun is one process's interpreter.
 type processRun struct {
 	in   Start
-	acts *Actions
+	acts *action.Registry
 	view View
 	// answer is the person's accepted answer, set by the update handler.
 	answer *jsonv.Value
@@ -164,7 +165,7 @@ func (r *processRun) llmChunk(ctx workflow.Context, idx int) error {
 func failedFill(err error) (FillOutput, bool) {
 	var ae *temporal.ApplicationError
 	var out FillOutput
-	if !errors.As(err, &ae) || ae.Type() != "InvalidAnswer" || !ae.HasDetails() || ae.Details(&out) != nil {
+	if !errors.As(err, &ae) || ae.Type() != ErrTypeInvalidAnswer || !ae.HasDetails() || ae.Details(&out) != nil {
 		return FillOutput{}, false
 	}
 	return out, true
@@ -185,7 +186,7 @@ func (r *processRun) groupFill(ctx workflow.Context, idx int, mctx jsonv.Value) 
 			continue // a stale answer to an earlier chunk, sent twice
 		}
 		if f.Error != "" {
-			return FillOutput{}, temporal.NewNonRetryableApplicationError(f.Error, "GroupFill", nil)
+			return FillOutput{}, temporal.NewNonRetryableApplicationError(f.Error, ErrTypeGroupFill, nil)
 		}
 		return f.Output, nil
 	}
@@ -342,7 +343,7 @@ type DirectResult struct {
 // with the last step's value, with retries. It keeps no process state.
 func (w *Workflows) DirectCall(ctx workflow.Context, in Start) (DirectResult, error) {
 	if in.Program == nil || in.Program.Direct == nil {
-		return DirectResult{}, temporal.NewNonRetryableApplicationError("the process is not a direct server call", "BadProcess", nil)
+		return DirectResult{}, temporal.NewNonRetryableApplicationError("the process is not a direct server call", ErrTypeBadProcess, nil)
 	}
 	d := in.Program.Direct
 	ch := &in.Program.Chunks[d.Chunk]
@@ -374,14 +375,14 @@ func ExecuteFill(ctx workflow.Context, in FillInput) (FillOutput, error) {
 // retry policy and timeout from acts (or the defaults): the one way every
 // workflow of Vibe runs an action. The workflow's id is filled in, and the
 // call's idempotency key derived from it and in.Step unless in.Key is set.
-func ExecuteAction(ctx workflow.Context, acts *Actions, in ActionInput) (jsonv.Value, error) {
+func ExecuteAction(ctx workflow.Context, acts *action.Registry, in ActionInput) (jsonv.Value, error) {
 	if in.Process == "" {
 		in.Process = workflow.GetInfo(ctx).WorkflowExecution.ID
 	}
 	if in.Key == "" {
-		in.Key = actionKey(in.Process, in.Step)
+		in.Key = action.Key(in.Process, in.Step)
 	}
-	retry, timeout := DefaultRetry, DefaultActionTimeout
+	retry, timeout := action.DefaultRetry, action.DefaultTimeout
 	// An exact lookup: a name the worker resolves another way (a pipeline
 	// step's) runs with the default options.
 	if a, ok := acts.Lookup(in.Action); ok {

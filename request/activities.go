@@ -67,7 +67,7 @@ func (a *Activities) Decide(ctx context.Context, in DecideInput) (DecideOutput, 
 	}
 	g, err := vessel.CheckDecision("decision", out.Value, in.Toolset, in.States, in.Rules)
 	if err != nil {
-		return DecideOutput{}, temporal.NewNonRetryableApplicationError(err.Error(), "BadDecision", err)
+		return DecideOutput{}, temporal.NewNonRetryableApplicationError(err.Error(), ErrTypeBadDecision, err)
 	}
 	return DecideOutput{Decision: out.Value, Calls: g, Usage: out.Usage, Replayed: out.Replayed}, nil
 }
@@ -104,11 +104,11 @@ func (a *Activities) Delegate(ctx context.Context, in DelegateInput) (DelegateOu
 		return DelegateOutput{}, err // Temporal retries it
 	}
 	if err != nil {
-		return DelegateOutput{}, temporal.NewNonRetryableApplicationError(err.Error(), "BadDelegate", err)
+		return DelegateOutput{}, temporal.NewNonRetryableApplicationError(err.Error(), ErrTypeBadDelegate, err)
 	}
 	sub, err := d.Prepare(ctx, in.Tool, in.Context, in.Params, vessel.BuildOptions{Registry: loader.Registry, Loader: loader, Actions: a.Actions})
 	if err != nil {
-		return DelegateOutput{}, temporal.NewNonRetryableApplicationError(err.Error(), "BadDelegate", err)
+		return DelegateOutput{}, temporal.NewNonRetryableApplicationError(err.Error(), ErrTypeBadDelegate, err)
 	}
 	return DelegateOutput{ID: d.ID, Name: d.Name, Request: sub}, nil
 }

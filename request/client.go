@@ -11,10 +11,10 @@ import (
 
 	commonpb "go.temporal.io/api/common/v1"
 	enumspb "go.temporal.io/api/enums/v1"
-	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/converter"
 
+	"github.com/augceo/vibe/internal/execution"
 	"github.com/augceo/vibe/internal/wfid"
 	"github.com/augceo/vibe/jsonv"
 	"github.com/augceo/vibe/llm"
@@ -288,15 +288,10 @@ type Info struct {
 // the query "view" (which also works once the workflow has closed). A
 // delegate call's run is a request too.
 func (c *Client) Get(ctx context.Context, id string) (*Info, error) {
-	desc, err := c.Temporal.DescribeWorkflowExecution(ctx, id, "")
-	var nf *serviceerror.NotFound
-	if errors.As(err, &nf) || (err == nil && desc.GetWorkflowExecutionInfo().GetType().GetName() != WorkflowName) {
-		return nil, fmt.Errorf("%w: %s", ErrNotFound, id)
-	}
+	ex, err := execution.Describe(ctx, c.Temporal, id, ErrNotFound, WorkflowName)
 	if err != nil {
 		return nil, err
 	}
-	ex := desc.GetWorkflowExecutionInfo()
 	info := &Info{ID: id, Vessel: memoVessel(ex.GetMemo()), Status: statusOf(ex.GetStatus()), StartedAt: ex.GetStartTime().AsTime()}
 	var v View
 	resp, err := c.Temporal.QueryWorkflow(ctx, id, "", QueryView)

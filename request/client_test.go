@@ -13,6 +13,7 @@ import (
 
 	"go.temporal.io/sdk/worker"
 
+	"github.com/augceo/vibe/action"
 	"github.com/augceo/vibe/engine"
 	"github.com/augceo/vibe/jsonv"
 	"github.com/augceo/vibe/llm/replay"
@@ -58,11 +59,11 @@ func TestClient(t *testing.T) {
 	defer eng.Close()
 
 	release := make(chan struct{})
-	var acts process.Actions
-	acts.Register(process.Action{Name: "fast", Run: func(ctx context.Context, in jsonv.Value) (jsonv.Value, error) {
+	var acts action.Registry
+	acts.Register(action.Action{Name: "fast", Run: func(ctx context.Context, in jsonv.Value) (jsonv.Value, error) {
 		return jsonv.ObjectValue(jsonv.Member{Name: "got", Value: in.Lookup("n")}), nil
 	}})
-	acts.Register(process.Action{Name: "slow", Run: func(ctx context.Context, in jsonv.Value) (jsonv.Value, error) {
+	acts.Register(action.Action{Name: "slow", Run: func(ctx context.Context, in jsonv.Value) (jsonv.Value, error) {
 		select {
 		case <-release:
 		case <-ctx.Done():

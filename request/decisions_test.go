@@ -8,9 +8,9 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/augceo/vibe/action"
 	"github.com/augceo/vibe/internal/llmtest"
 	"github.com/augceo/vibe/jsonv"
-	"github.com/augceo/vibe/process"
 	"github.com/augceo/vibe/schema"
 	"github.com/augceo/vibe/vessel"
 )
@@ -140,10 +140,10 @@ func TestSemanticRepairs(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			var mu sync.Mutex
 			ran := map[string]int{}
-			var acts process.Actions
-			acts.Register(process.Action{Name: "count", Run: func(ctx context.Context, in jsonv.Value) (jsonv.Value, error) {
+			var acts action.Registry
+			acts.Register(action.Action{Name: "count", Run: func(ctx context.Context, in jsonv.Value) (jsonv.Value, error) {
 				mu.Lock()
-				ran[process.IdempotencyKey(ctx)]++
+				ran[action.IdempotencyKey(ctx)]++
 				mu.Unlock()
 				return in, nil
 			}})

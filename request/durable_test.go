@@ -13,6 +13,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/worker"
 
+	"github.com/augceo/vibe/action"
 	"github.com/augceo/vibe/engine"
 	"github.com/augceo/vibe/jsonv"
 	"github.com/augceo/vibe/llm/openai"
@@ -41,7 +42,7 @@ func (ta *tally) run(ctx context.Context, in jsonv.Value) (jsonv.Value, error) {
 		<-ctx.Done()
 		return jsonv.Value{}, ctx.Err()
 	}
-	if key := process.IdempotencyKey(ctx); ta.applied[key] == 0 {
+	if key := action.IdempotencyKey(ctx); ta.applied[key] == 0 {
 		ta.applied[key] = n
 		ta.done[n]++
 	}
@@ -87,9 +88,9 @@ func TestResumeMidBatch(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	actions := func(ta *tally) *process.Actions {
-		var acts process.Actions
-		acts.Register(process.Action{Name: "tally", Run: ta.run, Timeout: 3 * time.Second,
+	actions := func(ta *tally) *action.Registry {
+		var acts action.Registry
+		acts.Register(action.Action{Name: "tally", Run: ta.run, Timeout: 3 * time.Second,
 			Retry: &temporal.RetryPolicy{InitialInterval: 100 * time.Millisecond, MaximumAttempts: 20}})
 		return &acts
 	}
@@ -167,8 +168,8 @@ func TestLaunch(t *testing.T) {
 		"decision":        `{"_reasoning":"a report is asked for","calls":[{"_tool":"BillingReportProcess","name":"BillingReportProcess","llmContext1":{"_considerations":"Q1 for cust-042","reportParameters":{"customerId":"cust-042","from":"2026-01-01","to":"2026-03-31","currency":"EUR"},"_feedback":"ok"},"_outputPath":"state.launched"}]}`,
 		"LLM_llmContext2": `{"writeReport":{"_arithmetic":"100+250=350","total":350,"outstanding":250,"summary":"Two invoices in Q1; one is unpaid.","$confidence":0.9}}`,
 	})
-	var acts process.Actions
-	acts.Register(process.Action{Name: "FetchInvoices_Activity", Run: func(ctx context.Context, in jsonv.Value) (jsonv.Value, error) {
+	var acts action.Registry
+	acts.Register(action.Action{Name: "FetchInvoices_Activity", Run: func(ctx context.Context, in jsonv.Value) (jsonv.Value, error) {
 		return jsonv.Parse([]byte(`{"invoices":[{"number":"A-1","date":"2026-01-15","amount":100,"paid":true},{"number":"A-2","date":"2026-02-15","amount":250,"paid":false}]}`))
 	}})
 	w := startWorker(t, eng, &process.Activities{Provider: openai.New(openai.Options{Model: "m", BaseURL: model.URL, APIKey: "k"}), Actions: &acts, Logger: quiet()})

@@ -22,3 +22,13 @@ const (
 	// listings.
 	MemoVessel = "vessel"
 )
+
+// Types of the application errors (temporal.ApplicationError.Type) a
+// request's own activities fail with, not retried; its model calls and
+// actions fail with process's (process.ErrTypeInvalidAnswer, …).
+const (
+	// ErrTypeBadDecision: the decision could not be made or read.
+	ErrTypeBadDecision = "BadDecision"
+	// ErrTypeBadDelegate: a delegate could not be loaded or prepared.
+	ErrTypeBadDelegate = "BadDelegate"
+)

@@ -14,6 +14,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 	"google.golang.org/protobuf/encoding/protojson"
 
+	"github.com/augceo/vibe/action"
 	"github.com/augceo/vibe/engine"
 	"github.com/augceo/vibe/internal/golden"
 	"github.com/augceo/vibe/internal/llmtest"
@@ -88,9 +89,9 @@ func recordHistories(t *testing.T) {
 		}
 		return `{"_reasoning": "x", "calls": [{"_tool": "count", "n": 1}, {"_tool": "count", "n": "†state.label"}]}`
 	})
-	var acts process.Actions
-	acts.Register(process.Action{Name: "count", Run: func(ctx context.Context, in jsonv.Value) (jsonv.Value, error) { return in, nil }})
-	acts.Register(process.Action{Name: "FetchInvoices_Activity", Run: func(ctx context.Context, in jsonv.Value) (jsonv.Value, error) {
+	var acts action.Registry
+	acts.Register(action.Action{Name: "count", Run: func(ctx context.Context, in jsonv.Value) (jsonv.Value, error) { return in, nil }})
+	acts.Register(action.Action{Name: "FetchInvoices_Activity", Run: func(ctx context.Context, in jsonv.Value) (jsonv.Value, error) {
 		return jsonv.Parse([]byte(`{"invoices":[{"number":"A-1","date":"2026-01-15","amount":100,"paid":true},{"number":"A-2","date":"2026-02-15","amount":250,"paid":false}]}`))
 	}})
 	_, musicReg := example(t, "music", "producer.vessel.json")

@@ -20,6 +20,7 @@ import (
 	"go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/testsuite"
 
+	"github.com/augceo/vibe/action"
 	"github.com/augceo/vibe/internal/llmtest"
 	"github.com/augceo/vibe/jsonv"
 	"github.com/augceo/vibe/llm/openai"
@@ -73,7 +74,7 @@ func quiet() *slog.Logger { return slog.New(slog.DiscardHandler) }
 
 // runRequest runs a request in Temporal's test environment and fails the
 // test on a workflow error.
-func runRequest(t *testing.T, in Input, model string, acts *process.Actions) vessel.Result {
+func runRequest(t *testing.T, in Input, model string, acts *action.Registry) vessel.Result {
 	t.Helper()
 	res, err := execute(t, in, model, acts, &vessel.Loader{})
 	if err != nil {
@@ -84,13 +85,13 @@ func runRequest(t *testing.T, in Input, model string, acts *process.Actions) ves
 
 // execute runs a request in Temporal's test environment: the model at
 // model ("" for none), the actions acts, delegates loaded through loader.
-func execute(t *testing.T, in Input, model string, acts *process.Actions, loader *vessel.Loader) (vessel.Result, error) {
+func execute(t *testing.T, in Input, model string, acts *action.Registry, loader *vessel.Loader) (vessel.Result, error) {
 	t.Helper()
 	var s testsuite.WorkflowTestSuite
 	s.SetLogger(log.NewStructuredLogger(slog.New(slog.DiscardHandler)))
 	env := s.NewTestWorkflowEnvironment()
 	if acts == nil {
-		acts = &process.Actions{}
+		acts = &action.Registry{}
 	}
 	acti := &process.Activities{Actions: acts, Logger: quiet()}
 	if model != "" {
@@ -245,8 +246,8 @@ func TestPlan(t *testing.T) {
 			{"_tool":"lookup","id":"†state.userId","_outputPath":"state.user"},
 			{"_tool":"greet","who":"†state.user","_outputPath":"state.greeting"},
 			{"_tool":"log","msg":"started"}]}]`)
-	var acts process.Actions
-	acts.Register(process.Action{Name: "greet", Run: func(ctx context.Context, in jsonv.Value) (jsonv.Value, error) {
+	var acts action.Registry
+	acts.Register(action.Action{Name: "greet", Run: func(ctx context.Context, in jsonv.Value) (jsonv.Value, error) {
 		return jsonv.StringValue("hello " + in.Lookup("who").Lookup("id").Str()), nil
 	}})
 	res := runRequest(t, Input{Toolset: ts, Context: ctx}, "", &acts)

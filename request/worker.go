@@ -5,13 +5,13 @@ import (
 	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/augceo/vibe/process"
+	"github.com/augceo/vibe/action"
 )
 
 // RegisterWorkflow registers only the Vessel workflow, for a replayer or a
 // worker that runs no activities. actions are the worker's registered
 // actions, for their retry policies and timeouts.
-func RegisterWorkflow(w worker.WorkflowRegistry, actions *process.Actions) {
+func RegisterWorkflow(w worker.WorkflowRegistry, actions *action.Registry) {
 	wf := &Workflows{Actions: actions}
 	w.RegisterWorkflowWithOptions(wf.Request, workflow.RegisterOptions{Name: WorkflowName})
 }

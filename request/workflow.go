@@ -11,6 +11,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
+	"github.com/augceo/vibe/action"
 	"github.com/augceo/vibe/compose"
 	"github.com/augceo/vibe/internal/wfid"
 	"github.com/augceo/vibe/jsonv"
@@ -25,7 +26,7 @@ const MaxParallel = 16
 // Workflows holds the Vessel workflow; it needs the worker's actions only
 // for their retry policies and timeouts.
 type Workflows struct {
-	Actions *process.Actions
+	Actions *action.Registry
 }
 
 // Request runs a Vessel request durably: the model decides (an activity)

@@ -7,6 +7,7 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/worker"
 
+	"github.com/augceo/vibe/action"
 	"github.com/augceo/vibe/batch"
 	"github.com/augceo/vibe/llm"
 	"github.com/augceo/vibe/process"
@@ -22,7 +23,7 @@ type WorkerOptions struct {
 	// and waits for people).
 	Provider llm.Provider
 	// Actions are the server actions; nil means none.
-	Actions *process.Actions
+	Actions *action.Registry
 	// Loader loads delegates; nil means anonymous ones only.
 	Loader *vessel.Loader
 	// Logger receives the per-call records; nil means slog.Default().
@@ -36,7 +37,7 @@ type WorkerOptions struct {
 // activity registered, not yet started.
 func NewWorker(c client.Client, opts WorkerOptions) worker.Worker {
 	if opts.Actions == nil {
-		opts.Actions = &process.Actions{}
+		opts.Actions = &action.Registry{}
 	}
 	w := worker.New(c, process.TaskQueue, worker.Options{})
 	if opts.QueryOnly {

@@ -14,7 +14,7 @@ import (
 	"github.com/spf13/cobra"
 	"go.temporal.io/sdk/worker"
 
-	"github.com/augceo/vibe/llm/replay"
+	"github.com/augceo/vibe/llm"
 	"github.com/augceo/vibe/process"
 	"github.com/augceo/vibe/registry"
 	"github.com/augceo/vibe/schema"
@@ -92,8 +92,7 @@ var hints = []struct {
 }
 
 func hint(err error) string {
-	var missing *replay.MissingError
-	if errors.As(err, &missing) || strings.Contains(err.Error(), "no recorded answer for step") {
+	if errors.Is(err, llm.ErrNotRecorded) || strings.Contains(err.Error(), "no recorded answer for step") {
 		return " (record it by running the same command with VIBE_LLM_RECORD=FILE and a live --llm provider)"
 	}
 	if strings.Contains(err.Error(), "error reading server preface") {

@@ -17,6 +17,7 @@ import (
 	"go.temporal.io/sdk/interceptor"
 	"go.temporal.io/sdk/worker"
 
+	"github.com/augceo/vibe/action"
 	"github.com/augceo/vibe/api"
 	"github.com/augceo/vibe/engine"
 	"github.com/augceo/vibe/jsonv"
@@ -149,12 +150,12 @@ func (f *workerFlags) add(cmd *cobra.Command) {
 
 // actions loads the actions file; the sessions with the MCP servers it
 // names are kept in pool.
-func (f *workerFlags) actions(pool *process.MCPPool) (*process.Actions, error) {
-	acts := &process.Actions{}
+func (f *workerFlags) actions(pool *action.MCPPool) (*action.Registry, error) {
+	acts := &action.Registry{}
 	if f.actionsFile == "" {
 		return acts, nil
 	}
-	list, err := process.LoadActions(f.actionsFile, pool)
+	list, err := action.Load(f.actionsFile, pool)
 	if err != nil {
 		return nil, err
 	}
@@ -187,7 +188,7 @@ type local struct {
 	requests  *request.Client
 	telemetry func(context.Context) error // flushes the exporters
 	// mcp holds the sessions with the MCP servers the actions file names.
-	mcp process.MCPPool
+	mcp action.MCPPool
 }
 
 func (l *local) Close() {

@@ -13,6 +13,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/augceo/vibe/action"
 	"github.com/augceo/vibe/engine"
 	"github.com/augceo/vibe/jsonv"
 	"github.com/augceo/vibe/llm/replay"
@@ -61,13 +62,13 @@ func run(ctx context.Context, data, actionsFile, decision string, out io.Writer)
 	if err != nil {
 		return err
 	}
-	var pool process.MCPPool // one session with the calendar, for both tools
+	var pool action.MCPPool // one session with the calendar, for both tools
 	defer pool.Close()
-	list, err := process.LoadActions(actionsFile, &pool)
+	list, err := action.Load(actionsFile, &pool)
 	if err != nil {
 		return err
 	}
-	acts := &process.Actions{}
+	acts := &action.Registry{}
 	for _, a := range list {
 		if err := acts.Register(a); err != nil {
 			return err

@@ -12,6 +12,7 @@ import (
 	"go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/testsuite"
 
+	"github.com/augceo/vibe/action"
 	"github.com/augceo/vibe/compile"
 	"github.com/augceo/vibe/examples/calendar-mcp/calendar"
 	"github.com/augceo/vibe/internal/golden"
@@ -45,13 +46,13 @@ func (authoredModel) Complete(ctx context.Context, req *llm.Request) (*llm.Respo
 }
 
 // inMemory are the example's actions on the calendar in this program.
-func inMemory(t *testing.T) *process.Actions {
-	pool := &process.MCPPool{}
+func inMemory(t *testing.T) *action.Registry {
+	pool := &action.MCPPool{}
 	t.Cleanup(func() { pool.Close() })
-	srv := process.MCPServer{InMemory: calendar.Server(calendar.Options{})}
-	acts := &process.Actions{}
-	acts.Register((&process.MCPTool{Server: srv, Tool: "find_free_slots", Pool: pool}).Action("findFreeSlots"))
-	acts.Register((&process.MCPTool{Server: srv, Tool: "send_invitation", Pool: pool}).Action("sendInvitation"))
+	srv := action.MCPServer{InMemory: calendar.Server(calendar.Options{})}
+	acts := &action.Registry{}
+	acts.Register((&action.MCPTool{Server: srv, Tool: "find_free_slots", Pool: pool}).Action("findFreeSlots"))
+	acts.Register((&action.MCPTool{Server: srv, Tool: "send_invitation", Pool: pool}).Action("sendInvitation"))
 	return acts
 }
 

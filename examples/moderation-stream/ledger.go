@@ -13,8 +13,8 @@ import (
 	"os"
 	"sync"
 
+	"github.com/augceo/vibe/action"
 	"github.com/augceo/vibe/jsonv"
-	"github.com/augceo/vibe/process"
 )
 
 // LedgerFile is the ledger's file in the data directory.
@@ -133,11 +133,11 @@ func (l *Ledger) Record(key string, in jsonv.Value) (jsonv.Value, error) {
 
 // Action is the ledger as the Go action RecordDecision_Activity, keyed by
 // the call's idempotency key.
-func (l *Ledger) Action() process.Action {
-	return process.Action{Name: "RecordDecision_Activity", Run: func(ctx context.Context, in jsonv.Value) (jsonv.Value, error) {
-		out, err := l.Record(process.IdempotencyKey(ctx), in)
+func (l *Ledger) Action() action.Action {
+	return action.Action{Name: "RecordDecision_Activity", Run: func(ctx context.Context, in jsonv.Value) (jsonv.Value, error) {
+		out, err := l.Record(action.IdempotencyKey(ctx), in)
 		if errors.Is(err, errBadCall) {
-			return out, process.NonRetryable(err)
+			return out, action.NonRetryable(err)
 		}
 		return out, err
 	}}

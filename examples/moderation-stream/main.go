@@ -24,6 +24,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/augceo/vibe/action"
 	"github.com/augceo/vibe/batch"
 	"github.com/augceo/vibe/engine"
 	"github.com/augceo/vibe/jsonv"
@@ -175,7 +176,7 @@ func run(ctx context.Context, cfg config, log io.Writer) (*report, error) {
 		return nil, err
 	}
 	defer ledger.Close()
-	acts := &process.Actions{}
+	acts := &action.Registry{}
 	acts.Register(ledger.Action())
 	counted := &counting{Provider: model}
 	w, err := server.StartWorker(eng.Client(), server.WorkerOptions{Provider: counted, Actions: acts, Logger: quiet})

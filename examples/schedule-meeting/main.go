@@ -20,6 +20,7 @@ import (
 	"go.temporal.io/sdk/worker"
 	"golang.org/x/term"
 
+	"github.com/augceo/vibe/action"
 	"github.com/augceo/vibe/engine"
 	"github.com/augceo/vibe/jsonv"
 	"github.com/augceo/vibe/llm"
@@ -63,10 +64,10 @@ func Recording() (*replay.Provider, error) {
 }
 
 // Actions registers the two server actions of the process.
-func Actions() *process.Actions {
-	acts := &process.Actions{}
-	acts.Register(process.Action{Name: "FetchAvailability_Activity", Run: fetchAvailability})
-	acts.Register(process.Action{Name: "sendInvitation", Run: sendInvitation})
+func Actions() *action.Registry {
+	acts := &action.Registry{}
+	acts.Register(action.Action{Name: "FetchAvailability_Activity", Run: fetchAvailability})
+	acts.Register(action.Action{Name: "sendInvitation", Run: sendInvitation})
 	return acts
 }
 
@@ -76,7 +77,7 @@ func fetchAvailability(ctx context.Context, in jsonv.Value) (jsonv.Value, error)
 	q := in.Lookup("llmContext1").Lookup("fetchAvailability")
 	start, err := time.Parse(time.RFC3339, q.Lookup("timeRange").Lookup("start").Str())
 	if err != nil {
-		return jsonv.Value{}, process.NonRetryable(fmt.Errorf("timeRange.start: %w", err))
+		return jsonv.Value{}, action.NonRetryable(fmt.Errorf("timeRange.start: %w", err))
 	}
 	day := start.UTC().Truncate(24 * time.Hour)
 	slots := func(hours ...int) jsonv.Value {
@@ -104,7 +105,7 @@ var sent = struct {
 // sendInvitation "sends" the approved invitation: it prints it, once per
 // idempotency key.
 func sendInvitation(ctx context.Context, in jsonv.Value) (jsonv.Value, error) {
-	key := process.IdempotencyKey(ctx)
+	key := action.IdempotencyKey(ctx)
 	sent.Lock()
 	defer sent.Unlock()
 	if out, ok := sent.byKey[key]; ok && key != "" {

@@ -48,6 +48,10 @@ func (e *MissingError) Error() string {
 		e.Step, h, e.Path, e.Path)
 }
 
+// Is makes a MissingError match llm.ErrNotRecorded, the kind of failure it
+// is, so that nobody outside package llm names this type.
+func (e *MissingError) Is(target error) bool { return target == llm.ErrNotRecorded }
+
 // Provider is an llm.Provider that answers from a recording. It is safe for
 // concurrent use.
 type Provider struct {

@@ -73,7 +73,7 @@ type SendOutput struct {
 }
 
 // MetaIdempotencyKey is where Vibe puts a call's idempotency key in the
-// request's _meta (process.MetaIdempotencyKey).
+// request's _meta (action.MetaIdempotencyKey).
 const MetaIdempotencyKey = "vibe/idempotencyKey"
 
 // outbox applies each idempotency key once: a call is delivered at least

@@ -1,4 +1,4 @@
-package process
+package action
 
 import (
 	"context"
@@ -56,7 +56,7 @@ func TestHTTPAction(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.path, func(t *testing.T) {
-			h := HTTPAction{URL: srv.URL + tt.path, Headers: map[string]string{"Authorization": "Bearer $ACTION_TOKEN"}}
+			h := HTTP{URL: srv.URL + tt.path, Headers: map[string]string{"Authorization": "Bearer $ACTION_TOKEN"}}
 			out, err := h.Run(ctx, in)
 			if got.key != "vibe:p-1:serverContext1.send" || got.auth != "Bearer s3cret" || got.body != `{"b":1,"a":2}` || got.ctype != "application/json" {
 				t.Errorf("request: %+v", got)
@@ -81,7 +81,7 @@ func TestHTTPAction(t *testing.T) {
 func TestLoadActions(t *testing.T) {
 	file := filepath.Join(t.TempDir(), "actions.json")
 	os.WriteFile(file, []byte(`{"Send": "http://127.0.0.1:9/send", "Fetch_Activity": {"url": "https://example.com/f", "headers": {"X-Key": "k"}, "timeout": "5s", "maxAttempts": 3}}`), 0o600)
-	acts, err := LoadActions(file, nil)
+	acts, err := Load(file, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -91,7 +91,7 @@ func TestLoadActions(t *testing.T) {
 	// Every problem with its path: the bad-input catalogue
 	// (cmd/vibe/testdata/bad/vessel/bad-actions-file) shows them all.
 	os.WriteFile(file, []byte(`{"A": {"url": "http://x/a", "maxAttempts": 4294967296}, "B": {"url": "http://x/b", "timeout": "-1s"}}`), 0o600)
-	_, err = LoadActions(file, nil)
+	_, err = Load(file, nil)
 	for _, want := range []string{file + ": /A/maxAttempts: maxAttempts must be an integer from 1 to 1000", file + ": /B/timeout: timeout must be a duration"} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("missing %q in %v", want, err)

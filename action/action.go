@@ -1,4 +1,4 @@
-package process
+package action
 
 import (
 	"bytes"
@@ -24,18 +24,18 @@ import (
 	"github.com/augceo/vibe/schema"
 )
 
-// ActionFunc is a server action on JSON: the input is built from the step's
+// Func is a server action on JSON: the input is built from the step's
 // references, the output is validated against the step's output schema.
-type ActionFunc func(ctx context.Context, input jsonv.Value) (jsonv.Value, error)
+type Func func(ctx context.Context, input jsonv.Value) (jsonv.Value, error)
 
 // Action is a registered server action.
 type Action struct {
 	Name string
-	Run  ActionFunc
+	Run  Func
 	// Retry is Temporal's retry policy for the action; nil means
 	// DefaultRetry. Errors made with NonRetryable are never retried.
 	Retry *temporal.RetryPolicy
-	// Timeout bounds one attempt; 0 means DefaultActionTimeout.
+	// Timeout bounds one attempt; 0 means DefaultTimeout.
 	Timeout time.Duration
 	// Unwrap gives the action, at a SERVER step, the values the step
 	// references rather than the minimal context that holds them under
@@ -58,20 +58,20 @@ var DefaultRetry = &temporal.RetryPolicy{
 	MaximumAttempts:    10,
 }
 
-// DefaultActionTimeout bounds one attempt of an action.
-const DefaultActionTimeout = 5 * time.Minute
+// DefaultTimeout bounds one attempt of an action.
+const DefaultTimeout = 5 * time.Minute
 
-// Actions is a set of server actions by name. The zero value is empty and
+// Registry is a set of server actions by name. The zero value is empty and
 // ready to use; it is safe for concurrent use.
-type Actions struct {
+type Registry struct {
 	mu sync.RWMutex
 	m  map[string]*Action
 }
 
 // Register adds an action. A second action of the same name is an error.
-func (a *Actions) Register(act Action) error {
+func (a *Registry) Register(act Action) error {
 	if act.Name == "" || act.Run == nil {
-		return errors.New("process: an action needs a name and a function")
+		return errors.New("action: an action needs a name and a function")
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -79,23 +79,23 @@ func (a *Actions) Register(act Action) error {
 		a.m = make(map[string]*Action)
 	}
 	if _, dup := a.m[act.Name]; dup {
-		return fmt.Errorf("process: action %q is registered twice", act.Name)
+		return fmt.Errorf("action: action %q is registered twice", act.Name)
 	}
 	a.m[act.Name] = &act
 	return nil
 }
 
-// ActionOptions are the options of RegisterFunc.
-type ActionOptions struct {
+// Options are the options of RegisterFunc.
+type Options struct {
 	Retry   *temporal.RetryPolicy
 	Timeout time.Duration
 }
 
 // RegisterFunc registers a typed Go function as an action: its input is
 // decoded from the step's JSON with encoding/json and its result encoded
-// back. Use Actions.Register with an ActionFunc where member order must be
+// back. Use Registry.Register with a Func where member order must be
 // kept.
-func RegisterFunc[In, Out any](a *Actions, name string, fn func(context.Context, In) (Out, error), opts ActionOptions) error {
+func RegisterFunc[In, Out any](a *Registry, name string, fn func(context.Context, In) (Out, error), opts Options) error {
 	run := func(ctx context.Context, input jsonv.Value) (jsonv.Value, error) {
 		var in In
 		if err := json.Unmarshal(jsonv.Marshal(input), &in); err != nil {
@@ -115,7 +115,7 @@ func RegisterFunc[In, Out any](a *Actions, name string, fn func(context.Context,
 }
 
 // Lookup returns the action of that name.
-func (a *Actions) Lookup(name string) (*Action, bool) {
+func (a *Registry) Lookup(name string) (*Action, bool) {
 	if a == nil {
 		return nil, false
 	}
@@ -128,7 +128,7 @@ func (a *Actions) Lookup(name string) (*Action, bool) {
 // Resolve returns the action a step's action name runs: the action of that
 // name, or the one compile.MatchAction matches it to (a pipeline step
 // "step2_fetch_availability" runs FetchAvailability).
-func (a *Actions) Resolve(name string) (*Action, bool) {
+func (a *Registry) Resolve(name string) (*Action, bool) {
 	if act, ok := a.Lookup(name); ok {
 		return act, true
 	}
@@ -140,7 +140,7 @@ func (a *Actions) Resolve(name string) (*Action, bool) {
 
 // Names returns the registered names, sorted: the compiler's input
 // (compile.Options.Actions).
-func (a *Actions) Names() []string {
+func (a *Registry) Names() []string {
 	if a == nil {
 		return []string{}
 	}
@@ -154,25 +154,29 @@ func (a *Actions) Names() []string {
 	return names
 }
 
+// ErrTypeNonRetryable is the type (temporal.ApplicationError.Type) of an
+// error made with NonRetryable.
+const ErrTypeNonRetryable = "NonRetryable"
+
 // NonRetryable marks err so that the action is not retried: the input is
 // wrong, and trying again will not help.
 func NonRetryable(err error) error {
-	return temporal.NewNonRetryableApplicationError(err.Error(), "NonRetryable", err)
+	return temporal.NewNonRetryableApplicationError(err.Error(), ErrTypeNonRetryable, err)
 }
 
-// HTTPAction is an action that POSTs its input as JSON to an endpoint and
+// HTTP is an action that POSTs its input as JSON to an endpoint and
 // takes the JSON reply as its output. A 2xx reply succeeds; 429, 5xx and
 // transport errors are retried; any other 4xx fails at once. The call's
 // idempotency key (IdempotencyKey) goes in the Idempotency-Key header, the
 // same on every retry: an endpoint that honours it applies the effect once.
-type HTTPAction struct {
+type HTTP struct {
 	URL     string
 	Headers map[string]string
 	Client  *http.Client // nil: a client with a 30 s timeout
 }
 
 // Run calls the endpoint.
-func (h HTTPAction) Run(ctx context.Context, input jsonv.Value) (jsonv.Value, error) {
+func (h HTTP) Run(ctx context.Context, input jsonv.Value) (jsonv.Value, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, h.URL, bytes.NewReader(jsonv.Marshal(input)))
 	if err != nil {
 		return jsonv.Value{}, NonRetryable(err)
@@ -229,8 +233,8 @@ func excerpt(b []byte) string {
 // Bounds of an actions file's settings: a typo such as 4294967296 attempts
 // (which wrapped to 0, unlimited) or a timeout of days is refused.
 const (
-	MaxActionAttempts = 1000
-	MaxActionTimeout  = 24 * time.Hour
+	MaxAttempts = 1000
+	MaxTimeout  = 24 * time.Hour
 )
 
 // validHeader reports whether name is an HTTP header name (an RFC 9110
@@ -247,7 +251,7 @@ func validHeader(name string) bool {
 	return true
 }
 
-// LoadActions reads an actions file: a JSON object from action names to
+// Load reads an actions file: a JSON object from action names to
 // HTTP endpoints or MCP tools. An HTTP endpoint is a URL or an object
 //
 //	{"url": "http://…", "headers": {"Authorization": "Bearer $TOKEN"}, "timeout": "30s", "maxAttempts": 5}
@@ -265,7 +269,7 @@ func validHeader(name string) bool {
 // one per server, shared by every entry that names the same server; nil
 // means a pool of the file's own, whose sessions end with the program.
 // Every problem is reported with the file and JSON path.
-func LoadActions(path string, pool *MCPPool) ([]Action, error) {
+func Load(path string, pool *MCPPool) ([]Action, error) {
 	doc, err := schema.ReadFile(path)
 	if err != nil {
 		return nil, err
@@ -284,7 +288,7 @@ func LoadActions(path string, pool *MCPPool) ([]Action, error) {
 		var act Action
 		switch v.Kind() {
 		case jsonv.KindString:
-			act = Action{Name: name, Run: HTTPAction{URL: v.Str()}.Run}
+			act = Action{Name: name, Run: HTTP{URL: v.Str()}.Run}
 			checkURL(&errs, path, at, name, v.Str())
 		case jsonv.KindObject:
 			timeout, retry := loadRetry(&errs, path, at, v)
@@ -351,7 +355,7 @@ func loadStrings(errs *schema.ErrorList, path string, at jsonv.Pointer, v jsonv.
 
 // loadHTTPAction reads an HTTP endpoint entry.
 func loadHTTPAction(errs *schema.ErrorList, path string, at jsonv.Pointer, name string, v jsonv.Value, timeout time.Duration) Action {
-	h := HTTPAction{URL: v.Lookup("url").Str()}
+	h := HTTP{URL: v.Lookup("url").Str()}
 	if u, ok := v.Get("url"); ok && u.Kind() != jsonv.KindString {
 		errs.Add(path, at.Append("url"), "url must be a string, not %s", u.Kind())
 	}
@@ -416,8 +420,8 @@ func loadRetry(errs *schema.ErrorList, path string, at jsonv.Pointer, v jsonv.Va
 	var timeout time.Duration
 	if t, ok := v.Get("timeout"); ok {
 		d, err := time.ParseDuration(t.Str())
-		if err != nil || d <= 0 || d > MaxActionTimeout {
-			errs.Add(path, at.Append("timeout"), "timeout must be a duration from 1ms to %s, such as \"30s\", not %s", MaxActionTimeout, jsonv.Marshal(t))
+		if err != nil || d <= 0 || d > MaxTimeout {
+			errs.Add(path, at.Append("timeout"), "timeout must be a duration from 1ms to %s, such as \"30s\", not %s", MaxTimeout, jsonv.Marshal(t))
 		} else {
 			timeout = d
 		}
@@ -425,8 +429,8 @@ func loadRetry(errs *schema.ErrorList, path string, at jsonv.Pointer, v jsonv.Va
 	var retry *temporal.RetryPolicy
 	if m, ok := v.Get("maxAttempts"); ok {
 		n, isInt := m.Int()
-		if !isInt || n < 1 || n > MaxActionAttempts {
-			errs.Add(path, at.Append("maxAttempts"), "maxAttempts must be an integer from 1 to %d, not %s", MaxActionAttempts, jsonv.Marshal(m))
+		if !isInt || n < 1 || n > MaxAttempts {
+			errs.Add(path, at.Append("maxAttempts"), "maxAttempts must be an integer from 1 to %d, not %s", MaxAttempts, jsonv.Marshal(m))
 			n = 1
 		}
 		r := *DefaultRetry
@@ -434,4 +438,40 @@ func loadRetry(errs *schema.ErrorList, path string, at jsonv.Pointer, v jsonv.Va
 		retry = &r
 	}
 	return timeout, retry
+}
+
+// Unwrapped is what an action that takes its arguments unwrapped
+// (Action.Unwrap: an MCP tool) gets from a step's input, the minimal
+// context of its references: the one value the step references, or the
+// members of the objects it references, merged in order — from
+// {"llmContext2": {"draft": {"to", "subject"}}, "userContext": {"approve":
+// {"decision"}}}, {"to", "subject", "decision"}. Two references that give
+// the same member are an error.
+func Unwrapped(input jsonv.Value, refs []jsonv.Pointer) (jsonv.Value, error) {
+	if len(refs) == 1 {
+		v, err := input.At(refs[0])
+		if err != nil {
+			return jsonv.Value{}, fmt.Errorf("its input has no %s: %w", refs[0], err)
+		}
+		return v, nil
+	}
+	out := jsonv.NewObject(8)
+	from := map[string]jsonv.Pointer{}
+	for _, p := range refs {
+		v, err := input.At(p)
+		if err != nil {
+			return jsonv.Value{}, fmt.Errorf("its input has no %s: %w", p, err)
+		}
+		if v.Object() == nil {
+			return jsonv.Value{}, fmt.Errorf("%s is %s, not an object whose members are arguments", p, v.Kind())
+		}
+		for name, m := range v.Members() {
+			if other, dup := from[name]; dup {
+				return jsonv.Value{}, fmt.Errorf("%s and %s both give the argument %q", other, p, name)
+			}
+			from[name] = p
+			out.Set(name, m)
+		}
+	}
+	return out.Value(), nil
 }
