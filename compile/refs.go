@@ -169,3 +169,24 @@ func (c *compiler) reaches(a, b *Step) bool {
 	}
 	return visit(a)
 }
+
+// refs sets a chunk's references: those of its steps that lie outside it,
+// in order of first use.
+func (c *compiler) refs(ch *Chunk) {
+	inside := make(map[*Step]bool, len(ch.Steps))
+	for _, s := range ch.Steps {
+		inside[s] = true
+	}
+	seen := map[string]bool{}
+	for _, r := range ch.References {
+		seen[r.String()] = true
+	}
+	for _, s := range ch.Steps {
+		for _, r := range s.References {
+			if !inside[r.Step] && !seen[r.String()] {
+				seen[r.String()] = true
+				ch.References = append(ch.References, r)
+			}
+		}
+	}
+}

@@ -46,7 +46,8 @@ type Result struct {
 	// Value is the whole valid answer, thinking fields and metrics included.
 	Value jsonv.Value
 	// Output, Thinking and Metrics are Value split by the `_` / `$`
-	// convention (compose.Split).
+	// convention (compose.Split), once, here: a caller that keeps the
+	// answer keeps these rather than splitting Value again.
 	Output   jsonv.Value
 	Thinking []compose.Field
 	Metrics  []compose.Field

@@ -14,6 +14,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/augceo/vibe/action"
+	"github.com/augceo/vibe/compose"
 	"github.com/augceo/vibe/jsonv"
 	"github.com/augceo/vibe/llm"
 	"github.com/augceo/vibe/schema"
@@ -70,6 +71,11 @@ type FillOutput struct {
 	Replayed bool        `json:"replayed,omitempty"`
 	// Turns are the requests sent and their answers, repairs included.
 	Turns []llm.Turn `json:"turns,omitempty"`
+	// Output, Thinking and Metrics are Value split by the `_` / `$`
+	// convention, as llm.Fill split it; Parts has them.
+	Output   jsonv.Value     `json:"output,omitzero"`
+	Thinking []compose.Field `json:"thinking,omitempty"`
+	Metrics  []compose.Field `json:"metrics,omitempty"`
 }
 
 // Fill answers an LLM chunk. An answer that keeps breaking the schema after
@@ -119,7 +125,8 @@ func (a *Activities) FillChecked(ctx context.Context, in FillInput, check func(j
 	}
 	span.SetAttributes(attribute.Int64("gen_ai.usage.input_tokens", res.Usage.PromptTokens), attribute.Int64("gen_ai.usage.output_tokens", res.Usage.CompletionTokens),
 		attribute.Int("vibe.requests", res.Requests))
-	return FillOutput{Value: res.Value, Usage: res.Usage, Model: res.Model, Requests: res.Requests, Replayed: res.Replayed, Turns: res.Turns}, nil
+	return FillOutput{Value: res.Value, Usage: res.Usage, Model: res.Model, Requests: res.Requests, Replayed: res.Replayed, Turns: res.Turns,
+		Output: res.Output, Thinking: res.Thinking, Metrics: res.Metrics}, nil
 }
 
 // FillError is the error an activity that fills LLM chunks fails with,

@@ -9,7 +9,6 @@ import (
 	"github.com/augceo/vibe/compose"
 	"github.com/augceo/vibe/jsonv"
 	"github.com/augceo/vibe/llm"
-	"github.com/augceo/vibe/schema"
 )
 
 // Status is a process's status.
@@ -138,10 +137,21 @@ func newView(in Start) View {
 	return v
 }
 
-// keep stores a step's value: its output in state, its thinking fields and
-// metrics beside, under the step's qualified name. It returns the output.
-func (v *View) keep(s *compile.ProgramStep, value jsonv.Value) (jsonv.Value, error) {
-	parts := compose.Split(value)
+// Parts is the answer split by the `_` / `$` convention: as llm.Fill split
+// it in the activity, or, for an output that carries only Value (a batch's
+// item, whose part of a multiplexed answer no one split; an output recorded
+// before the split was carried), split now.
+func (o FillOutput) Parts() compose.Parts {
+	if o.Output.IsNull() && !o.Value.IsNull() {
+		return compose.Split(o.Value)
+	}
+	return compose.Parts{Output: o.Output, Thinking: o.Thinking, Metrics: o.Metrics}
+}
+
+// keep stores a step's value, split: its output in state, its thinking
+// fields and metrics beside, under the step's qualified name. It returns
+// the output.
+func (v *View) keep(s *compile.ProgramStep, parts compose.Parts) (jsonv.Value, error) {
 	if _, err := jsonv.SetAll(v.State, s.State.Pointer(), parts.Output); err != nil {
 		return jsonv.Value{}, fmt.Errorf("step %s: the process state has no place for its result: %w", s.Qualified(), err)
 	}
@@ -155,21 +165,28 @@ func (v *View) keep(s *compile.ProgramStep, value jsonv.Value) (jsonv.Value, err
 	return parts.Output, nil
 }
 
-// keepChunk stores a chunk's value: each step's part, and the members
-// that are no step — a mixin's _considerations, a loop's _loopDone, a "$"
-// metric of the context — as the chunk's own thinking and metrics.
-func (v *View) keepChunk(ch *compile.ProgramChunk, value jsonv.Value) ([]jsonv.Value, error) {
-	if value.Object() == nil {
-		return nil, fmt.Errorf("chunk %s: the value is %s, not an object of its steps", ch.Name, value.Kind())
+// keepChunk stores a chunk's value, split: each step's part, and the
+// members that are no step — a mixin's _considerations, a loop's
+// _loopDone, a "$" metric of the context — as the chunk's own thinking and
+// metrics.
+func (v *View) keepChunk(ch *compile.ProgramChunk, parts compose.Parts) ([]jsonv.Value, error) {
+	if parts.Output.Object() == nil {
+		return nil, fmt.Errorf("chunk %s: the value is %s, not an object of its steps", ch.Name, parts.Output.Kind())
 	}
 	thinking, metrics := jsonv.NewObject(0), jsonv.NewObject(0)
-	for name, m := range value.Members() {
-		switch {
-		case ch.Step(name) != nil:
-		case schema.IsMetric(name):
-			metrics.Set(name, m)
-		default:
-			thinking.Set(name, m)
+	for _, f := range parts.Thinking {
+		if f.Path.Parent() == "" {
+			thinking.Set(f.Name, f.Value)
+		}
+	}
+	for _, f := range parts.Metrics {
+		if f.Path.Parent() == "" {
+			metrics.Set(f.Name, f.Value)
+		}
+	}
+	for name, m := range parts.Output.Members() {
+		if ch.Step(name) == nil {
+			thinking.Set(name, m) // a member the schema does not name: kept, but not as output
 		}
 	}
 	if thinking.Len() > 0 {
@@ -181,17 +198,39 @@ func (v *View) keepChunk(ch *compile.ProgramChunk, value jsonv.Value) ([]jsonv.V
 	outs := make([]jsonv.Value, len(ch.Steps))
 	for i := range ch.Steps {
 		s := &ch.Steps[i]
-		m, ok := value.Get(s.Name)
+		sp, ok := member(parts, s.Name)
 		if !ok {
 			return nil, fmt.Errorf("chunk %s: the value has no step %q", ch.Name, s.Name)
 		}
-		out, err := v.keep(s, m)
+		out, err := v.keep(s, sp)
 		if err != nil {
 			return nil, err
 		}
 		outs[i] = out
 	}
 	return outs, nil
+}
+
+// member is the part of a split object that member name holds: its output,
+// and the thinking fields and metrics inside it, their paths taken from
+// the member — what splitting the member alone gives.
+func member(parts compose.Parts, name string) (compose.Parts, bool) {
+	out, ok := parts.Output.Get(name)
+	if !ok {
+		return compose.Parts{}, false
+	}
+	at := string(jsonv.PointerTo(name)) + "/"
+	inside := func(fs []compose.Field) []compose.Field {
+		var in []compose.Field
+		for _, f := range fs {
+			if rest, ok := strings.CutPrefix(string(f.Path), at); ok {
+				f.Path = jsonv.Pointer("/" + rest)
+				in = append(in, f)
+			}
+		}
+		return in
+	}
+	return compose.Parts{Output: out, Thinking: inside(parts.Thinking), Metrics: inside(parts.Metrics)}, true
 }
 
 // account adds a filled chunk's call to the usage of the process, the

@@ -115,8 +115,10 @@ func ErrorText(err error) string {
 // is kept.
 func (r *processRun) llmChunk(ctx workflow.Context, idx int) error {
 	ch := &r.in.Program.Chunks[idx]
-	value := r.in.First
-	if idx != 0 || value.IsNull() {
+	var parts compose.Parts // the value kept, split
+	if idx == 0 && !r.in.First.IsNull() {
+		parts = compose.Split(r.in.First) // a Vessel filled it: no model call here split it
+	} else {
 		mctx, err := r.view.context(ch.References)
 		if err != nil {
 			return fmt.Errorf("chunk %s: %w", ch.Name, err)
@@ -140,15 +142,15 @@ func (r *processRun) llmChunk(ctx workflow.Context, idx int) error {
 				}
 				return fmt.Errorf("chunk %s: %w", ch.Name, err)
 			}
-			value = out.Value
 			r.view.account(ch, in, out)
-			if ch.Loop == nil || attempt >= ch.Loop.Max || loopDone(value, ch.Loop) {
+			if ch.Loop == nil || attempt >= ch.Loop.Max || loopDone(out.Value, ch.Loop) {
+				parts = out.Parts()
 				break
 			}
-			in.Previous = value
+			in.Previous = out.Value
 		}
 	}
-	outs, err := r.view.keepChunk(ch, value)
+	outs, err := r.view.keepChunk(ch, parts)
 	if err != nil {
 		return err
 	}
@@ -255,7 +257,7 @@ func (r *processRun) serverChunk(ctx workflow.Context, ch *compile.ProgramChunk)
 		if s.Blocking {
 			out = jsonv.ObjectValue(jsonv.Member{Name: "input", Value: in}, jsonv.Member{Name: "output", Value: out})
 		}
-		if _, err := r.view.keep(s, out); err != nil {
+		if _, err := r.view.keep(s, compose.Split(out)); err != nil {
 			return err
 		}
 	}
@@ -320,7 +322,7 @@ func (r *processRun) userChunk(ctx workflow.Context, idx int) error {
 	}
 	answer := *r.answer
 	r.view.Waiting = nil
-	_, err = r.view.keepChunk(ch, answer)
+	_, err = r.view.keepChunk(ch, compose.Split(answer))
 	return err
 }
 
@@ -348,14 +350,17 @@ func (w *Workflows) DirectCall(ctx workflow.Context, in Start) (DirectResult, er
 	d := in.Program.Direct
 	ch := &in.Program.Chunks[d.Chunk]
 	res := DirectResult{Action: d.Action, Value: in.First}
+	var input jsonv.Value
 	if in.First.IsNull() {
 		out, err := ExecuteFill(ctx, FillInput{Chunk: ch.Name, System: in.System, Prompt: in.Prompt, Context: jsonv.NewObject(0).Value(), Schema: ch.Schema})
 		if err != nil {
 			return res, err
 		}
 		res.Value, res.Usage = out.Value, out.Usage
+		input = out.Parts().Output.Lookup(d.Step)
+	} else {
+		input = compose.Split(in.First.Lookup(d.Step)).Output // a Vessel filled it: no model call here split it
 	}
-	input := compose.Split(res.Value.Lookup(d.Step)).Output
 	out, err := ExecuteAction(ctx, w.Actions, ActionInput{Step: d.Step, Action: d.Action, Input: input, Output: jsonv.NullValue()})
 	res.Result = out
 	return res, err
