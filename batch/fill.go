@@ -161,6 +161,7 @@ func fillCall(ctx context.Context, p llm.Provider, t FillInput, items []FillItem
 			out.Requests += res.Requests
 			out.Usage = out.Usage.Add(res.Usage)
 			fo.Value, fo.Usage, fo.Model = res.Value, fo.Usage.Add(res.Usage), res.Model
+			fo.Split, fo.Thinking, fo.Metrics = true, res.Thinking, res.Metrics // as llm.Repair split it
 			fo.Requests += res.Requests
 			fo.Turns = append(fo.Turns, res.Turns...)
 			out.Items[first+i] = ItemFill{Output: fo}

@@ -7,9 +7,9 @@ import (
 
 // Field is a member split off a filled value.
 type Field struct {
-	Path  jsonv.Pointer // where it was in the filled value
-	Name  string        // its member name, with the "_" or "$"
-	Value jsonv.Value
+	Path  jsonv.Pointer `json:"path"` // where it was in the filled value
+	Name  string        `json:"name"` // its member name, with the "_" or "$"
+	Value jsonv.Value   `json:"value"`
 }
 
 // Parts is a filled value split by the `_` / `$` convention (SPEC §2).
@@ -31,6 +31,23 @@ func Split(v jsonv.Value) Parts {
 	var p Parts
 	p.Output = p.split("", v)
 	return p
+}
+
+// SplitAt is Split(v) for a value whose thinking fields and metrics a
+// Split of it has already found: it takes them out of a copy of v without
+// deciding again what is thinking. A runtime carries Split's fields beside
+// the value (not the output, which would be the value a second time) and
+// gets the output back with SplitAt. v is not changed.
+func SplitAt(v jsonv.Value, thinking, metrics []Field) Parts {
+	out := v.Clone()
+	for _, fields := range [][]Field{thinking, metrics} {
+		for _, f := range fields {
+			if parent, err := out.At(f.Path.Parent()); err == nil && parent.Object() != nil {
+				parent.Object().Delete(f.Name)
+			}
+		}
+	}
+	return Parts{Output: out, Thinking: thinking, Metrics: metrics}
 }
 
 func (p *Parts) split(at jsonv.Pointer, v jsonv.Value) jsonv.Value {

@@ -71,9 +71,11 @@ type FillOutput struct {
 	Replayed bool        `json:"replayed,omitempty"`
 	// Turns are the requests sent and their answers, repairs included.
 	Turns []llm.Turn `json:"turns,omitempty"`
-	// Output, Thinking and Metrics are Value split by the `_` / `$`
-	// convention, as llm.Fill split it; Parts has them.
-	Output   jsonv.Value     `json:"output,omitzero"`
+	// Split says that llm.Fill split Value by the `_` / `$` convention,
+	// and Thinking and Metrics are the fields it found: Parts gives Value
+	// split without splitting it again. The output is not carried, being
+	// Value a second time in the workflow's history.
+	Split    bool            `json:"split,omitempty"`
 	Thinking []compose.Field `json:"thinking,omitempty"`
 	Metrics  []compose.Field `json:"metrics,omitempty"`
 }
@@ -126,7 +128,7 @@ func (a *Activities) FillChecked(ctx context.Context, in FillInput, check func(j
 	span.SetAttributes(attribute.Int64("gen_ai.usage.input_tokens", res.Usage.PromptTokens), attribute.Int64("gen_ai.usage.output_tokens", res.Usage.CompletionTokens),
 		attribute.Int("vibe.requests", res.Requests))
 	return FillOutput{Value: res.Value, Usage: res.Usage, Model: res.Model, Requests: res.Requests, Replayed: res.Replayed, Turns: res.Turns,
-		Output: res.Output, Thinking: res.Thinking, Metrics: res.Metrics}, nil
+		Split: true, Thinking: res.Thinking, Metrics: res.Metrics}, nil
 }
 
 // FillError is the error an activity that fills LLM chunks fails with,

@@ -138,14 +138,15 @@ func newView(in Start) View {
 }
 
 // Parts is the answer split by the `_` / `$` convention: as llm.Fill split
-// it in the activity, or, for an output that carries only Value (a batch's
-// item, whose part of a multiplexed answer no one split; an output recorded
-// before the split was carried), split now.
+// it in the activity (compose.SplitAt of the fields it found), or, for an
+// output that carries no split (a batch's item, whose part of a
+// multiplexed answer no one split; an output recorded before the split
+// was carried), split now.
 func (o FillOutput) Parts() compose.Parts {
-	if o.Output.IsNull() && !o.Value.IsNull() {
+	if !o.Split {
 		return compose.Split(o.Value)
 	}
-	return compose.Parts{Output: o.Output, Thinking: o.Thinking, Metrics: o.Metrics}
+	return compose.SplitAt(o.Value, o.Thinking, o.Metrics)
 }
 
 // keep stores a step's value, split: its output in state, its thinking

@@ -31,7 +31,7 @@ func TestKeepChunk(t *testing.T) {
 		name string
 		out  any // what the activity (or a group) returned, as it is encoded
 	}{
-		{"the split carried", FillOutput{Value: v, Output: parts.Output, Thinking: parts.Thinking, Metrics: parts.Metrics, Model: "m", Requests: 1}},
+		{"the split carried", FillOutput{Value: v, Split: true, Thinking: parts.Thinking, Metrics: parts.Metrics, Model: "m", Requests: 1}},
 		{"only the value", FillOutput{Value: v, Model: "m", Requests: 1}},
 		{"recorded before the split was carried", mustParse(t, `{"value":`+value+`,"usage":{},"model":"m","requests":1}`)},
 	} {
@@ -70,18 +70,21 @@ func TestKeepChunk(t *testing.T) {
 	}
 }
 
-// TestFillOutputParts: Parts gives the split the output carries as it is,
-// and splits the value only when the output carries none.
+// TestFillOutputParts: Parts takes out the fields the activity's split
+// found, without deciding again what is thinking, and splits the value
+// only when the output carries no split.
 func TestFillOutputParts(t *testing.T) {
-	v := mustParse(t, `{"a":1,"_t":2}`)
-	carried := mustParse(t, `{"a":"as carried"}`)
+	v := mustParse(t, `{"a":1,"_t":2,"b":{"$m":3,"c":[{"_u":4,"d":5}]}}`)
+	parts := compose.Split(v)
 	for _, tt := range []struct {
 		name string
 		out  FillOutput
 		want string
 	}{
-		{"carried", FillOutput{Value: v, Output: carried}, `{"a":"as carried"}`},
-		{"split now", FillOutput{Value: v}, `{"a":1}`},
+		{"carried", FillOutput{Value: v, Split: true, Thinking: parts.Thinking, Metrics: parts.Metrics}, `{"a":1,"b":{"c":[{"d":5}]}}`},
+		// A split that found nothing takes nothing out: "_t" stays.
+		{"carried, none found", FillOutput{Value: v, Split: true}, `{"a":1,"_t":2,"b":{"$m":3,"c":[{"_u":4,"d":5}]}}`},
+		{"split now", FillOutput{Value: v}, `{"a":1,"b":{"c":[{"d":5}]}}`},
 		{"nothing", FillOutput{}, `null`},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
@@ -89,5 +92,8 @@ func TestFillOutputParts(t *testing.T) {
 				t.Errorf("output %s, want %s", got, tt.want)
 			}
 		})
+	}
+	if string(jsonv.Marshal(v)) != `{"a":1,"_t":2,"b":{"$m":3,"c":[{"_u":4,"d":5}]}}` {
+		t.Errorf("Parts changed the value: %s", jsonv.Marshal(v))
 	}
 }

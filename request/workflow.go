@@ -62,7 +62,7 @@ func (w *Workflows) Request(ctx workflow.Context, req vessel.Request) (vessel.Re
 		if err != nil {
 			return res, fmt.Errorf("output: %w", err)
 		}
-		res.Output, res.Usage, res.Replayed = compose.Split(out.Value).Output, out.Usage, out.Replayed
+		res.Output, res.Usage, res.Replayed = out.Parts().Output, out.Usage, out.Replayed
 		return res, nil
 	default:
 		if parts := req.Split(); len(parts) > 1 {
@@ -98,7 +98,7 @@ func (w *Workflows) Request(ctx workflow.Context, req vessel.Request) (vessel.Re
 		if err != nil {
 			return res, fmt.Errorf("output: %w", err)
 		}
-		res.Output, res.Usage = compose.Split(out.Value).Output, res.Usage.Add(out.Usage)
+		res.Output, res.Usage = out.Parts().Output, res.Usage.Add(out.Usage)
 	}
 	return res, nil
 }
