@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"iter"
 	"log/slog"
 	"net/http"
 	"path"
@@ -24,11 +25,12 @@ import (
 )
 
 // Processes is what the server drives: the API's processes, which it can
-// also cancel. process.Client (the engine) and api.Client (a running vibe
-// serve) both are.
+// also cancel and watch. process.Client (the engine) and api.Client (a
+// running vibe serve) both are.
 type Processes interface {
 	api.Processes
 	api.Canceler
+	Watch(ctx context.Context, id string, opts process.WatchOptions) iter.Seq2[*process.Info, error]
 }
 
 // Options configures New. The zero value offers every process of no
