@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"iter"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -175,6 +176,12 @@ func (c *Client) Get(ctx context.Context, id string) (*process.Info, error) {
 		return nil, err
 	}
 	return &info, nil
+}
+
+// Watch follows a process until it has completed or failed, reading it
+// with Get: see process.Watch.
+func (c *Client) Watch(ctx context.Context, id string, opts process.WatchOptions) iter.Seq2[*process.Info, error] {
+	return process.Watch(ctx, c.Get, id, opts)
 }
 
 // List returns a page of processes, newest first.

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"iter"
 	"net/http"
 	"net/url"
 
@@ -222,6 +223,12 @@ func (rc *RequestClient) Get(ctx context.Context, id string) (*request.Info, err
 		return nil, err
 	}
 	return &info, nil
+}
+
+// Watch follows a request until it has completed or failed, reading it
+// with Get: see request.Watch.
+func (rc *RequestClient) Watch(ctx context.Context, id string, opts request.WatchOptions) iter.Seq2[*request.Info, error] {
+	return request.Watch(ctx, rc.Get, id, opts)
 }
 
 // List returns a page of requests, newest first (GET /v1/requests).

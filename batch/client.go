@@ -13,6 +13,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/augceo/vibe/internal/execution"
+	"github.com/augceo/vibe/internal/watch"
 	"github.com/augceo/vibe/process"
 )
 
@@ -84,8 +85,9 @@ func (c *Client) List(ctx context.Context, opts process.ListOptions) ([]Status, 
 type ResultsOptions struct {
 	// After skips the lines up to and including it.
 	After int
-	// Poll is how often a group that has not started yet is looked for;
-	// 0 means a second.
+	// Poll is how often the batch is read while the next group has not
+	// started (the group is looked for when the batch has changed); 0
+	// means a second.
 	Poll time.Duration
 	// Ready reads only what is there: the groups that have finished, up to
 	// the first that has not, without waiting.
@@ -113,17 +115,9 @@ func (c *Client) Results(ctx context.Context, id string, opts ResultsOptions, em
 		err := c.temporal().GetWorkflow(ctx, GroupID(id, g), "").Get(ctx, &res)
 		switch {
 		case execution.IsNotFound(err):
-			st, err := c.Status(ctx, id)
-			if err != nil {
+			started, err := c.awaitGroup(ctx, id, g, opts.Poll)
+			if err != nil || !started {
 				return err
-			}
-			if st.Ended && g >= st.Groups {
-				return nil
-			}
-			select {
-			case <-ctx.Done():
-				return ctx.Err()
-			case <-time.After(opts.Poll):
 			}
 			continue
 		case err != nil:
@@ -139,6 +133,28 @@ func (c *Client) Results(ctx context.Context, id string, opts ResultsOptions, em
 		}
 		g++
 	}
+}
+
+// awaitGroup waits until group g of batch id has started, and reports
+// false when the batch ended without it. Each group tells its batch when
+// it starts, so the group is looked for again each time the batch's
+// status has changed.
+func (c *Client) awaitGroup(ctx context.Context, id string, g int, poll time.Duration) (bool, error) {
+	status := func(ctx context.Context) (*Status, error) { return c.Status(ctx, id) }
+	for st, err := range watch.Changes(ctx, status, watch.Options[*Status]{Interval: poll, Equal: watch.SameJSON[*Status]}) {
+		if err != nil {
+			return false, err
+		}
+		if st.Ended && g >= st.Groups {
+			return false, nil
+		}
+		_, err := c.temporal().DescribeWorkflowExecution(ctx, GroupID(id, g), "")
+		if !execution.IsNotFound(err) {
+			// Started; or an error that reading the group tells again.
+			return true, nil
+		}
+	}
+	return false, ctx.Err()
 }
 
 // complete fills in the output of a result whose group left it to the

@@ -9,6 +9,8 @@ import (
 	"net/url"
 	"strings"
 	"time"
+
+	"github.com/augceo/vibe/internal/watch"
 )
 
 // liveKey marks a request made by an event stream: the page's handler
@@ -33,50 +35,46 @@ func (c *console) events(w http.ResponseWriter, r *http.Request) {
 		c.fail(w, r, &pageError{status: http.StatusNotFound, msg: "no event stream of an event stream"})
 		return
 	}
-	first, err := c.fragment(r.Context(), target)
-	if err != nil {
-		c.fail(w, r, err)
-		return
+	ctx, cancel := context.WithTimeout(r.Context(), streamFor)
+	defer cancel()
+	go func() {
+		select {
+		case <-c.opts.Stop:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	streaming := false
+	// Once the stream has begun, a page that cannot be drawn is sent as
+	// its problem, and the stream goes on.
+	read := func(ctx context.Context) ([]byte, error) {
+		frag, err := c.fragment(ctx, target)
+		if err != nil && streaming && ctx.Err() == nil {
+			return []byte(`<p class="problem">` + template.HTMLEscapeString(err.Error()) + `</p>`), nil
+		}
+		return frag, err
 	}
 	rc := http.NewResponseController(w)
-	rc.SetWriteDeadline(time.Time{})
-	h := w.Header()
-	h.Set("Content-Type", "text/event-stream")
-	h.Set("Cache-Control", "no-store")
-	h.Set("X-Accel-Buffering", "no")
-	w.WriteHeader(http.StatusOK)
-	// The first event is the page as it is now, which may have changed
-	// since the browser drew it; a reconnect is asked for after a second.
-	fmt.Fprint(w, "retry: 1000\n\n")
-	if writeEvent(w, "page", first) != nil || rc.Flush() != nil {
-		return
-	}
-	last := first
-	tick := time.NewTicker(c.opts.Poll)
-	defer tick.Stop()
-	end := time.NewTimer(streamFor)
-	defer end.Stop()
-	for {
-		select {
-		case <-r.Context().Done():
-			return
-		case <-c.opts.Stop:
-			return
-		case <-end.C:
-			return
-		case <-tick.C:
-		}
-		frag, err := c.fragment(r.Context(), target)
+	for frag, err := range watch.Changes(ctx, read, watch.Options[[]byte]{Interval: c.opts.Poll, Equal: bytes.Equal}) {
 		if err != nil {
-			if r.Context().Err() != nil {
-				return
+			if !streaming && ctx.Err() == nil {
+				c.fail(w, r, err)
 			}
-			frag = []byte(`<p class="problem">` + template.HTMLEscapeString(err.Error()) + `</p>`)
+			return
 		}
-		if bytes.Equal(frag, last) {
-			continue
+		if !streaming {
+			streaming = true
+			rc.SetWriteDeadline(time.Time{})
+			h := w.Header()
+			h.Set("Content-Type", "text/event-stream")
+			h.Set("Cache-Control", "no-store")
+			h.Set("X-Accel-Buffering", "no")
+			w.WriteHeader(http.StatusOK)
+			// The first event is the page as it is now, which may have
+			// changed since the browser drew it; a reconnect is asked for
+			// after a second.
+			fmt.Fprint(w, "retry: 1000\n\n")
 		}
-		last = frag
 		if writeEvent(w, "page", frag) != nil || rc.Flush() != nil {
 			return
 		}

@@ -64,40 +64,62 @@ func (f *follower) progress(ctx context.Context, done int, msg string) {
 // follow reads the process until it completes, fails, or waits for a
 // person who cannot be asked (or is being asked by the client).
 func (f *follower) follow(ctx context.Context) (*mcp.CallToolResult, error) {
-	stop := f.s.stopped(f.req.Session)
+	wctx, cancel := f.s.following(ctx, f.req.Session)
+	defer cancel()
+	var last *process.Info
+watch:
 	for {
-		info, err := f.s.p.Get(ctx, f.id)
-		if err != nil {
-			if ctx.Err() != nil {
+		for info, err := range f.s.p.Watch(wctx, f.id, process.WatchOptions{Interval: f.s.opts.Poll}) {
+			switch {
+			case err != nil && ctx.Err() != nil:
 				return f.interrupted(ctx)
-			}
-			return failure(err), nil
-		}
-		for ; f.shown < len(info.Done); f.shown++ {
-			f.progress(ctx, f.shown+1, "✓ "+info.Done[f.shown])
-		}
-		switch info.Status {
-		case process.Completed, process.Failed:
-			return outcome(info), nil
-		case process.Waiting:
-			if info.Waiting != nil {
-				res, err := f.ask(ctx, info)
-				if res != nil || err != nil {
-					return res, err
+			case err != nil && wctx.Err() != nil:
+				if last == nil {
+					// Stopped during the first read: say how the process is.
+					if last, err = f.s.p.Get(ctx, f.id); err != nil {
+						return failure(err), nil
+					}
 				}
-				continue // answered: read it again at once
+				return stopped(last), nil
+			case err != nil:
+				return failure(err), nil
 			}
-		}
-		select {
-		case <-ctx.Done():
-			return f.interrupted(ctx)
-		case <-f.s.stopping:
-			return stopped(info), nil
-		case <-stop:
-			return stopped(info), nil
-		case <-time.After(f.s.opts.Poll):
+			last = info
+			for ; f.shown < len(info.Done); f.shown++ {
+				f.progress(ctx, f.shown+1, "✓ "+info.Done[f.shown])
+			}
+			switch info.Status {
+			case process.Completed, process.Failed:
+				return outcome(info), nil
+			case process.Waiting:
+				if info.Waiting != nil {
+					res, err := f.ask(ctx, info)
+					if res != nil || err != nil {
+						return res, err
+					}
+					// Answered, or to be asked again: read it again at once.
+					continue watch
+				}
+			}
 		}
 	}
+}
+
+// following is ctx, also ended when the server stops following its calls
+// (Close) or Run stops the call's session: the call then says the process
+// goes on. A person being asked is not interrupted by it.
+func (s *Server) following(ctx context.Context, ss *mcp.ServerSession) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancel(ctx)
+	stop := s.stopped(ss)
+	go func() {
+		defer cancel()
+		select {
+		case <-s.stopping:
+		case <-stop:
+		case <-ctx.Done():
+		}
+	}()
+	return ctx, cancel
 }
 
 // interrupted ends a call whose context ended. When the client cancelled

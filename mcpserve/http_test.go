@@ -2,6 +2,7 @@ package mcpserve
 
 import (
 	"context"
+	"iter"
 	"net/http"
 	"net/http/httptest"
 	"sync"
@@ -50,6 +51,10 @@ func (p *slowProcesses) Answer(context.Context, string, jsonv.Value) (*process.V
 }
 
 func (p *slowProcesses) Cancel(context.Context, string) error { return nil }
+
+func (p *slowProcesses) Watch(ctx context.Context, id string, opts process.WatchOptions) iter.Seq2[*process.Info, error] {
+	return process.Watch(ctx, p.Get, id, opts)
+}
 
 // TestHandlerOutlivesTimeouts: a call that follows a process for longer
 // than the HTTP server's write and read timeouts still gets its result.

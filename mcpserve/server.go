@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"iter"
 	"log/slog"
 	"net/http"
 	"path"
@@ -23,14 +24,15 @@ import (
 )
 
 // Processes is what the server drives: processes it starts, reads, lists,
-// answers and cancels. process.Client (the engine) and api.Client (a
-// running vibe serve) both are.
+// answers, cancels and watches. process.Client (the engine) and api.Client
+// (a running vibe serve) both are.
 type Processes interface {
 	Start(ctx context.Context, opts process.StartOptions) (*process.Started, error)
 	Get(ctx context.Context, id string) (*process.Info, error)
 	List(ctx context.Context, opts process.ListOptions) (process.Page, error)
 	Answer(ctx context.Context, id string, answer jsonv.Value) (*process.View, error)
 	Cancel(ctx context.Context, id string) error
+	Watch(ctx context.Context, id string, opts process.WatchOptions) iter.Seq2[*process.Info, error]
 }
 
 // Options configures New. The zero value offers every process of no

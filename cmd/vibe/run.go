@@ -227,8 +227,7 @@ func readCmd(io stdio, use, short string, args cobra.PositionalArgs, read func(c
 func follow(ctx context.Context, io stdio, p processes, id string, answer jsonv.Value, ask bool) error {
 	shown := 0
 	asked := ""
-	for {
-		info, err := p.Get(ctx, id)
+	for info, err := range p.Watch(ctx, id, process.WatchOptions{Interval: 150 * time.Millisecond}) {
 		if err != nil {
 			return err
 		}
@@ -285,12 +284,10 @@ func follow(ctx context.Context, io stdio, p processes, id string, answer jsonv.
 				return nil
 			}
 		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(150 * time.Millisecond):
-		}
 	}
+	// Not reached: the watch ends with the process's end (returned above)
+	// or after an error (returned too).
+	return nil
 }
 
 func isTerminal(io stdio) bool {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"iter"
 	"log/slog"
 	"net"
 	"os"
@@ -32,7 +33,17 @@ import (
 
 // processes is what the run, answer, show and ps commands need: the local
 // engine (process.Client) or a running server (api.Client).
-type processes = api.Processes
+type processes interface {
+	api.Processes
+	Watch(ctx context.Context, id string, opts process.WatchOptions) iter.Seq2[*process.Info, error]
+}
+
+// requests is what the vessel command needs of Vessel requests: the local
+// engine (request.Client) or a running server (api.RequestClient).
+type requests interface {
+	api.Requests
+	Watch(ctx context.Context, id string, opts request.WatchOptions) iter.Seq2[*request.Info, error]
+}
 
 // engineFlags choose the engine: the embedded one on --data, or a cluster.
 type engineFlags struct {

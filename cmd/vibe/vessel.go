@@ -275,7 +275,7 @@ func launched(ts *vessel.Toolset, info *request.Info) []string {
 
 // runOn starts a request, waits until it has finished and prints what it
 // did. It returns the request unless it failed.
-func runOn(ctx context.Context, io stdio, r api.Requests, opts request.StartOptions) (*request.Info, error) {
+func runOn(ctx context.Context, io stdio, r requests, opts request.StartOptions) (*request.Info, error) {
 	started, err := r.Start(ctx, opts)
 	if err != nil {
 		return nil, err
@@ -290,58 +290,51 @@ func runOn(ctx context.Context, io stdio, r api.Requests, opts request.StartOpti
 	return info, printResult(io, info)
 }
 
-// awaitRequest reads a request until it has finished, more and more
+// awaitRequest watches a request until it has finished, more and more
 // slowly (20 ms at first, at most half a second apart).
-func awaitRequest(ctx context.Context, r api.Requests, id string) (*request.Info, error) {
-	wait := 20 * time.Millisecond
-	for {
-		info, err := r.Get(ctx, id)
-		if err != nil || info.Status != process.Running {
-			return info, err
+func awaitRequest(ctx context.Context, r requests, id string) (*request.Info, error) {
+	var last *request.Info
+	for info, err := range r.Watch(ctx, id, request.WatchOptions{Interval: 20 * time.Millisecond, MaxInterval: 500 * time.Millisecond}) {
+		if err != nil {
+			return nil, err
 		}
-		select {
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		case <-time.After(wait):
-		}
-		wait = min(wait*3/2, 500*time.Millisecond)
+		last = info
 	}
+	return last, nil
 }
 
 // settle waits until each process has completed, failed or waits for a
-// person, with its fire-and-forget actions done, saying so.
+// person, with its fire-and-forget actions done, saying so. A process that
+// has ended is waited for no longer: its view keeps its actions as they
+// were when it ended.
 func settle(ctx context.Context, io stdio, p processes, ids []string) error {
 	if len(ids) == 0 {
 		return nil
 	}
 	fmt.Fprintf(io.err, "vibe: keeping the engine up until the %d launched process(es) finish or wait for a person (Ctrl-C leaves them, durably, to the next worker on this data directory)\n", len(ids))
 	for _, id := range ids {
-		for {
-			info, err := p.Get(ctx, id)
+		var last *process.Info
+		for info, err := range p.Watch(ctx, id, process.WatchOptions{Interval: 100 * time.Millisecond}) {
 			if err != nil {
 				return err
 			}
+			last = info
 			busy := info.Status == process.Running
 			for _, a := range info.Actions {
 				busy = busy || a == "started"
 			}
 			if !busy {
-				line := fmt.Sprintf("vibe: launched %s (%s) %s", id, info.Process, info.Status)
-				if info.Status == process.Waiting && info.Waiting != nil {
-					line += " for a person's answer to " + info.Waiting.Chunk + " (vibe answer " + id + " J)"
-				}
-				if info.Error != nil {
-					line += ": " + *info.Error
-				}
-				fmt.Fprintln(io.err, line)
 				break
 			}
-			select {
-			case <-ctx.Done():
-				return ctx.Err()
-			case <-time.After(100 * time.Millisecond):
-			}
 		}
+		line := fmt.Sprintf("vibe: launched %s (%s) %s", id, last.Process, last.Status)
+		if last.Status == process.Waiting && last.Waiting != nil {
+			line += " for a person's answer to " + last.Waiting.Chunk + " (vibe answer " + id + " J)"
+		}
+		if last.Error != nil {
+			line += ": " + *last.Error
+		}
+		fmt.Fprintln(io.err, line)
 	}
 	return nil
 }

@@ -11,7 +11,6 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
-	"time"
 
 	"github.com/augceo/vibe/action"
 	"github.com/augceo/vibe/engine"
@@ -95,21 +94,21 @@ func run(ctx context.Context, data, actionsFile, decision string, out io.Writer)
 	}
 	fmt.Fprintf(out, "Started %s on the embedded engine in %s; its server steps are tools of the calendar's MCP server (%s).\n"+
 		"The model's answers are replayed from a recording (examples/calendar-mcp/answers.jsonl), not asked of a live model.\n\n", started.ID, data, actionsFile)
-	for shown := 0; ; {
-		info, err := c.Get(ctx, started.ID)
+	// The watch yields the process each time it has changed, and ends
+	// with it: the last view is the completed or failed process.
+	var info *process.Info
+	shown := 0
+	for info, err = range c.Watch(ctx, started.ID, process.WatchOptions{}) {
 		if err != nil {
+			if ctx.Err() != nil {
+				return fmt.Errorf("%w: %s goes on in %s", err, started.ID, data)
+			}
 			return err
 		}
 		for ; shown < len(info.Done); shown++ {
 			fmt.Fprintf(out, "✓ %s\n", info.Done[shown])
 		}
-		switch info.Status {
-		case process.Completed:
-			fmt.Fprintf(out, "\nCompleted. State:\n%s\n", jsonv.MarshalIndent(info.State, "  "))
-			return nil
-		case process.Failed:
-			return fmt.Errorf("the process failed: %s", *info.Error)
-		case process.Waiting:
+		if info.Status == process.Waiting {
 			draft := info.Waiting.Context.Lookup("llmContext2").Lookup("draftInvitation")
 			fmt.Fprintf(out, "\nThe draft to approve:\n%s\nYour decision (-decision): %s\n\n", jsonv.MarshalIndent(draft, "  "), decision)
 			answer := jsonv.ObjectValue(jsonv.Member{Name: "approveInvitation", Value: jsonv.ObjectValue(jsonv.Member{Name: "decision", Value: jsonv.StringValue(decision)})})
@@ -117,10 +116,10 @@ func run(ctx context.Context, data, actionsFile, decision string, out io.Writer)
 				return err
 			}
 		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("%w: %s goes on in %s", ctx.Err(), started.ID, data)
-		case <-time.After(100 * time.Millisecond):
-		}
 	}
+	if info.Status == process.Failed {
+		return fmt.Errorf("the process failed: %s", *info.Error)
+	}
+	fmt.Fprintf(out, "\nCompleted. State:\n%s\n", jsonv.MarshalIndent(info.State, "  "))
+	return nil
 }

@@ -154,23 +154,21 @@ func run(ctx context.Context, data, decision string, in io.Reader, out io.Writer
 		return err
 	}
 	fmt.Fprintf(out, "Started %s on the embedded engine in %s.\nThe model's answers are replayed from a recording (examples/schedule-meeting/answers.jsonl), not asked of a live model.\n\n", started.ID, data)
+	// The watch yields the process each time it has changed, and ends
+	// with it: the last view is the completed or failed process.
+	var info *process.Info
 	shown := 0
-	for {
-		info, err := c.Get(ctx, started.ID)
+	for info, err = range c.Watch(ctx, started.ID, process.WatchOptions{}) {
 		if err != nil {
+			if ctx.Err() != nil {
+				return fmt.Errorf("%w: %s keeps waiting in %s", err, started.ID, data)
+			}
 			return err
 		}
 		for ; shown < len(info.Done); shown++ {
 			fmt.Fprintf(out, "✓ %s\n", info.Done[shown])
 		}
-		switch info.Status {
-		case process.Completed:
-			b := jsonv.MarshalIndent(info.State, "  ")
-			fmt.Fprintf(out, "\nCompleted. Model usage: %d prompt + %d completion tokens (replayed).\nState:\n%s\n", info.Usage.PromptTokens, info.Usage.CompletionTokens, b)
-			return nil
-		case process.Failed:
-			return fmt.Errorf("the process failed: %s", *info.Error)
-		case process.Waiting:
+		if info.Status == process.Waiting {
 			answer, err := approve(info, decision, in, out)
 			if err != nil {
 				return err
@@ -179,12 +177,13 @@ func run(ctx context.Context, data, decision string, in io.Reader, out io.Writer
 				return err
 			}
 		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("%w: %s keeps waiting in %s", ctx.Err(), started.ID, data)
-		case <-time.After(100 * time.Millisecond):
-		}
 	}
+	if info.Status == process.Failed {
+		return fmt.Errorf("the process failed: %s", *info.Error)
+	}
+	b := jsonv.MarshalIndent(info.State, "  ")
+	fmt.Fprintf(out, "\nCompleted. Model usage: %d prompt + %d completion tokens (replayed).\nState:\n%s\n", info.Usage.PromptTokens, info.Usage.CompletionTokens, b)
+	return nil
 }
 
 // approve gets the person's decision: from -decision, from the terminal, or

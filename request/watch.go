@@ -1,0 +1,38 @@
+package request
+
+import (
+	"context"
+	"errors"
+	"iter"
+
+	"github.com/augceo/vibe/internal/watch"
+	"github.com/augceo/vibe/process"
+)
+
+// WatchOptions says how often Watch reads: process.WatchOptions.
+type WatchOptions = process.WatchOptions
+
+// Watch follows the request id as get reads it — Client.Get, or a
+// server's (api.RequestClient) — yielding its view each time it has
+// changed (as the API shows it: the calls finished, the states …), the
+// first read always. It ends once the request has completed or failed
+// (that view is the last yielded), when the loop stops, or when ctx is
+// done (yielded as ctx.Err()). An error of a read is yielded; ErrNotFound
+// ends the watch, any other is taken as transient: a loop that goes on
+// gets the next read.
+func Watch(ctx context.Context, get func(ctx context.Context, id string) (*Info, error), id string, opts WatchOptions) iter.Seq2[*Info, error] {
+	read := func(ctx context.Context) (*Info, error) { return get(ctx, id) }
+	return watch.Changes(ctx, read, watch.Options[*Info]{
+		Interval:    opts.Interval,
+		MaxInterval: opts.MaxInterval,
+		Equal:       watch.SameJSON[*Info],
+		Done:        func(info *Info) bool { return info.Status != process.Running },
+		Final:       func(err error) bool { return errors.Is(err, ErrNotFound) },
+	})
+}
+
+// Watch follows a request, read with Get, until it has completed or
+// failed: see [Watch].
+func (c *Client) Watch(ctx context.Context, id string, opts WatchOptions) iter.Seq2[*Info, error] {
+	return Watch(ctx, c.Get, id, opts)
+}
