@@ -74,8 +74,9 @@ func (a *auth) newSession(now time.Time) string {
 	return p + "." + b64.EncodeToString(mac(a.sessionKey, p))
 }
 
-// session reports whether r carries a valid session cookie.
-func (a *auth) session(r *http.Request) bool {
+// session reports whether r carries a session cookie that is valid at now
+// (the console's clock, the one newSession dated it by).
+func (a *auth) session(r *http.Request, now time.Time) bool {
 	if a.token == "" {
 		return false
 	}
@@ -95,7 +96,7 @@ func (a *auth) session(r *http.Request) bool {
 	if err != nil || len(payload) != 24 {
 		return false
 	}
-	return time.Now().Unix() < int64(binary.BigEndian.Uint64(payload))
+	return now.Unix() < int64(binary.BigEndian.Uint64(payload))
 }
 
 // bearer reports whether r carries the token as a bearer header: a client,
@@ -166,7 +167,7 @@ func public(r *http.Request) bool {
 // Admit lets the API's guard admit the console's signed-in browsers and
 // anyone to the sign-in page (api.Sessions).
 func (c *console) Admit(r *http.Request) bool {
-	return public(r) || c.auth.session(r)
+	return public(r) || c.auth.session(r, c.now())
 }
 
 // Refuse sends a browser without a session to the sign-in page, and back

@@ -241,7 +241,7 @@ type view struct {
 // render writes a whole page.
 func (c *console) render(w http.ResponseWriter, r *http.Request, status int, name string, data any) {
 	v := view{Page: name, Title: titleOf(name, data), Data: data, CSRF: c.auth.csrfToken(w, r),
-		SignedIn: c.opts.Token != "" && c.auth.session(r), Requests: c.opts.Requests != nil, Batches: c.opts.Batches != nil,
+		SignedIn: c.opts.Token != "" && c.auth.session(r, c.now()), Requests: c.opts.Requests != nil, Batches: c.opts.Batches != nil,
 		TemporalUI: c.opts.TemporalUI}
 	if c.pages.Lookup(name+".live") != nil {
 		v.Live = "/events" + r.URL.Path
