@@ -10,11 +10,11 @@ import (
 
 	"go.temporal.io/api/serviceerror"
 
+	"github.com/augceo/vibe/agent"
 	"github.com/augceo/vibe/batch"
 	"github.com/augceo/vibe/llm"
 	"github.com/augceo/vibe/process"
 	"github.com/augceo/vibe/registry"
-	"github.com/augceo/vibe/request"
 	"github.com/augceo/vibe/schema"
 )
 
@@ -57,7 +57,7 @@ func (s *server) failed(w http.ResponseWriter, r *http.Request, err error) {
 		first      *process.FirstError
 		notWaiting *process.NotWaitingError
 		tooLarge   *process.TooLargeError
-		bound      *request.BoundError
+		bound      *agent.BoundError
 	)
 	switch {
 	case errors.As(err, &tooLarge):
@@ -92,11 +92,11 @@ func (s *server) failed(w http.ResponseWriter, r *http.Request, err error) {
 			ds = append(ds, detail{File: e.File, Path: p, Message: e.Message})
 		}
 		writeError(w, http.StatusUnprocessableEntity, &apiError{Error: ds[0].Message, Path: ds[0].Path, Details: ds})
-	case errors.Is(err, process.ErrNotFound), errors.Is(err, request.ErrNotFound), errors.Is(err, registry.ErrNotFound), errors.Is(err, batch.ErrNotFound):
+	case errors.Is(err, process.ErrNotFound), errors.Is(err, agent.ErrNotFound), errors.Is(err, registry.ErrNotFound), errors.Is(err, batch.ErrNotFound):
 		writeError(w, http.StatusNotFound, &apiError{Error: err.Error()})
 	case errors.As(err, &bound):
 		path := "/delegateDepth"
-		if bound.What == request.BoundFanOut {
+		if bound.What == agent.BoundFanOut {
 			path = "/delegateFanOut"
 		}
 		writeError(w, http.StatusBadRequest, &apiError{Error: err.Error(), Path: path})

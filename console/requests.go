@@ -5,14 +5,14 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/augceo/vibe/agent"
 	"github.com/augceo/vibe/jsonv"
-	"github.com/augceo/vibe/request"
 	"github.com/augceo/vibe/vessel"
 )
 
 // requestList is the requests page.
 type requestList struct {
-	Rows []request.Summary
+	Rows []agent.Summary
 	More bool
 	Now  time.Time
 }
@@ -20,7 +20,7 @@ type requestList struct {
 func (requestList) title() string { return "Requests" }
 
 func (c *console) requests(r *http.Request) (any, error) {
-	page, err := c.opts.Requests.List(r.Context(), request.ListOptions{Limit: listLimit})
+	page, err := c.opts.Requests.List(r.Context(), agent.ListOptions{Limit: listLimit})
 	if err != nil {
 		return nil, err
 	}
@@ -31,7 +31,7 @@ func (c *console) requests(r *http.Request) (any, error) {
 // calls made for it and its state; a delegate call's sub-request is drawn
 // inside its call, as deep as delegates nest.
 type requestPage struct {
-	Info      *request.Info
+	Info      *agent.Info
 	Temporal  string
 	Instances []instanceView
 	Now       time.Time
@@ -65,7 +65,7 @@ func (c *console) request(r *http.Request) (any, error) {
 	return c.requestPage(r.Context(), info, 1), nil
 }
 
-func (c *console) requestPage(ctx context.Context, info *request.Info, depth int) *requestPage {
+func (c *console) requestPage(ctx context.Context, info *agent.Info, depth int) *requestPage {
 	page := &requestPage{Info: info, Temporal: c.temporalLink(info.ID), Now: c.now()}
 	at := map[string]int{}
 	instance := func(name string) *instanceView {

@@ -333,7 +333,7 @@ func listQuery(opts ListOptions) (string, error) {
 // ListExecutions returns a page of the workflows a visibility query
 // matches, newest first, and the cursor of the next page ("" after the
 // last); what names them in errors ("processes"). It is List's paging,
-// shared with the lists of other workflows (package request's).
+// shared with the lists of other workflows (package agent's).
 func ListExecutions(ctx context.Context, c client.Client, what, query string, opts ListOptions) ([]*workflowpb.WorkflowExecutionInfo, string, error) {
 	limit := opts.Limit
 	if limit == 0 {

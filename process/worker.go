@@ -11,7 +11,7 @@ import (
 // RegisterWorkflows registers Vibe's process workflows and the local
 // activity they check values with: a worker that answers queries (vibe
 // show) without running any model call or action. The Vessel workflow
-// (package request) uses that local activity too.
+// (package agent) uses that local activity too.
 func RegisterWorkflows(w worker.WorkflowRegistry, actions *action.Registry) {
 	if actions == nil {
 		actions = &action.Registry{}

@@ -8,10 +8,10 @@ import (
 	"go.temporal.io/sdk/worker"
 
 	"github.com/augceo/vibe/action"
+	"github.com/augceo/vibe/agent"
 	"github.com/augceo/vibe/batch"
 	"github.com/augceo/vibe/llm"
 	"github.com/augceo/vibe/process"
-	"github.com/augceo/vibe/request"
 	"github.com/augceo/vibe/vessel"
 )
 
@@ -42,13 +42,13 @@ func NewWorker(c client.Client, opts WorkerOptions) worker.Worker {
 	w := worker.New(c, process.TaskQueue, worker.Options{})
 	if opts.QueryOnly {
 		process.RegisterWorkflows(w, opts.Actions)
-		request.RegisterWorkflow(w, opts.Actions)
+		agent.RegisterWorkflow(w, opts.Actions)
 		batch.RegisterWorkflows(w)
 		return w
 	}
 	acts := &process.Activities{Provider: opts.Provider, Actions: opts.Actions, Logger: opts.Logger}
 	process.Register(w, acts)
-	request.Register(w, &request.Activities{Process: acts, Loader: opts.Loader, Actions: opts.Actions.Names()})
+	agent.Register(w, &agent.Activities{Process: acts, Loader: opts.Loader, Actions: opts.Actions.Names()})
 	batch.Register(w, &batch.Activities{Provider: opts.Provider, Logger: opts.Logger})
 	return w
 }

@@ -259,7 +259,7 @@ func System(vesselSystem string, msgs []*Message) string {
 // Request is a Vessel request prepared to run (NewRequest): its toolset,
 // its parsed context, each instance's initial state and — for a plan or a
 // decision given in advance — its calls, already checked. It is the input
-// of the durable runtime's workflow (package request), which only
+// of the durable runtime's workflow (package agent), which only
 // orchestrates: everything that can be worked out before the request runs
 // is worked out here.
 type Request struct {

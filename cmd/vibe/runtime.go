@@ -19,12 +19,12 @@ import (
 	"go.temporal.io/sdk/worker"
 
 	"github.com/augceo/vibe/action"
+	"github.com/augceo/vibe/agent"
 	"github.com/augceo/vibe/api"
 	"github.com/augceo/vibe/engine"
 	"github.com/augceo/vibe/jsonv"
 	"github.com/augceo/vibe/process"
 	"github.com/augceo/vibe/registry"
-	"github.com/augceo/vibe/request"
 	"github.com/augceo/vibe/schema"
 	"github.com/augceo/vibe/server"
 	"github.com/augceo/vibe/telemetry"
@@ -39,10 +39,10 @@ type processes interface {
 }
 
 // requests is what the vessel command needs of Vessel requests: the local
-// engine (request.Client) or a running server (api.RequestClient).
+// engine (agent.Client) or a running server (api.RequestClient).
 type requests interface {
 	api.Requests
-	Watch(ctx context.Context, id string, opts request.WatchOptions) iter.Seq2[*request.Info, error]
+	Watch(ctx context.Context, id string, opts agent.WatchOptions) iter.Seq2[*agent.Info, error]
 }
 
 // engineFlags choose the engine: the embedded one on --data, or a cluster.
@@ -196,7 +196,7 @@ type local struct {
 	eng       *engine.Engine
 	worker    worker.Worker
 	client    *process.Client
-	requests  *request.Client
+	requests  *agent.Client
 	telemetry func(context.Context) error // flushes the exporters
 	// mcp holds the sessions with the MCP servers the actions file names.
 	mcp action.MCPPool
@@ -245,7 +245,7 @@ func startLocal(ctx context.Context, io stdio, ef *engineFlags, wf *workerFlags,
 // queries and runs nothing. Its Close closes eng too.
 func startWorker(ctx context.Context, io stdio, eng *engine.Engine, wf *workerFlags, reg *registry.Registry, logger *slog.Logger) (*local, error) {
 	var err error
-	l := &local{client: &process.Client{Temporal: eng.Client(), Registry: reg}, requests: &request.Client{Temporal: eng.Client(), Registry: reg}}
+	l := &local{client: &process.Client{Temporal: eng.Client(), Registry: reg}, requests: &agent.Client{Temporal: eng.Client(), Registry: reg}}
 	opts := server.WorkerOptions{Logger: logger, QueryOnly: wf == nil}
 	if wf != nil {
 		if opts.Actions, err = wf.actions(&l.mcp); err != nil {

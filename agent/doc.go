@@ -1,8 +1,10 @@
-// Package request runs Vessel requests durably on Temporal: the workflow
-// that orchestrates a request, the activities that decide and delegate, and
-// the client that starts, reads and lists requests (Client, the
-// counterpart of process.Client; Run starts a prepared request and waits
-// for its result).
+// Package agent runs Vessels — Vibe's light agents — durably on Temporal:
+// each Vessel request is a workflow that orchestrates it, with the
+// activities that decide and delegate, and the client that starts, reads,
+// watches and lists requests (Client, the counterpart of process.Client;
+// Run starts a prepared request and waits for its result). It is the
+// runtime of package vessel as package process is the runtime of compiled
+// processes.
 //
 // What a request means — its toolset, context, state, instances, plans,
 // delegates, and how a decision is checked — is package vessel's, which
@@ -33,4 +35,4 @@
 // the usage. Client.Get reads it; top-level requests carry their Vessel's
 // name in the memo (MemoVessel) and are listed by Client.List, a
 // delegate's sub-request being shown as its call's run instead.
-package request
+package agent
