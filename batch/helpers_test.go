@@ -10,6 +10,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/augceo/vibe"
 	"github.com/augceo/vibe/action"
 	"github.com/augceo/vibe/batch"
 	"github.com/augceo/vibe/engine"
@@ -17,7 +18,6 @@ import (
 	"github.com/augceo/vibe/jsonv"
 	"github.com/augceo/vibe/llm/openai"
 	"github.com/augceo/vibe/process"
-	"github.com/augceo/vibe/server"
 )
 
 func quiet() *slog.Logger { return slog.New(slog.DiscardHandler) }
@@ -68,7 +68,7 @@ func stack(t testing.TB, url string, acts *action.Registry) *batch.Client {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { eng.Close() })
-	w, err := server.StartWorker(eng.Client(), server.WorkerOptions{
+	w, err := vibe.StartWorker(eng.Client(), vibe.WorkerOptions{
 		Provider: openai.New(openai.Options{Model: "m", BaseURL: url, APIKey: "k", MaxRetries: -1}),
 		Actions:  acts, Logger: quiet()})
 	if err != nil {

@@ -16,6 +16,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/augceo/vibe"
 	"github.com/augceo/vibe/action"
 	"github.com/augceo/vibe/engine"
 	"github.com/augceo/vibe/jsonv"
@@ -23,7 +24,6 @@ import (
 	"github.com/augceo/vibe/llm/replay"
 	"github.com/augceo/vibe/process"
 	"github.com/augceo/vibe/registry"
-	"github.com/augceo/vibe/server"
 )
 
 // The example's request; its model answers are replayed from the
@@ -75,7 +75,7 @@ func startVibe(t *testing.T, acts *action.Registry, reg *registry.Registry) (*Se
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { eng.Close() })
-	w, err := server.StartWorker(eng.Client(), server.WorkerOptions{Provider: llm.Provider(model), Actions: acts, Logger: quiet})
+	w, err := vibe.StartWorker(eng.Client(), vibe.WorkerOptions{Provider: llm.Provider(model), Actions: acts, Logger: quiet})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -297,7 +297,7 @@ func batchClient(ctx context.Context, io stdio, ef *engineFlags, wf *workerFlags
 	if err != nil {
 		return nil, nil, err
 	}
-	return &batch.Client{Processes: l.client}, l.Close, nil
+	return l.Batches, func() { l.Close() }, nil
 }
 
 // progress shows a batch's progress on stderr: a bar on a terminal, a
@@ -417,5 +417,5 @@ func connectEngine(ctx context.Context, io stdio, ef *engineFlags) (*process.Cli
 	if err != nil {
 		return nil, nil, err
 	}
-	return l.client, l.Close, nil
+	return l.Processes, func() { l.Close() }, nil
 }

@@ -30,7 +30,7 @@ func connect(ctx context.Context, io stdio, ef *engineFlags, wf *workerFlags, re
 	if err != nil {
 		return nil, nil, err
 	}
-	return l.client, l.Close, nil
+	return l.Processes, func() { l.Close() }, nil
 }
 
 func newRunCmd(io stdio) *cobra.Command {

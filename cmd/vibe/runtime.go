@@ -12,13 +12,11 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/spf13/cobra"
 	"go.temporal.io/sdk/interceptor"
-	"go.temporal.io/sdk/worker"
 
-	"github.com/augceo/vibe/action"
+	"github.com/augceo/vibe"
 	"github.com/augceo/vibe/agent"
 	"github.com/augceo/vibe/api"
 	"github.com/augceo/vibe/engine"
@@ -26,7 +24,6 @@ import (
 	"github.com/augceo/vibe/process"
 	"github.com/augceo/vibe/registry"
 	"github.com/augceo/vibe/schema"
-	"github.com/augceo/vibe/server"
 	"github.com/augceo/vibe/telemetry"
 	"github.com/augceo/vibe/vessel"
 )
@@ -159,122 +156,72 @@ func (f *workerFlags) add(cmd *cobra.Command) {
 	f.llm.add(cmd)
 }
 
-// actions loads the actions file; the sessions with the MCP servers it
-// names are kept in pool.
-func (f *workerFlags) actions(pool *action.MCPPool) (*action.Registry, error) {
-	acts := &action.Registry{}
-	if f.actionsFile == "" {
-		return acts, nil
-	}
-	list, err := action.Load(f.actionsFile, pool)
-	if err != nil {
-		return nil, err
-	}
-	for _, a := range list {
-		if err := acts.Register(a); err != nil {
-			return nil, err
-		}
-	}
-	return acts, nil
-}
-
 // runningServer returns a client for the vibe serve that has the data
 // directory, if one does.
 func (f *engineFlags) runningServer() (*api.Client, bool) {
 	if f.temporal != "" {
 		return nil, false
 	}
-	addr, ok := server.RunningAPI(f.data)
+	addr, ok := vibe.RunningAPI(f.data)
 	if !ok {
 		return nil, false
 	}
 	return &api.Client{BaseURL: "http://" + addr, Token: f.token}, true
 }
 
-// local is an engine and a worker started by this command.
-type local struct {
-	eng       *engine.Engine
-	worker    worker.Worker
-	client    *process.Client
-	requests  *agent.Client
-	telemetry func(context.Context) error // flushes the exporters
-	// mcp holds the sessions with the MCP servers the actions file names.
-	mcp action.MCPPool
-}
-
-func (l *local) Close() {
-	if l.worker != nil {
-		l.worker.Stop()
-	}
-	if l.telemetry != nil {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		l.telemetry(ctx)
-	}
-	l.mcp.Close()
-	if l.eng != nil {
-		l.eng.Close()
-	}
-}
-
 // startLocal starts the engine and a worker on it: with wf set, a full
 // worker (model calls, actions); without, one that only replays workflows
 // to answer queries and runs nothing.
-func startLocal(ctx context.Context, io stdio, ef *engineFlags, wf *workerFlags, reg *registry.Registry, logger *slog.Logger) (*local, error) {
-	opts, err := ef.options(logger)
+func startLocal(ctx context.Context, io stdio, ef *engineFlags, wf *workerFlags, reg *registry.Registry, logger *slog.Logger) (*vibe.Runtime, error) {
+	eopts, err := ef.options(logger)
 	if err != nil {
 		return nil, err
 	}
-	eng, err := engine.Start(ctx, opts)
+	opts, err := wf.options(io, reg, logger)
+	if err != nil {
+		return nil, err
+	}
+	opts.Engine = eopts
+	rt, err := vibe.Start(ctx, opts)
 	if err != nil {
 		if addr, ok := engine.RunningAddr(ef.data); ok && ef.temporal == "" {
 			return nil, fmt.Errorf("%w\n(another vibe process has the data directory; its engine is at %s: run `vibe serve` once and the other commands use it, or give --data another directory)", err, addr)
 		}
 		return nil, err
 	}
-	l, err := startWorker(ctx, io, eng, wf, reg, logger)
-	if err != nil {
-		eng.Close()
-		return nil, err
-	}
-	return l, nil
+	return rt, nil
 }
 
 // startWorker starts a worker on eng: with wf set, a full worker (model
 // calls, actions); without, one that only replays workflows to answer
 // queries and runs nothing. Its Close closes eng too.
-func startWorker(ctx context.Context, io stdio, eng *engine.Engine, wf *workerFlags, reg *registry.Registry, logger *slog.Logger) (*local, error) {
-	var err error
-	l := &local{client: &process.Client{Temporal: eng.Client(), Registry: reg}, requests: &agent.Client{Temporal: eng.Client(), Registry: reg}}
-	opts := server.WorkerOptions{Logger: logger, QueryOnly: wf == nil}
-	if wf != nil {
-		if opts.Actions, err = wf.actions(&l.mcp); err != nil {
-			return nil, err
-		}
-		if wf.llm.spec != "" {
-			// Without a model a worker still runs actions and waits for
-			// people; an LLM chunk fails saying so.
-			if opts.Provider, err = wf.llm.provider(io); err != nil {
-				return nil, err
-			}
-		}
-		opts.Loader = wf.loader(reg)
-		l.client.Actions, l.client.Registered = opts.Actions.Names(), opts.Actions
-		l.requests.Actions, l.requests.Loader = l.client.Actions, opts.Loader
-	}
-	if wf != nil {
-		if l.telemetry, err = telemetry.Setup(ctx, telemetry.Options{Endpoint: wf.otlp}); err != nil {
-			return nil, err
-		}
-	}
-	if l.worker, err = server.StartWorker(eng.Client(), opts); err != nil {
-		if l.telemetry != nil {
-			l.telemetry(ctx)
-		}
+func startWorker(ctx context.Context, io stdio, eng *engine.Engine, wf *workerFlags, reg *registry.Registry, logger *slog.Logger) (*vibe.Runtime, error) {
+	opts, err := wf.options(io, reg, logger)
+	if err != nil {
 		return nil, err
 	}
-	l.eng = eng
-	return l, nil
+	return vibe.StartOn(ctx, eng, opts)
+}
+
+// options are the runtime's options the worker flags give; nil flags give
+// a worker that only answers queries.
+func (f *workerFlags) options(io stdio, reg *registry.Registry, logger *slog.Logger) (vibe.Options, error) {
+	opts := vibe.Options{Registry: reg, Logger: logger, QueryOnly: f == nil}
+	if f == nil {
+		return opts, nil
+	}
+	opts.ActionsFile, opts.Loader = f.actionsFile, f.loader(reg)
+	opts.Telemetry = &telemetry.Options{Endpoint: f.otlp}
+	if f.llm.spec != "" {
+		// Without a model a worker still runs actions and waits for
+		// people; an LLM chunk fails saying so.
+		p, err := f.llm.provider(io)
+		if err != nil {
+			return opts, err
+		}
+		opts.Provider = p
+	}
+	return opts, nil
 }
 
 // parseJSONArg reads a JSON argument: inline JSON, or @FILE.

@@ -12,13 +12,13 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/augceo/vibe"
 	"github.com/augceo/vibe/api"
 	"github.com/augceo/vibe/batch"
 	"github.com/augceo/vibe/console"
 	"github.com/augceo/vibe/engine"
 	"github.com/augceo/vibe/internal/temporalui"
 	"github.com/augceo/vibe/process"
-	"github.com/augceo/vibe/server"
 )
 
 func newServeCmd(io stdio) *cobra.Command {
@@ -99,10 +99,10 @@ sign-in page takes the token once and keeps a session cookie (HttpOnly,
 SameSite=Strict) that opens the console, not the API.`,
 		Args: exactArgs(0),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if !server.IsLoopback(addr) && ef.token == "" {
+			if !vibe.IsLoopback(addr) && ef.token == "" {
 				return usageError{fmt.Errorf("--addr %s is not on loopback: give a --token (or set VIBE_TOKEN) so that every request must carry it", addr)}
 			}
-			if uiListen != "" && !server.IsLoopback(uiListen) {
+			if uiListen != "" && !vibe.IsLoopback(uiListen) {
 				return usageError{fmt.Errorf("--ui-listen %s is not on loopback: Temporal's UI has no sign-in of its own, and can cancel and terminate workflows", uiListen)}
 			}
 			reg, err := openRegistry(regDir)
@@ -120,41 +120,41 @@ SameSite=Strict) that opens the console, not the API.`,
 			if ef.temporal != "" {
 				dataDir = "" // other commands find a cluster by its flag
 			}
-			l.requests.MaxDepth, l.requests.MaxFanOut = bounds.depth, bounds.fanOut
-			mcpSrv, err := newMCPServer(ctx, l.client, reg, processes, logger)
+			l.Requests.MaxDepth, l.Requests.MaxFanOut = bounds.depth, bounds.fanOut
+			mcpSrv, err := newMCPServer(ctx, l.Processes, reg, processes, logger)
 			if err != nil {
 				return err
 			}
 			context.AfterFunc(ctx, mcpSrv.Close) // calls that follow processes stop; the processes go on
 			// Batches given over the API are spooled in the data directory
 			// and resumed at the next start.
-			batches := &batch.Runner{Client: &batch.Client{Processes: l.client}, Dir: filepath.Join(ef.data, "batches"), Logger: logger}
+			batches := &batch.Runner{Client: l.Batches, Dir: filepath.Join(ef.data, "batches"), Logger: logger}
 			if err := batches.Resume(ctx); err != nil {
 				logger.Error("resume batches", "err", err)
 			}
 			var ui string
-			if uiListen != "" && (l.eng.Embedded() || cmd.Flags().Changed("ui-listen")) {
-				if ui, err = serveTemporalUI(ctx, io, &ef, l.eng, uiListen, cmd.Flags().Changed("ui-listen"), logger); err != nil {
+			if uiListen != "" && (l.Engine.Embedded() || cmd.Flags().Changed("ui-listen")) {
+				if ui, err = serveTemporalUI(ctx, io, &ef, l.Engine, uiListen, cmd.Flags().Changed("ui-listen"), logger); err != nil {
 					return err
 				}
 			}
-			web := console.Handler(console.Options{Token: ef.token, Processes: l.client, Requests: l.requests, Batches: consoleBatches{batches.Client}, TemporalUI: ui,
-				Namespace: l.eng.Namespace(), Logger: logger, Stop: ctx.Done()})
-			h := api.Handler(l.client, api.Options{Token: ef.token, Logger: logger, Requests: l.requests, Batches: batches,
+			web := console.Handler(console.Options{Token: ef.token, Processes: l.Processes, Requests: l.Requests, Batches: consoleBatches{batches.Client}, TemporalUI: ui,
+				Namespace: l.Engine.Namespace(), Logger: logger, Stop: ctx.Done()})
+			h := api.Handler(l.Processes, api.Options{Token: ef.token, Logger: logger, Requests: l.Requests, Batches: batches,
 				Mounts: map[string]http.Handler{"/mcp": mcpSrv.Handler(), "/": web}})
-			return server.Serve(ctx, h, server.ServeOptions{Addr: addr, DataDir: dataDir, Ready: func(a net.Addr) {
+			return vibe.Serve(ctx, h, vibe.ServeOptions{Addr: addr, DataDir: dataDir, Ready: func(a net.Addr) {
 				mode := "embedded engine in " + ef.data
 				if ef.temporal != "" {
 					mode = "Temporal at " + ef.temporal
 				}
-				fmt.Fprintf(io.err, "vibe: serving http://%s (%s, namespace %s, temporal frontend %s)\n", a, mode, l.eng.Namespace(), l.eng.HostPort())
+				fmt.Fprintf(io.err, "vibe: serving http://%s (%s, namespace %s, temporal frontend %s)\n", a, mode, l.Engine.Namespace(), l.Engine.HostPort())
 				fmt.Fprintf(io.err, "vibe: the console is at http://%s/\n", a)
 				if ui != "" {
 					fmt.Fprintf(io.err, "vibe: Temporal's UI is at %s\n", ui)
 				}
-				if l.eng.Embedded() {
+				if l.Engine.Embedded() {
 					cert, _, _ := engine.ClientCertFiles(ef.data)
-					fmt.Fprintf(io.err, "vibe: the frontend takes mutual TLS only; a client presents the certificates in %s (vibe worker --temporal %s --tls-dir %s)\n", filepath.Dir(cert), l.eng.HostPort(), filepath.Dir(cert))
+					fmt.Fprintf(io.err, "vibe: the frontend takes mutual TLS only; a client presents the certificates in %s (vibe worker --temporal %s --tls-dir %s)\n", filepath.Dir(cert), l.Engine.HostPort(), filepath.Dir(cert))
 				}
 			}})
 		},
@@ -197,7 +197,7 @@ that has --data.`,
 				return err
 			}
 			defer l.Close()
-			fmt.Fprintf(io.err, "vibe: worker on %s, namespace %s, task queue vibe\n", l.eng.HostPort(), l.eng.Namespace())
+			fmt.Fprintf(io.err, "vibe: worker on %s, namespace %s, task queue vibe\n", l.Engine.HostPort(), l.Engine.Namespace())
 			<-cmd.Context().Done()
 			return nil
 		},
@@ -226,7 +226,7 @@ func serveTemporalUI(ctx context.Context, io stdio, ef *engineFlags, eng *engine
 		return "", nil
 	}
 	go func() {
-		if err := server.Serve(ctx, h, server.ServeOptions{Listener: ln}); err != nil {
+		if err := vibe.Serve(ctx, h, vibe.ServeOptions{Listener: ln}); err != nil {
 			logger.Error("temporal ui", "err", err)
 		}
 	}()

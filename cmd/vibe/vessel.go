@@ -5,10 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/augceo/vibe/action"
 	"github.com/augceo/vibe/agent"
 	"github.com/augceo/vibe/api"
 	"github.com/augceo/vibe/engine"
@@ -194,14 +196,21 @@ func buildToolset(file string, reg *registry.Registry, wf *workerFlags) (*vessel
 	if err != nil {
 		return nil, err
 	}
-	acts, err := wf.actions(nil) // names only: no server is reached
-	if err != nil {
-		return nil, err
+	names := []string{}
+	if wf.actionsFile != "" {
+		acts, err := action.Load(wf.actionsFile, nil) // names only: no server is reached
+		if err != nil {
+			return nil, err
+		}
+		for _, a := range acts {
+			names = append(names, a.Name)
+		}
+		slices.Sort(names)
 	}
 	// The Vessel's delegate files are read from its directory, here and
 	// by the worker this command starts.
 	wf.delegateRoots = append(wf.delegateRoots, filepath.Dir(file))
-	return vessel.Build(context.Background(), v, vessel.BuildOptions{Registry: reg, Actions: acts.Names(), Loader: wf.loader(reg)})
+	return vessel.Build(context.Background(), v, vessel.BuildOptions{Registry: reg, Actions: names, Loader: wf.loader(reg)})
 }
 
 // readContextFlag reads --context into opts: messages as an array, or
@@ -252,10 +261,10 @@ func runRequest(ctx context.Context, io stdio, ef *engineFlags, wf *workerFlags,
 		return err
 	}
 	defer l.Close()
-	l.requests.MaxDepth, l.requests.MaxFanOut = bounds.depth, bounds.fanOut
-	info, err := runOn(ctx, io, l.requests, opts)
+	l.Requests.MaxDepth, l.Requests.MaxFanOut = bounds.depth, bounds.fanOut
+	info, err := runOn(ctx, io, l.Requests, opts)
 	if info != nil {
-		if serr := settle(ctx, io, l.client, launched(opts.Toolset, info)); err == nil {
+		if serr := settle(ctx, io, l.Processes, launched(opts.Toolset, info)); err == nil {
 			err = serr
 		}
 	}

@@ -12,13 +12,13 @@ import (
 	"os/signal"
 	"syscall"
 
+	"github.com/augceo/vibe"
 	"github.com/augceo/vibe/action"
 	"github.com/augceo/vibe/engine"
 	"github.com/augceo/vibe/jsonv"
 	"github.com/augceo/vibe/llm/replay"
 	"github.com/augceo/vibe/process"
 	"github.com/augceo/vibe/registry"
-	"github.com/augceo/vibe/server"
 )
 
 func main() {
@@ -74,20 +74,15 @@ func run(ctx context.Context, data, actionsFile, decision string, out io.Writer)
 		}
 	}
 	logger := slog.New(slog.DiscardHandler)
-	eng, err := engine.Start(ctx, engine.Options{SearchAttributes: process.SearchAttributes, DataDir: data, Logger: logger})
+	rt, err := vibe.Start(ctx, vibe.Options{Engine: engine.Options{DataDir: data}, Registry: reg, Provider: model, Actions: acts, Logger: logger})
 	if err != nil {
 		return err
 	}
-	defer eng.Close()
-	w, err := server.StartWorker(eng.Client(), server.WorkerOptions{Provider: model, Actions: acts, Logger: logger})
-	if err != nil {
-		return err
-	}
-	defer w.Stop()
+	defer rt.Close()
 
-	// Registered: each step that runs an MCP tool is checked against the
-	// tool's input schema before the process starts.
-	c := &process.Client{Temporal: eng.Client(), Registry: reg, Actions: acts.Names(), Registered: acts}
+	// The runtime's client checks each step that runs an MCP tool against
+	// the tool's input schema before the process starts.
+	c := rt.Processes
 	started, err := c.Start(ctx, process.StartOptions{Process: "aug:processes/book-meeting", Prompt: Prompt})
 	if err != nil {
 		return err

@@ -24,6 +24,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/augceo/vibe"
 	"github.com/augceo/vibe/action"
 	"github.com/augceo/vibe/batch"
 	"github.com/augceo/vibe/engine"
@@ -32,7 +33,6 @@ import (
 	"github.com/augceo/vibe/llm/replay"
 	"github.com/augceo/vibe/process"
 	"github.com/augceo/vibe/registry"
-	"github.com/augceo/vibe/server"
 )
 
 //go:embed registry answers.jsonl comments.jsonl
@@ -166,11 +166,11 @@ func run(ctx context.Context, cfg config, log io.Writer) (*report, error) {
 	comments := Comments()
 	id := BatchID(comments, cfg.Size)
 	quiet := slog.New(slog.DiscardHandler)
-	eng, err := engine.Start(ctx, engine.Options{SearchAttributes: process.SearchAttributes, DataDir: cfg.Data, Logger: quiet})
-	if err != nil {
+	// The ledger lives beside the engine's file, in a directory the engine
+	// would make: make it first.
+	if err := os.MkdirAll(cfg.Data, 0o700); err != nil {
 		return nil, err
 	}
-	defer eng.Close()
 	ledger, err := OpenLedger(filepath.Join(cfg.Data, LedgerFile))
 	if err != nil {
 		return nil, err
@@ -179,11 +179,11 @@ func run(ctx context.Context, cfg config, log io.Writer) (*report, error) {
 	acts := &action.Registry{}
 	acts.Register(ledger.Action())
 	counted := &counting{Provider: model}
-	w, err := server.StartWorker(eng.Client(), server.WorkerOptions{Provider: counted, Actions: acts, Logger: quiet})
+	rt, err := vibe.Start(ctx, vibe.Options{Engine: engine.Options{DataDir: cfg.Data}, Registry: Registry(), Provider: counted, Actions: acts, Logger: quiet})
 	if err != nil {
 		return nil, err
 	}
-	defer w.Stop()
+	defer rt.Close()
 
 	total := bytes.Count(comments, []byte{'\n'})
 	fmt.Fprintf(log, "Batch %s: %d comments from %s through\n  %s\non the embedded engine in %s, %d comments per model call.\n",
@@ -216,7 +216,7 @@ func run(ctx context.Context, cfg config, log io.Writer) (*report, error) {
 			fmt.Fprintf(log, "… %d of %d comments (%d failed)\n", s.Lines, total, s.Failed)
 		}
 	}
-	c := &batch.Client{Processes: &process.Client{Temporal: eng.Client(), Registry: Registry(), Actions: acts.Names(), Registered: acts}}
+	c := rt.Batches
 	sum, err := c.Run(ctx, bytes.NewReader(comments), emit, batch.Options{
 		Process: process.StartOptions{Pipeline: Pipeline}, ID: id, File: commentsFile,
 		Size: cfg.Size, Concurrency: cfg.Concurrency, Progress: progress})

@@ -17,9 +17,9 @@ import (
 	"syscall"
 	"time"
 
-	"go.temporal.io/sdk/worker"
 	"golang.org/x/term"
 
+	"github.com/augceo/vibe"
 	"github.com/augceo/vibe/action"
 	"github.com/augceo/vibe/engine"
 	"github.com/augceo/vibe/jsonv"
@@ -135,20 +135,13 @@ func run(ctx context.Context, data, decision string, in io.Reader, out io.Writer
 		return err
 	}
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
-	eng, err := engine.Start(ctx, engine.Options{SearchAttributes: process.SearchAttributes, DataDir: data, Logger: logger})
+	rt, err := vibe.Start(ctx, vibe.Options{Engine: engine.Options{DataDir: data}, Registry: Registry(), Provider: model, Actions: Actions(), Logger: logger})
 	if err != nil {
 		return err
 	}
-	defer eng.Close()
-	acts := Actions()
-	w := worker.New(eng.Client(), process.TaskQueue, worker.Options{})
-	process.Register(w, &process.Activities{Provider: model, Actions: acts, Logger: logger})
-	if err := w.Start(); err != nil {
-		return err
-	}
-	defer w.Stop()
+	defer rt.Close()
 
-	c := &process.Client{Temporal: eng.Client(), Registry: Registry(), Actions: acts.Names()}
+	c := rt.Processes
 	started, err := c.Start(ctx, process.StartOptions{Process: "aug:processes/schedule-meeting", Prompt: Prompt})
 	if err != nil {
 		return err

@@ -1,0 +1,163 @@
+package vibe
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"go.temporal.io/sdk/worker"
+
+	"github.com/augceo/vibe/action"
+	"github.com/augceo/vibe/agent"
+	"github.com/augceo/vibe/batch"
+	"github.com/augceo/vibe/engine"
+	"github.com/augceo/vibe/llm"
+	"github.com/augceo/vibe/process"
+	"github.com/augceo/vibe/registry"
+	"github.com/augceo/vibe/telemetry"
+	"github.com/augceo/vibe/vessel"
+)
+
+// Options configures Start and StartOn. The zero value runs the embedded
+// engine in engine.DefaultDataDir, with a worker that has no model and no
+// actions: it still waits for people, and fails an LLM chunk saying that
+// it has no model.
+type Options struct {
+	// Engine configures the engine Start starts: the embedded one, or a
+	// client to a cluster (Engine.HostPort). SearchAttributes default to
+	// process.SearchAttributes. StartOn ignores it.
+	Engine engine.Options
+	// Registry is where processes, Vessels and their tools are found by
+	// URI; nil means every process comes inline.
+	Registry *registry.Registry
+	// Provider answers model calls; nil fails them with
+	// process.ErrNoProvider.
+	Provider llm.Provider
+	// Actions are the server actions; nil means none, or those of
+	// ActionsFile.
+	Actions *action.Registry
+	// ActionsFile, when set, is an actions file (action.Load) whose
+	// actions are added to Actions. The sessions with the MCP servers it
+	// names last until Close.
+	ActionsFile string
+	// Loader loads delegates; nil means anonymous ones only.
+	Loader *vessel.Loader
+	// Logger receives the engine's and the worker's records; nil means
+	// slog.Default().
+	Logger *slog.Logger
+	// Telemetry, when set, installs OpenTelemetry's exporters
+	// (telemetry.Setup) for the runtime's life; Close flushes them.
+	Telemetry *telemetry.Options
+	// QueryOnly starts a worker that registers the workflows and no
+	// activity: it replays workflows to answer queries and runs nothing
+	// (the command line's read-only commands).
+	QueryOnly bool
+}
+
+// Runtime is a running Vibe: an engine, a worker on it, and the clients
+// of what the worker runs. Close stops them.
+type Runtime struct {
+	Engine *engine.Engine
+	Worker worker.Worker
+	// Processes starts, reads, watches, answers and cancels processes.
+	Processes *process.Client
+	// Requests starts, reads, watches and lists Vessel requests.
+	Requests *agent.Client
+	// Batches runs batches and reads their results.
+	Batches *batch.Client
+	// Actions are the worker's server actions, Options.ActionsFile's
+	// included.
+	Actions *action.Registry
+
+	mcp       action.MCPPool
+	telemetry func(context.Context) error
+}
+
+// Start starts the engine opts.Engine names and a worker on it.
+func Start(ctx context.Context, opts Options) (*Runtime, error) {
+	eopts := opts.Engine
+	if eopts.SearchAttributes == nil {
+		eopts.SearchAttributes = process.SearchAttributes
+	}
+	if eopts.Logger == nil {
+		eopts.Logger = opts.Logger
+	}
+	eng, err := engine.Start(ctx, eopts)
+	if err != nil {
+		return nil, err
+	}
+	rt, err := StartOn(ctx, eng, opts)
+	if err != nil {
+		eng.Close()
+		return nil, err
+	}
+	return rt, nil
+}
+
+// StartOn starts a worker on eng, which the Runtime then owns: its Close
+// closes eng too.
+func StartOn(ctx context.Context, eng *engine.Engine, opts Options) (_ *Runtime, err error) {
+	rt := &Runtime{Engine: eng, Actions: opts.Actions}
+	defer func() {
+		if err != nil {
+			rt.mcp.Close()
+		}
+	}()
+	if rt.Actions == nil {
+		rt.Actions = &action.Registry{}
+	}
+	if opts.ActionsFile != "" {
+		list, err := action.Load(opts.ActionsFile, &rt.mcp)
+		if err != nil {
+			return nil, err
+		}
+		for _, a := range list {
+			if err := rt.Actions.Register(a); err != nil {
+				return nil, fmt.Errorf("%s: %w", opts.ActionsFile, err)
+			}
+		}
+	}
+	c := eng.Client()
+	names := rt.Actions.Names()
+	rt.Processes = &process.Client{Temporal: c, Registry: opts.Registry, Actions: names, Registered: rt.Actions}
+	rt.Requests = &agent.Client{Temporal: c, Registry: opts.Registry, Actions: names, Loader: opts.Loader}
+	rt.Batches = &batch.Client{Processes: rt.Processes}
+	if opts.Telemetry != nil {
+		if rt.telemetry, err = telemetry.Setup(ctx, *opts.Telemetry); err != nil {
+			return nil, err
+		}
+	}
+	wopts := WorkerOptions{Provider: opts.Provider, Actions: rt.Actions, Loader: opts.Loader, Logger: opts.Logger, QueryOnly: opts.QueryOnly}
+	if rt.Worker, err = StartWorker(c, wopts); err != nil {
+		rt.flush()
+		return nil, err
+	}
+	return rt, nil
+}
+
+// flush flushes and stops the telemetry exporters, if any.
+func (rt *Runtime) flush() {
+	if rt.telemetry == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	rt.telemetry(ctx)
+	rt.telemetry = nil
+}
+
+// Close stops the worker, flushes the telemetry, ends the sessions with
+// MCP servers and closes the engine.
+func (rt *Runtime) Close() error {
+	if rt.Worker != nil {
+		rt.Worker.Stop()
+	}
+	rt.flush()
+	err := rt.mcp.Close()
+	if rt.Engine != nil {
+		err = errors.Join(err, rt.Engine.Close())
+	}
+	return err
+}
