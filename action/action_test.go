@@ -61,19 +61,7 @@ func TestHTTPAction(t *testing.T) {
 			if got.key != "vibe:p-1:serverContext1.send" || got.auth != "Bearer s3cret" || got.body != `{"b":1,"a":2}` || got.ctype != "application/json" {
 				t.Errorf("request: %+v", got)
 			}
-			if err == nil {
-				if s := string(jsonv.Marshal(out)); s != tt.want {
-					t.Errorf("output %s, want %s", s, tt.want)
-				}
-				return
-			}
-			if !strings.HasPrefix(err.Error(), tt.want) {
-				t.Errorf("error %q, want it to start %q", err, tt.want)
-			}
-			var ae *temporal.ApplicationError
-			if retryable := !(errors.As(err, &ae) && ae.NonRetryable()); retryable != tt.retryable {
-				t.Errorf("retryable %v, want %v", retryable, tt.retryable)
-			}
+			checkRun(t, out, err, tt.want, tt.retryable)
 		})
 	}
 }
@@ -105,5 +93,24 @@ func TestIdempotencyKey(t *testing.T) {
 	}
 	if k := IdempotencyKey(WithIdempotencyKey(context.Background(), "k1")); k != "k1" {
 		t.Errorf("key %q", k)
+	}
+}
+
+// checkRun checks what an action's Run gave: the output want, or an error
+// that starts with want and is retried or not as retryable says.
+func checkRun(t *testing.T, out jsonv.Value, err error, want string, retryable bool) {
+	t.Helper()
+	if err == nil {
+		if s := string(jsonv.Marshal(out)); s != want {
+			t.Errorf("output %s, want %s", s, want)
+		}
+		return
+	}
+	if !strings.HasPrefix(err.Error(), want) {
+		t.Errorf("error %q, want it to start %q", err, want)
+	}
+	var ae *temporal.ApplicationError
+	if r := !(errors.As(err, &ae) && ae.NonRetryable()); r != retryable {
+		t.Errorf("retryable %v, want %v", r, retryable)
 	}
 }

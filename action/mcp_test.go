@@ -8,8 +8,6 @@ import (
 	"strings"
 	"testing"
 
-	"go.temporal.io/sdk/temporal"
-
 	"github.com/augceo/vibe/internal/mcptest"
 	"github.com/augceo/vibe/jsonv"
 )
@@ -55,19 +53,7 @@ func TestMCPTool(t *testing.T) {
 		t.Run(tt.tool, func(t *testing.T) {
 			tool := &MCPTool{Server: *srv, Tool: tt.tool, Pool: pool}
 			out, err := tool.Run(ctx, args)
-			if err == nil {
-				if s := string(jsonv.Marshal(out)); s != tt.want {
-					t.Errorf("output %s, want %s", s, tt.want)
-				}
-				return
-			}
-			if !strings.HasPrefix(err.Error(), tt.want) {
-				t.Errorf("error %q, want it to start %q", err, tt.want)
-			}
-			var ae *temporal.ApplicationError
-			if retryable := !(errors.As(err, &ae) && ae.NonRetryable()); retryable != tt.retryable {
-				t.Errorf("retryable %v, want %v", retryable, tt.retryable)
-			}
+			checkRun(t, out, err, tt.want, tt.retryable)
 		})
 	}
 	// The arguments went as given, in order, with the call's key in _meta.

@@ -2,7 +2,6 @@ package agent
 
 import (
 	"context"
-	"errors"
 	"iter"
 
 	"github.com/augceo/vibe/internal/watch"
@@ -21,14 +20,7 @@ type WatchOptions = process.WatchOptions
 // ends the watch, any other is taken as transient: a loop that goes on
 // gets the next read.
 func Watch(ctx context.Context, get func(ctx context.Context, id string) (*Info, error), id string, opts WatchOptions) iter.Seq2[*Info, error] {
-	read := func(ctx context.Context) (*Info, error) { return get(ctx, id) }
-	return watch.Changes(ctx, read, watch.Options[*Info]{
-		Interval:    opts.Interval,
-		MaxInterval: opts.MaxInterval,
-		Equal:       watch.SameJSON[*Info],
-		Done:        func(info *Info) bool { return info.Status != process.Running },
-		Final:       func(err error) bool { return errors.Is(err, ErrNotFound) },
-	})
+	return watch.Follow(ctx, get, id, opts.Interval, opts.MaxInterval, func(info *Info) bool { return info.Status != process.Running }, ErrNotFound)
 }
 
 // Watch follows a request, read with Get, until it has completed or

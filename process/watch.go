@@ -2,7 +2,6 @@ package process
 
 import (
 	"context"
-	"errors"
 	"iter"
 	"time"
 
@@ -31,14 +30,7 @@ type WatchOptions struct {
 // The loop's body runs between two reads: one that answers the process
 // sees its next view at the next read.
 func Watch(ctx context.Context, get func(ctx context.Context, id string) (*Info, error), id string, opts WatchOptions) iter.Seq2[*Info, error] {
-	read := func(ctx context.Context) (*Info, error) { return get(ctx, id) }
-	return watch.Changes(ctx, read, watch.Options[*Info]{
-		Interval:    opts.Interval,
-		MaxInterval: opts.MaxInterval,
-		Equal:       watch.SameJSON[*Info],
-		Done:        func(info *Info) bool { return info.Status == Completed || info.Status == Failed },
-		Final:       func(err error) bool { return errors.Is(err, ErrNotFound) },
-	})
+	return watch.Follow(ctx, get, id, opts.Interval, opts.MaxInterval, func(info *Info) bool { return info.Status == Completed || info.Status == Failed }, ErrNotFound)
 }
 
 // Watch follows a process, read with Get, until it has completed or

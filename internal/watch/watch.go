@@ -3,6 +3,7 @@ package watch
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"iter"
 	"reflect"
 	"time"
@@ -35,6 +36,21 @@ type Options[V any] struct {
 	// on gets the next read after the interval. An error of a read while
 	// ctx is done always ends the sequence.
 	Final func(error) bool
+}
+
+// Follow is Changes of what get reads of the workflow id, compared as the
+// API shows it (SameJSON): it ends after a value done reports, and on an
+// error that is notFound (errors.Is). Interval and MaxInterval are
+// Options'. The clients' Watch methods are Follow of their Get.
+func Follow[V any](ctx context.Context, get func(ctx context.Context, id string) (V, error), id string, interval, maxInterval time.Duration, done func(V) bool, notFound error) iter.Seq2[V, error] {
+	read := func(ctx context.Context) (V, error) { return get(ctx, id) }
+	return Changes(ctx, read, Options[V]{
+		Interval:    interval,
+		MaxInterval: maxInterval,
+		Equal:       SameJSON[V],
+		Done:        done,
+		Final:       func(err error) bool { return errors.Is(err, notFound) },
+	})
 }
 
 // Changes reads a value with read at once and then every interval, and
