@@ -65,7 +65,7 @@ func (s *server) startBatch(w http.ResponseWriter, r *http.Request) {
 		}
 		in = http.MaxBytesReader(w, r.Body, limit)
 		// A large batch takes longer to send than a request may take
-		// (server.ServeOptions); it still has to arrive within the hour.
+		// (vibe.ServeOptions); it still has to arrive within the hour.
 		_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(BatchReadTimeout))
 	default:
 		body, ok := s.readBody(w, r)
