@@ -11,21 +11,21 @@ import (
 	"github.com/augceo/vibe/schema"
 )
 
-// validate refuses an answer at once when the process waits for none; it
-// runs before the update is accepted, so a refusal leaves no trace in the
-// history.
-func (r *processRun) validate(answer jsonv.Value) error {
+// Validate refuses an answer at once when the process waits for none: the
+// validator of the host's update, it runs before the update is accepted,
+// so a refusal leaves no trace in the history.
+func (r *Interpreter) Validate(answer jsonv.Value) error {
 	if r.view.Waiting == nil {
 		return fmt.Errorf("process is not waiting for an answer (status %s)", r.view.Status)
 	}
 	return nil
 }
 
-// accept checks the answer against the waited chunk's schema — in a local
+// Accept checks the answer against the waited chunk's schema — in a local
 // activity, so the workflow never runs the validator itself — and takes it
 // when it fits. A bad answer is refused with its problems by path and the
 // process keeps waiting.
-func (r *processRun) accept(ctx workflow.Context, answer jsonv.Value) (View, error) {
+func (r *Interpreter) Accept(ctx workflow.Context, answer jsonv.Value) (View, error) {
 	w := r.view.Waiting
 	if w == nil {
 		return r.view, fmt.Errorf("process is not waiting for an answer (status %s)", r.view.Status)

@@ -36,66 +36,126 @@ type Workflows struct {
 // Process is the process workflow: it runs the prepared program chunk by
 // chunk — a model fills an LLM chunk, the server runs a SERVER chunk's
 // actions, a person answers a USER chunk — and keeps every step's result.
+// The program is run by an Interpreter; the workflow is its Host.
 func (w *Workflows) Process(ctx workflow.Context, in Start) (View, error) {
-	r := &processRun{in: in, acts: w.Actions, view: newView(in)}
+	r := NewInterpreter(workflow.GetInfo(ctx).WorkflowExecution.ID, in)
+	h := &processHost{r: r, acts: w.Actions}
 	if err := workflow.SetQueryHandler(ctx, QueryView, func() (View, error) { return r.view, nil }); err != nil {
 		return r.view, err
 	}
-	if err := workflow.SetUpdateHandlerWithOptions(ctx, UpdateAnswer, r.accept, workflow.UpdateHandlerOptions{Validator: r.validate}); err != nil {
+	if err := workflow.SetUpdateHandlerWithOptions(ctx, UpdateAnswer, r.Accept, workflow.UpdateHandlerOptions{Validator: r.Validate}); err != nil {
 		return r.view, err
 	}
-	if in.Program == nil || len(in.Program.Chunks) == 0 {
-		return r.fail(ctx, temporal.NewNonRetryableApplicationError("the process has no program: start it with process.Client or a Vessel's launch", ErrTypeBadProcess, nil))
+	err := r.Run(ctx, h)
+	return r.view, err
+}
+
+// processHost is a process's own workflow as its interpreter's Host: it
+// asks the model itself (or its group, for a batch's item), and shows the
+// status in the search attributes.
+type processHost struct {
+	r    *Interpreter
+	acts *action.Registry
+}
+
+func (h *processHost) Fill(ctx workflow.Context, idx int, in FillInput) (FillOutput, error) {
+	// A loop's attempts differ per item: its items ask on their own.
+	if h.r.in.Group != "" && h.r.in.Program.Chunks[idx].Loop == nil {
+		return h.r.groupFill(ctx, idx, in.Context)
 	}
-	for i := range in.Program.Chunks {
-		ch := &in.Program.Chunks[i]
+	return ExecuteFill(ctx, in)
+}
+
+func (h *processHost) Action(ctx workflow.Context, in ActionInput) (jsonv.Value, error) {
+	return ExecuteAction(ctx, h.acts, in)
+}
+
+func (h *processHost) Status(ctx workflow.Context, s Status) {
+	// Visible in Temporal's own UI and CLI: VibeProcess, VibeStatus.
+	_ = workflow.UpsertTypedSearchAttributes(ctx, ProcessAttribute.ValueSet(h.r.in.Name), StatusAttribute.ValueSet(string(s)))
+}
+
+// Host is where an Interpreter runs a process's program: the process's
+// own workflow (vibe.Process), or a workflow that runs many programs side
+// by side, each in a coroutine of its own. The interpreter decides what
+// comes next and keeps the process's view; the host does the effects.
+type Host interface {
+	// Fill asks a model to fill the program's LLM chunk idx with in: its
+	// schema, prompt and the minimal context of its references.
+	Fill(ctx workflow.Context, idx int, in FillInput) (FillOutput, error)
+	// Action runs a SERVER step's action (ExecuteAction); in carries the
+	// process's id and the step, from which the idempotency key comes.
+	Action(ctx workflow.Context, in ActionInput) (jsonv.Value, error)
+	// Status is told each change of the process's status.
+	Status(ctx workflow.Context, s Status)
+}
+
+// Interpreter runs one process's compiled program, chunk by chunk, and
+// keeps its View. A person's answer reaches it through Validate and Accept
+// (the host's update handler).
+type Interpreter struct {
+	id   string // the process's id: its workflow's, or a batch item's
+	in   Start
+	view View
+	// answer is the person's accepted answer, set by Accept.
+	answer *jsonv.Value
+	// told is set once the host was first told the status.
+	told bool
+}
+
+// NewInterpreter returns the interpreter of the process id that in starts.
+func NewInterpreter(id string, in Start) *Interpreter {
+	return &Interpreter{id: id, in: in, view: newView(in)}
+}
+
+// View is the process as far as it has run.
+func (r *Interpreter) View() View { return r.view }
+
+// Run runs the program to its end on h. On an error the view has failed
+// with it, and the error is returned.
+func (r *Interpreter) Run(ctx workflow.Context, h Host) error {
+	if r.in.Program == nil || len(r.in.Program.Chunks) == 0 {
+		return r.fail(ctx, h, temporal.NewNonRetryableApplicationError("the process has no program: start it with process.Client or a Vessel's launch", ErrTypeBadProcess, nil))
+	}
+	for i := range r.in.Program.Chunks {
+		ch := &r.in.Program.Chunks[i]
 		r.view.Chunk = ch.Name
-		r.setStatus(ctx, Running)
+		r.setStatus(ctx, h, Running)
 		var err error
 		switch ch.Kind {
 		case compile.LLM:
-			err = r.llmChunk(ctx, i)
+			err = r.llmChunk(ctx, h, i)
 		case compile.Server:
-			err = r.serverChunk(ctx, ch)
+			err = r.serverChunk(ctx, h, ch)
 		case compile.User:
-			err = r.userChunk(ctx, i)
+			err = r.userChunk(ctx, h, i)
 		}
 		if err != nil {
-			return r.fail(ctx, err)
+			return r.fail(ctx, h, err)
 		}
 		r.view.Done = append(r.view.Done, ch.Name)
 	}
 	r.view.Chunk = ""
-	r.setStatus(ctx, Completed)
-	return r.view, nil
+	r.setStatus(ctx, h, Completed)
+	return nil
 }
 
-// processRun is one process's interpreter.
-type processRun struct {
-	in   Start
-	acts *action.Registry
-	view View
-	// answer is the person's accepted answer, set by the update handler.
-	answer *jsonv.Value
-	// upserted is set once the search attributes were first written.
-	upserted bool
-}
-
-func (r *processRun) setStatus(ctx workflow.Context, s Status) {
-	if r.view.Status == s && (s != Running || r.upserted) {
+// setStatus sets the view's status and tells h when it changed (and the
+// first time, though the view starts running).
+func (r *Interpreter) setStatus(ctx workflow.Context, h Host, s Status) {
+	if r.view.Status == s && r.told {
 		return
 	}
-	r.upserted = true
+	r.told = true
 	r.view.Status = s
-	// Visible in Temporal's own UI and CLI: VibeProcess, VibeStatus.
-	_ = workflow.UpsertTypedSearchAttributes(ctx, ProcessAttribute.ValueSet(r.in.Name), StatusAttribute.ValueSet(string(s)))
+	h.Status(ctx, s)
 }
 
-func (r *processRun) fail(ctx workflow.Context, err error) (View, error) {
+func (r *Interpreter) fail(ctx workflow.Context, h Host, err error) error {
 	msg := ErrorText(err)
 	r.view.Error = &msg
-	r.setStatus(ctx, Failed)
-	return r.view, err
+	r.setStatus(ctx, h, Failed)
+	return err
 }
 
 // ErrorText is an activity's or child workflow's error as its own message,
@@ -113,7 +173,7 @@ func ErrorText(err error) string {
 // chunk with a loop is asked again, with its previous attempt, until the
 // model marks it done or the loop's maximum is reached; the last attempt
 // is kept.
-func (r *processRun) llmChunk(ctx workflow.Context, idx int) error {
+func (r *Interpreter) llmChunk(ctx workflow.Context, h Host, idx int) error {
 	ch := &r.in.Program.Chunks[idx]
 	var parts compose.Parts // the value kept, split
 	if idx == 0 && !r.in.First.IsNull() {
@@ -124,18 +184,12 @@ func (r *processRun) llmChunk(ctx workflow.Context, idx int) error {
 			return fmt.Errorf("chunk %s: %w", ch.Name, err)
 		}
 		in := FillInput{Chunk: ch.Name, System: r.in.System, Prompt: r.in.Prompt, Context: mctx, Schema: ch.Schema,
-			ProcessName: r.in.Name, StepContext: ch.StepContext(), Instance: cmp.Or(r.in.Instance, workflow.GetInfo(ctx).WorkflowExecution.ID)}
+			ProcessName: r.in.Name, StepContext: ch.StepContext(), Instance: cmp.Or(r.in.Instance, r.id)}
 		for attempt := 1; ; attempt++ {
 			if ch.Loop != nil {
 				in.Attempt, in.MaxAttempts = attempt, ch.Loop.Max
 			}
-			var out FillOutput
-			if r.in.Group != "" && ch.Loop == nil {
-				// A loop's attempts differ per item: its items ask on their own.
-				out, err = r.groupFill(ctx, idx, mctx)
-			} else {
-				out, err = ExecuteFill(ctx, in)
-			}
+			out, err := h.Fill(ctx, idx, in)
 			if err != nil {
 				if failed, ok := failedFill(err); ok {
 					r.view.account(ch, in, failed)
@@ -175,8 +229,8 @@ func failedFill(err error) (FillOutput, bool) {
 
 // groupFill has the process's group fill chunk idx: the group answers when
 // it has asked a model for this item and its siblings at once.
-func (r *processRun) groupFill(ctx workflow.Context, idx int, mctx jsonv.Value) (FillOutput, error) {
-	req := FillRequest{Item: workflow.GetInfo(ctx).WorkflowExecution.ID, Chunk: idx, Context: mctx}
+func (r *Interpreter) groupFill(ctx workflow.Context, idx int, mctx jsonv.Value) (FillOutput, error) {
+	req := FillRequest{Item: r.id, Chunk: idx, Context: mctx}
 	if err := workflow.SignalExternalWorkflow(ctx, r.in.Group, "", SignalFill, req).Get(ctx, nil); err != nil {
 		return FillOutput{}, fmt.Errorf("ask group %s: %w", r.in.Group, err)
 	}
@@ -203,18 +257,18 @@ func loopDone(value jsonv.Value, l *compile.Loop) bool {
 // fireAndForget starts a step's action as a child workflow the process does
 // not wait for; it outlives the process (ParentClosePolicy ABANDON) and its
 // failure is recorded, not fatal.
-func (r *processRun) fireAndForget(ctx workflow.Context, s *compile.ProgramStep, out jsonv.Value) {
+func (r *Interpreter) fireAndForget(ctx workflow.Context, s *compile.ProgramStep, out jsonv.Value) {
 	if r.view.Actions == nil {
 		r.view.Actions = map[string]string{}
 	}
 	q := s.Qualified()
-	id := workflow.GetInfo(ctx).WorkflowExecution.ID + "-" + strings.ReplaceAll(q, ".", "-")
+	id := r.id + "-" + strings.ReplaceAll(q, ".", "-")
 	cctx := workflow.WithChildOptions(ctx, workflow.ChildWorkflowOptions{
 		WorkflowID:        id,
 		ParentClosePolicy: enumspb.PARENT_CLOSE_POLICY_ABANDON,
 	})
 	f := workflow.ExecuteChildWorkflow(cctx, FireAndForgetName, ActionInput{
-		Process: workflow.GetInfo(ctx).WorkflowExecution.ID, Step: q, Action: s.Action, Input: out, Output: jsonv.NullValue(),
+		Process: r.id, Step: q, Action: s.Action, Input: out, Output: jsonv.NullValue(),
 	})
 	r.view.Actions[q] = "started"
 	// Make sure the child exists before the process may close; then watch
@@ -233,7 +287,7 @@ func (r *processRun) fireAndForget(ctx workflow.Context, s *compile.ProgramStep,
 }
 
 // serverChunk runs each step's action in order, blocking.
-func (r *processRun) serverChunk(ctx workflow.Context, ch *compile.ProgramChunk) error {
+func (r *Interpreter) serverChunk(ctx workflow.Context, h Host, ch *compile.ProgramChunk) error {
 	for i := range ch.Steps {
 		s := &ch.Steps[i]
 		in, err := r.actionInput(s)
@@ -244,13 +298,13 @@ func (r *processRun) serverChunk(ctx workflow.Context, ch *compile.ProgramChunk)
 		if action == "" {
 			action = s.Name // the worker matches it to one of its actions
 		}
-		ai := ActionInput{Step: s.Qualified(), Action: action, Input: in, Output: s.Output}
+		ai := ActionInput{Process: r.id, Step: s.Qualified(), Action: action, Input: in, Output: s.Output}
 		if !s.Inputs { // a blocking step's filled inputs are its arguments as they are
 			for _, r := range s.References {
 				ai.Arguments = append(ai.Arguments, r.Pointer())
 			}
 		}
-		out, err := ExecuteAction(ctx, r.acts, ai)
+		out, err := h.Action(ctx, ai)
 		if err != nil {
 			return fmt.Errorf("step %s: %w", s.Qualified(), err)
 		}
@@ -268,7 +322,7 @@ func (r *processRun) serverChunk(ctx workflow.Context, ch *compile.ProgramChunk)
 // what the model filled (and, withReferences, its references' values
 // beside); else the minimal context of its references, or the process's
 // input when it has none.
-func (r *processRun) actionInput(s *compile.ProgramStep) (jsonv.Value, error) {
+func (r *Interpreter) actionInput(s *compile.ProgramStep) (jsonv.Value, error) {
 	if s.Inputs {
 		filled, err := r.view.State.At(append(s.State, "input").Pointer())
 		if err != nil {
@@ -301,7 +355,7 @@ func (r *processRun) actionInput(s *compile.ProgramStep) (jsonv.Value, error) {
 }
 
 // userChunk waits for a person's answer to the chunk.
-func (r *processRun) userChunk(ctx workflow.Context, idx int) error {
+func (r *Interpreter) userChunk(ctx workflow.Context, h Host, idx int) error {
 	ch := &r.in.Program.Chunks[idx]
 	mctx, err := r.view.context(ch.References)
 	if err != nil {
@@ -309,14 +363,14 @@ func (r *processRun) userChunk(ctx workflow.Context, idx int) error {
 	}
 	if r.in.Group != "" {
 		// The group fills the other items' chunks without waiting for this one.
-		req := FillRequest{Item: workflow.GetInfo(ctx).WorkflowExecution.ID, Chunk: idx}
+		req := FillRequest{Item: r.id, Chunk: idx}
 		if err := workflow.SignalExternalWorkflow(ctx, r.in.Group, "", SignalWaiting, req).Get(ctx, nil); err != nil {
 			return fmt.Errorf("tell group %s: %w", r.in.Group, err)
 		}
 	}
 	r.answer = nil
 	r.view.Waiting = &Pending{Chunk: ch.Name, Schema: ch.Schema, Context: mctx}
-	r.setStatus(ctx, Waiting)
+	r.setStatus(ctx, h, Waiting)
 	if err := workflow.Await(ctx, func() bool { return r.answer != nil }); err != nil {
 		return err
 	}
