@@ -58,6 +58,7 @@ func (s *server) failed(w http.ResponseWriter, r *http.Request, err error) {
 		notWaiting *process.NotWaitingError
 		tooLarge   *process.TooLargeError
 		bound      *agent.BoundError
+		size       *batch.SizeError
 	)
 	switch {
 	case errors.As(err, &tooLarge):
@@ -71,6 +72,8 @@ func (s *server) failed(w http.ResponseWriter, r *http.Request, err error) {
 			e.Path = e.Details[0].Path
 		}
 		writeError(w, http.StatusUnprocessableEntity, e)
+	case errors.As(err, &size):
+		writeError(w, http.StatusConflict, &apiError{Error: err.Error(), Path: "/size"})
 	case errors.As(err, &notWaiting):
 		writeError(w, http.StatusConflict, &apiError{Error: notWaiting.Error()})
 	case errors.Is(err, process.ErrBadCursor):

@@ -108,9 +108,18 @@ func (c *Client) Run(ctx context.Context, in io.Reader, emit func(Result) error,
 		opts.File = "input"
 	}
 	_, err = c.startOrAttach(ctx, client.StartWorkflowOptions{ID: opts.ID, TypedSearchAttributes: batchAttribute(opts.ID),
-		Memo: map[string]any{process.MemoProcess: start.Name}}, BatchName, RecordInput{Status: Status{ID: opts.ID, Process: start.Name, StartedAt: began.UTC()}})
+		Memo: map[string]any{process.MemoProcess: start.Name}}, BatchName, RecordInput{Status: Status{ID: opts.ID, Process: start.Name, Size: size, StartedAt: began.UTC()}})
 	if err != nil {
 		return nil, fmt.Errorf("start batch %s: %w", opts.ID, err)
+	}
+	// A batch that ran before was cut into groups of its own size: cut
+	// another way, a group's id would name other lines than it holds.
+	st, err := c.Status(ctx, opts.ID)
+	if err != nil {
+		return nil, fmt.Errorf("start batch %s: %w", opts.ID, err)
+	}
+	if st.Size != 0 && st.Size != size {
+		return nil, &SizeError{ID: opts.ID, Size: st.Size, Asked: size}
 	}
 
 	sum := &Summary{ID: opts.ID}
@@ -247,4 +256,17 @@ func (c *Client) runGroup(ctx context.Context, in GroupInput) (GroupResult, erro
 		return fail(errors.New(process.ErrorText(err)))
 	}
 	return res, nil
+}
+
+// SizeError is the error of a run over a batch that an earlier run cut
+// into groups of another size (Options.Size).
+type SizeError struct {
+	ID    string
+	Size  int // the batch's
+	Asked int // this run's
+}
+
+func (e *SizeError) Error() string {
+	return fmt.Sprintf("batch %s was cut into groups of %d items, and this run asks for %d: run it again with a batch size of %d, or give it another id to start a new batch",
+		e.ID, e.Size, e.Asked, e.Size)
 }

@@ -1,6 +1,7 @@
 package batch
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -65,6 +66,7 @@ func (r *Runner) Start(ctx context.Context, opts Options, in io.Reader) (id stri
 	h := sha256.New()
 	spec, _ := json.Marshal(opts.Process)
 	h.Write(spec)
+	fmt.Fprintf(h, "\n%d\n", cmp.Or(max(opts.Size, 0), DefaultSize)) // K decides the groups
 	_, err = io.Copy(io.MultiWriter(tmp, h), in)
 	if cerr := tmp.Close(); err == nil {
 		err = cerr

@@ -26,7 +26,11 @@ type Status struct {
 	Requests int       `json:"requests"`
 	// Groups counts the groups started; Ended is set once the input ended,
 	// when the batch knows how many items it has.
-	Groups     int        `json:"groups"`
+	Groups int `json:"groups"`
+	// Size is K, the items per group the batch's input was cut into: a
+	// run over the same batch must cut it the same way (0 in records
+	// older than this field).
+	Size       int        `json:"size,omitempty"`
 	Ended      bool       `json:"ended"`
 	StartedAt  time.Time  `json:"startedAt"`
 	FinishedAt *time.Time `json:"finishedAt,omitempty"`

@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -106,7 +107,7 @@ otherwise it starts the embedded engine itself, or joins --temporal.`,
 				defer f.Close()
 				input = f
 				if opts.ID == "" {
-					if opts.ID, err = deriveID(spec, f); err != nil {
+					if opts.ID, err = deriveID(spec, size, f); err != nil {
 						return err
 					}
 				}
@@ -184,11 +185,12 @@ otherwise it starts the embedded engine itself, or joins --temporal.`,
 	return cmd
 }
 
-// deriveID names a batch after what it runs and its input's bytes, so the
-// same command over the same file finds the same batch.
-func deriveID(spec string, f *os.File) (string, error) {
+// deriveID names a batch after what it runs, the size of its groups (K,
+// which decides what each group holds) and its input's bytes, so the same
+// command over the same file finds the same batch.
+func deriveID(spec string, size int, f *os.File) (string, error) {
 	h := sha256.New()
-	h.Write([]byte(spec + "\n"))
+	fmt.Fprintf(h, "%s\n%d\n", spec, cmp.Or(max(size, 0), batch.DefaultSize))
 	if _, err := goio.Copy(h, f); err != nil {
 		return "", err
 	}

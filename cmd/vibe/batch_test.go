@@ -11,6 +11,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -197,6 +199,24 @@ func TestBatchCommand(t *testing.T) {
 	}
 	if calls, _, _ := led.counts(); calls != 68 {
 		t.Errorf("the action ran %d times after the rerun, want 68", calls)
+	}
+
+	// K decides which lines a group holds: the same batch cut another way
+	// is refused, and another K over the same input is another batch.
+	id := regexp.MustCompile(`vibe: batch (\S+) in all`).FindStringSubmatch(stderr)
+	if id == nil {
+		t.Fatalf("no batch id in\n%s", stderr)
+	}
+	other := slices.Clone(args)
+	other[slices.Index(other, "--batch-size")+1] = "4"
+	status, _, stderr = run(t, "", append(slices.Clone(other), "--id", id[1])...)
+	if status != exitError || !strings.Contains(stderr, "batch "+id[1]+" was cut into groups of 8 items, and this run asks for 4") {
+		t.Errorf("another size under the same id: status %d, stderr:\n%s", status, stderr)
+	}
+	other[slices.Index(other, "--out")+1] = filepath.Join(dir, "out4.jsonl")
+	status, _, stderr = run(t, "", other...)
+	if status != exitError || strings.Contains(stderr, id[1]) || !strings.Contains(stderr, "68 ok, 2 failed") {
+		t.Errorf("another size, derived id: status %d, stderr:\n%s", status, stderr)
 	}
 }
 
