@@ -123,7 +123,7 @@ func StartOn(ctx context.Context, eng *engine.Engine, opts Options) (_ *Runtime,
 	names := rt.Actions.Names()
 	rt.Processes = &process.Client{Temporal: c, Registry: opts.Registry, Actions: names, Registered: rt.Actions}
 	rt.Requests = &agent.Client{Temporal: c, Registry: opts.Registry, Actions: names, Loader: opts.Loader}
-	rt.Batches = &batch.Client{Processes: rt.Processes}
+	rt.Batches = batch.NewClient(rt.Processes) // a batch's items run in their groups' workflows
 	if opts.Telemetry != nil {
 		if rt.telemetry, err = telemetry.Setup(ctx, *opts.Telemetry); err != nil {
 			return nil, err

@@ -43,13 +43,13 @@ func NewWorker(c client.Client, opts WorkerOptions) worker.Worker {
 	if opts.QueryOnly {
 		process.RegisterWorkflows(w, opts.Actions)
 		agent.RegisterWorkflow(w, opts.Actions)
-		batch.RegisterWorkflows(w)
+		batch.RegisterWorkflows(w, opts.Actions)
 		return w
 	}
 	acts := &process.Activities{Provider: opts.Provider, Actions: opts.Actions, Logger: opts.Logger}
 	process.Register(w, acts)
 	agent.Register(w, &agent.Activities{Process: acts, Loader: opts.Loader, Actions: opts.Actions.Names()})
-	batch.Register(w, &batch.Activities{Provider: opts.Provider, Logger: opts.Logger})
+	batch.Register(w, &batch.Activities{Provider: opts.Provider, Logger: opts.Logger}, opts.Actions)
 	return w
 }
 

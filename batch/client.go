@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
+	"strings"
 	"time"
 
 	enumspb "go.temporal.io/api/enums/v1"
@@ -190,4 +192,46 @@ func (c *Client) startOrAttach(ctx context.Context, opts client.StartWorkflowOpt
 // batchAttribute tags a batch's workflows, for listings.
 func batchAttribute(id string) temporal.SearchAttributes {
 	return temporal.NewSearchAttributes(process.BatchAttribute.ValueSet(id))
+}
+
+// Host finds the group whose workflow runs batch item id
+// (<batch>-<line>, ItemID): a process.Hosts, so that process.Client reads,
+// watches and answers items by their ids. ok is false for an id that is
+// no batch's item, or whose group has not reported its start yet.
+func (c *Client) Host(ctx context.Context, id string) (string, bool, error) {
+	i := strings.LastIndexByte(id, '-')
+	if i <= 0 {
+		return "", false, nil
+	}
+	line, err := strconv.Atoi(id[i+1:])
+	b := id[:i]
+	if err != nil || line < 1 || CheckID(b) != nil {
+		return "", false, nil
+	}
+	if _, err := execution.Describe(ctx, c.temporal(), b, ErrNotFound, BatchName); err != nil {
+		if errors.Is(err, ErrNotFound) {
+			return "", false, nil
+		}
+		return "", false, err
+	}
+	resp, err := c.temporal().QueryWorkflow(ctx, b, "", QueryGroup, line)
+	if err != nil {
+		return "", false, fmt.Errorf("find the group of %s: %w", id, err)
+	}
+	var g int
+	if err := resp.Get(&g); err != nil {
+		return "", false, fmt.Errorf("find the group of %s: %w", id, err)
+	}
+	if g < 0 {
+		return "", false, nil
+	}
+	return GroupID(b, g), true, nil
+}
+
+// NewClient returns the batch client of processes p, and makes it p's
+// Hosts, so that p reads and answers the batches' items.
+func NewClient(p *process.Client) *Client {
+	c := &Client{Processes: p}
+	p.Hosts = c
+	return c
 }

@@ -75,7 +75,7 @@ func stack(t testing.TB, url string, acts *action.Registry) *batch.Client {
 		t.Fatal(err)
 	}
 	t.Cleanup(w.Stop)
-	return &batch.Client{Processes: &process.Client{Temporal: eng.Client(), Actions: acts.Names()}}
+	return batch.NewClient(&process.Client{Temporal: eng.Client(), Actions: acts.Names()})
 }
 
 // verdict is the test model's answer for a comment: "comment N" is

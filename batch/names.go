@@ -9,7 +9,7 @@ import (
 // process.TaskQueue, beside the processes they group.
 const (
 	// GroupName is the workflow type of a group of items (Workflows.Group):
-	// it starts one process per item and fills their LLM chunks together.
+	// it runs each item's process and fills their LLM chunks together.
 	GroupName = "vibe.Group"
 	// BatchName is the workflow type of a batch's record (Workflows.Batch):
 	// what its groups did, for status reads.
@@ -25,13 +25,16 @@ const (
 	SignalEnd = "vibe.end"
 	// QueryStatus returns a batch's Status.
 	QueryStatus = "status"
+	// QueryGroup returns the index of the group that holds an input line
+	// (an int argument), -1 for none.
+	QueryGroup = "group"
 )
 
 // GroupID is the workflow id of group g (from 0) of a batch.
 func GroupID(batch string, g int) string { return fmt.Sprintf("%s-g%d", batch, g) }
 
 // ItemID is the process id of the item on input line line (from 1): its
-// workflow id.
+// group's workflow answers for it by this id (Client.Host finds it).
 func ItemID(batch string, line int) string { return fmt.Sprintf("%s-%d", batch, line) }
 
 // MaxIDLength bounds a batch id: its workflow ids add a few characters.

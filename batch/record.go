@@ -15,6 +15,15 @@ type RecordInput struct {
 	Started  []int `json:"started,omitempty"`
 	Finished []int `json:"finished,omitempty"`
 	End      *End  `json:"end,omitempty"`
+	// Lines are the groups' line ranges as they reported them, by group.
+	Lines []Lines `json:"lines,omitempty"`
+}
+
+// Lines is the range of input lines a group holds.
+type Lines struct {
+	Group int `json:"group"`
+	First int `json:"first"`
+	Last  int `json:"last"`
 }
 
 // End says a batch's input ended (SignalEnd): how many groups and lines
@@ -34,8 +43,21 @@ func (w *Workflows) Batch(ctx workflow.Context, in RecordInput) (Status, error) 
 	if st.Status == "" {
 		st.Status = "running"
 	}
-	started, finished := in.Started, in.Finished
+	started, finished, lines := in.Started, in.Finished, in.Lines
 	if err := workflow.SetQueryHandler(ctx, QueryStatus, func() (Status, error) { return st, nil }); err != nil {
+		return st, err
+	}
+	// QueryGroup: the group that holds an input line, -1 for none
+	// reported (yet).
+	err := workflow.SetQueryHandler(ctx, QueryGroup, func(line int) (int, error) {
+		for _, l := range lines {
+			if line >= l.First && line <= l.Last {
+				return l.Group, nil
+			}
+		}
+		return -1, nil
+	})
+	if err != nil {
 		return st, err
 	}
 	reports := workflow.GetSignalChannel(ctx, SignalGroup)
@@ -44,6 +66,9 @@ func (w *Workflows) Batch(ctx workflow.Context, in RecordInput) (Status, error) 
 		if add(&started, r.Index) {
 			st.Items += r.Items
 			st.Groups++
+			if r.Last > 0 {
+				lines = append(lines, Lines{Group: r.Index, First: r.First, Last: r.Last})
+			}
 		}
 		if r.Finished && add(&finished, r.Index) {
 			st.Done += r.Done
@@ -78,7 +103,7 @@ func (w *Workflows) Batch(ctx workflow.Context, in RecordInput) (Status, error) 
 			if ends.ReceiveAsync(&e) {
 				in.End, st.Ended = &e, true
 			}
-			return st, workflow.NewContinueAsNewError(ctx, BatchName, RecordInput{Status: st, Started: started, Finished: finished, End: in.End})
+			return st, workflow.NewContinueAsNewError(ctx, BatchName, RecordInput{Status: st, Started: started, Finished: finished, End: in.End, Lines: lines})
 		}
 		sel.Select(ctx)
 	}

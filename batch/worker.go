@@ -1,22 +1,28 @@
 package batch
 
 import (
+	"github.com/augceo/vibe/action"
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
 )
 
 // RegisterWorkflows registers only the batch workflows, for a replayer or
-// a worker that runs no activities.
-func RegisterWorkflows(w worker.WorkflowRegistry) {
-	wf := &Workflows{}
+// a worker that runs no activities; actions gives the items' actions their
+// retry policies and timeouts (nil: the defaults).
+func RegisterWorkflows(w worker.WorkflowRegistry, actions *action.Registry) {
+	if actions == nil {
+		actions = &action.Registry{}
+	}
+	wf := &Workflows{Actions: actions}
 	w.RegisterWorkflowWithOptions(wf.Group, workflow.RegisterOptions{Name: GroupName})
 	w.RegisterWorkflowWithOptions(wf.Batch, workflow.RegisterOptions{Name: BatchName})
 }
 
-// Register registers the batch workflows and acts's activity on a worker;
-// the items' own workflows and activities are process.Register's.
-func Register(w worker.Registry, acts *Activities) {
-	RegisterWorkflows(w)
+// Register registers the batch workflows and acts's activity on a worker,
+// with actions as RegisterWorkflows; the items' model calls (with a loop)
+// and actions are process.Register's activities.
+func Register(w worker.Registry, acts *Activities, actions *action.Registry) {
+	RegisterWorkflows(w, actions)
 	w.RegisterActivityWithOptions(acts.Fill, activity.RegisterOptions{Name: FillName})
 }

@@ -2,13 +2,14 @@ package batch
 
 import (
 	"encoding/json"
+	"fmt"
 	"slices"
 	"time"
 
-	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
+	"github.com/augceo/vibe/action"
 	"github.com/augceo/vibe/compile"
 	"github.com/augceo/vibe/jsonv"
 	"github.com/augceo/vibe/llm"
@@ -36,6 +37,9 @@ type GroupInput struct {
 	Call   CallOptions `json:"call,omitzero"`
 	// Window is DefaultWindow when 0.
 	Window time.Duration `json:"window,omitempty"`
+	// Actions bounds the actions the group's items run at once; 0 means
+	// DefaultActions.
+	Actions int `json:"actions,omitempty"`
 }
 
 // Item is one input line of a batch.
@@ -60,8 +64,12 @@ type GroupResult struct {
 // GroupReport is what a group tells its batch (SignalGroup): that it
 // started with Items lines, and when Finished what they came to.
 type GroupReport struct {
-	Index    int       `json:"index"`
-	Items    int       `json:"items"`
+	Index int `json:"index"`
+	Items int `json:"items"`
+	// First and Last are the input lines of the group's first and last
+	// items: the batch finds an item's group by its line (QueryGroup).
+	First    int       `json:"first,omitempty"`
+	Last     int       `json:"last,omitempty"`
 	Finished bool      `json:"finished,omitempty"`
 	Done     int       `json:"done,omitempty"`
 	Failed   int       `json:"failed,omitempty"`
@@ -69,31 +77,42 @@ type GroupReport struct {
 	Requests int       `json:"requests,omitempty"`
 }
 
-// Workflows holds the batch runtime's workflow functions.
-type Workflows struct{}
+// Workflows holds the batch runtime's workflow functions; they need the
+// worker's actions only for their retry policies and timeouts.
+type Workflows struct {
+	Actions *action.Registry
+}
 
 // item states in a group.
 type itemState int
 
 const (
-	starting itemState = iota // started, not heard of yet
-	running                   // between chunks the group fills
+	running  itemState = iota // between chunks the group fills
 	asking                    // asked for a chunk, not yet sent
 	inflight                  // its chunk is being filled
 	waiting                   // waits for a person
 	done
 )
 
-// group is one group's interpreter.
+// DefaultActions bounds the actions a group's items run at once.
+const DefaultActions = 16
+
+// group is one group's driver: its items' interpreters run as coroutines,
+// and it fills their LLM chunks together.
 type group struct {
 	in      GroupInput
 	id      string
+	started time.Time
 	sel     workflow.Selector
-	futures []workflow.ChildWorkflowFuture
-	state   []itemState
-	context []jsonv.Value // what each asking item sent
-	chunk   []int         // the chunk each asking item asked for
+	items   []*process.Interpreter // nil for a line that is no item
 	byID    map[string]int
+	state   []itemState
+	context []jsonv.Value       // what each asking item sent
+	chunk   []int               // the chunk each asking item asked for
+	reply   []workflow.Settable // where each asking item waits for its part
+	poke    workflow.Channel    // an item changed its state
+	slots   workflow.Channel    // a slot per action that may run at once
+	acts    *action.Registry
 	res     GroupResult
 	open    int // items not done
 	// The window: open while a timer runs; lastAsk is when the newest ask
@@ -105,36 +124,38 @@ type group struct {
 	lastAsk  time.Time
 }
 
-// Group runs a group of a batch: a process per item (a child workflow,
-// ItemID), whose LLM chunks it fills for all its items at once — when
-// every item still running has asked for one, or Window after the first
-// asked — with one multiplexed call (Activities.Fill), and hands each
-// item its part. Items run their server and person chunks on their own.
-// It returns when every item has finished.
+// Group runs a group of a batch: each item's process (ItemID) is
+// interpreted in this workflow, as one of its coroutines — the same
+// interpreter as a process's own workflow (process.Interpreter), so every
+// semantic of a process holds per item — and the group is their Host. It
+// fills their LLM chunks for all its items at once — when every item
+// still running has asked for one, or Window after the first asked — with
+// one multiplexed call (Activities.Fill), and hands each item its part; an
+// item's actions run as activities of their own, under the item's
+// idempotency key, at most Actions at a time. An item waiting for a
+// person waits here (UpdateItemAnswer) while its siblings go on, and each
+// item is read by its id (QueryItem). It returns when every item has
+// finished.
 func (w *Workflows) Group(ctx workflow.Context, in GroupInput) (GroupResult, error) {
 	n := len(in.Items)
-	g := &group{in: in, id: workflow.GetInfo(ctx).WorkflowExecution.ID, sel: workflow.NewSelector(ctx),
-		futures: make([]workflow.ChildWorkflowFuture, n), state: make([]itemState, n), context: make([]jsonv.Value, n),
-		chunk: make([]int, n), byID: make(map[string]int, n), res: GroupResult{Index: in.Index, Results: make([]Result, n)}}
+	g := &group{in: in, id: workflow.GetInfo(ctx).WorkflowExecution.ID, started: workflow.GetInfo(ctx).WorkflowStartTime, sel: workflow.NewSelector(ctx),
+		items: make([]*process.Interpreter, n), byID: make(map[string]int, n), state: make([]itemState, n), context: make([]jsonv.Value, n),
+		chunk: make([]int, n), reply: make([]workflow.Settable, n), poke: workflow.NewBufferedChannel(ctx, n+1), acts: w.Actions,
+		res: GroupResult{Index: in.Index, Results: make([]Result, n)}}
 	if in.Window <= 0 {
 		g.in.Window = DefaultWindow
 	}
-	g.report(ctx, GroupReport{Index: in.Index, Items: n})
-	fills := workflow.GetSignalChannel(ctx, process.SignalFill)
-	waits := workflow.GetSignalChannel(ctx, process.SignalWaiting)
-	g.sel.AddReceive(fills, func(c workflow.ReceiveChannel, _ bool) {
-		var r process.FillRequest
-		c.Receive(ctx, &r)
-		if i, ok := g.byID[r.Item]; ok && g.state[i] != done {
-			g.state[i], g.chunk[i], g.context[i] = asking, r.Chunk, r.Context
-			g.lastAsk = workflow.Now(ctx)
-		}
-	})
-	g.sel.AddReceive(waits, func(c workflow.ReceiveChannel, _ bool) {
-		var r process.FillRequest
-		c.Receive(ctx, &r)
-		if i, ok := g.byID[r.Item]; ok && g.state[i] != done {
-			g.state[i] = waiting
+	actions := in.Actions
+	if actions <= 0 {
+		actions = DefaultActions
+	}
+	g.slots = workflow.NewBufferedChannel(ctx, actions)
+	if err := g.handlers(ctx); err != nil {
+		return g.res, err
+	}
+	g.report(ctx, GroupReport{Index: in.Index, Items: n, First: in.Items[0].Line, Last: in.Items[n-1].Line})
+	g.sel.AddReceive(g.poke, func(c workflow.ReceiveChannel, _ bool) {
+		for c.ReceiveAsync(nil) {
 		}
 	})
 	for i, it := range in.Items {
@@ -157,7 +178,54 @@ func (w *Workflows) Group(ctx workflow.Context, in GroupInput) (GroupResult, err
 	return g.res, nil
 }
 
-// start starts item i's process, or records why the line is no item.
+// handlers answer for the group's items by their ids: their views and
+// programs, and a person's answer to one.
+func (g *group) handlers(ctx workflow.Context) error {
+	item := func(id string) (*process.Interpreter, error) {
+		if i, ok := g.byID[id]; ok && g.items[i] != nil {
+			return g.items[i], nil
+		}
+		return nil, fmt.Errorf("%w: %s", process.ErrNotFound, id)
+	}
+	err := workflow.SetQueryHandler(ctx, process.QueryItem, func(id string) (process.Info, error) {
+		r, err := item(id)
+		if err != nil {
+			return process.Info{}, err
+		}
+		return process.Info{ID: id, Process: r.Name(), View: r.View(), StartedAt: g.started}, nil
+	})
+	if err != nil {
+		return err
+	}
+	err = workflow.SetQueryHandler(ctx, process.QueryItemProgram, func(id string) (*compile.Program, error) {
+		r, err := item(id)
+		if err != nil {
+			return nil, err
+		}
+		return r.Program(), nil
+	})
+	if err != nil {
+		return err
+	}
+	return workflow.SetUpdateHandlerWithOptions(ctx, process.UpdateItemAnswer,
+		func(ctx workflow.Context, id string, answer jsonv.Value) (process.View, error) {
+			r, err := item(id)
+			if err != nil {
+				return process.View{}, err
+			}
+			return r.Accept(ctx, answer)
+		},
+		workflow.UpdateHandlerOptions{Validator: func(id string, answer jsonv.Value) error {
+			r, err := item(id)
+			if err != nil {
+				return err
+			}
+			return r.Validate(answer)
+		}})
+}
+
+// start runs item i's process as a coroutine, or records why the line is
+// no item.
 func (g *group) start(ctx workflow.Context, i int, it Item) {
 	id := ItemID(g.in.Batch, it.Line)
 	g.res.Results[i] = Result{Line: it.Line, ID: id}
@@ -172,28 +240,66 @@ func (g *group) start(ctx workflow.Context, i int, it Item) {
 	if prompt == "" {
 		prompt = g.in.Prompt
 	}
-	cctx := workflow.WithChildOptions(ctx, workflow.ChildWorkflowOptions{
-		WorkflowID:            id,
-		WorkflowIDReusePolicy: enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
-		Memo:                  map[string]any{process.MemoProcess: g.in.Name},
-		TypedSearchAttributes: temporal.NewSearchAttributes(process.ProcessAttribute.ValueSet(g.in.Name),
-			process.StatusAttribute.ValueSet(string(process.Running)), process.BatchAttribute.ValueSet(g.in.Batch)),
-	})
-	g.futures[i] = workflow.ExecuteChildWorkflow(cctx, process.WorkflowName, process.Start{
-		Name: g.in.Name, Program: g.in.Program, Prompt: prompt, Input: it.Input, System: g.in.System, Instance: id, Group: g.id,
-	})
-	g.sel.AddFuture(g.futures[i], func(f workflow.Future) {
-		var v process.View
-		err := f.Get(ctx, &v)
+	r := process.NewInterpreter(id, process.Start{Name: g.in.Name, Program: g.in.Program, Prompt: prompt, Input: it.Input, System: g.in.System, Instance: id})
+	g.items[i] = r
+	workflow.Go(ctx, func(ctx workflow.Context) {
+		err := r.Run(ctx, &itemHost{g: g, i: i})
 		g.state[i] = done
 		g.open--
-		r := &g.res.Results[i]
+		res := &g.res.Results[i]
 		if err != nil {
-			r.Status, r.Error = StatusFailed, process.ErrorText(err)
-			return
+			res.Status, res.Error = StatusFailed, process.ErrorText(err)
+		} else {
+			res.Status, res.Output = StatusCompleted, output(r.View().State)
 		}
-		r.Status, r.Output = StatusCompleted, output(v.State)
+		g.poke.Send(ctx, nil)
 	})
+}
+
+// itemHost is the group as one item's Host.
+type itemHost struct {
+	g *group
+	i int
+}
+
+// Fill asks the group for the item's part of the group's call for chunk
+// idx, and waits for it. A chunk with a loop is asked alone: its attempts
+// differ per item.
+func (h *itemHost) Fill(ctx workflow.Context, idx int, in process.FillInput) (process.FillOutput, error) {
+	g := h.g
+	if g.in.Program.Chunks[idx].Loop != nil {
+		return process.ExecuteFill(ctx, in)
+	}
+	f, set := workflow.NewFuture(ctx)
+	g.state[h.i], g.chunk[h.i], g.context[h.i], g.reply[h.i] = asking, idx, in.Context, set
+	g.lastAsk = workflow.Now(ctx)
+	g.poke.Send(ctx, nil)
+	var out process.FillOutput
+	err := f.Get(ctx, &out)
+	return out, err
+}
+
+// Action runs the item's action as an activity of its own, in one of the
+// group's slots.
+func (h *itemHost) Action(ctx workflow.Context, in process.ActionInput) (jsonv.Value, error) {
+	h.g.slots.Send(ctx, nil)
+	defer h.g.slots.Receive(ctx, nil)
+	return process.ExecuteAction(ctx, h.g.acts, in)
+}
+
+// Status keeps the group's state of the item: one waiting for a person is
+// not waited for by its siblings' calls.
+func (h *itemHost) Status(ctx workflow.Context, s process.Status) {
+	g := h.g
+	switch {
+	case s == process.Waiting:
+		g.state[h.i] = waiting
+	case s == process.Running && g.state[h.i] == waiting:
+		g.state[h.i] = running
+	default:
+		return
+	}
+	g.poke.Send(ctx, nil)
 }
 
 // output is an item's output: its process state but for its input.
@@ -217,12 +323,7 @@ func (g *group) dispatch(ctx workflow.Context) {
 	if len(ask) == 0 {
 		return
 	}
-	// An item not yet heard of is waited for, when the process starts with
-	// a model's chunk: it is only slow to start, and asks at once.
-	if g.in.Program.Chunks[0].Kind == compile.LLM && slices.Contains(g.state, starting) {
-		return
-	}
-	ready := g.windowUp || !slices.Contains(g.state, running) && !slices.Contains(g.state, starting)
+	ready := g.windowUp || !slices.Contains(g.state, running)
 	if !ready {
 		if !g.timerOn {
 			g.arm(ctx, g.in.Window)
@@ -298,19 +399,23 @@ func (g *group) fill(ctx workflow.Context, c int, items []int) {
 		g.res.Usage = g.res.Usage.Add(out.Usage)
 		g.res.Requests += out.Requests
 		for k, i := range items {
-			filled := process.Filled{Chunk: c}
+			var part process.FillOutput
+			var perr error
 			switch {
 			case err != nil:
-				filled.Error = process.ErrorText(err)
+				perr = err
+			case k < len(out.Items) && out.Items[k].Error != "":
+				perr = temporal.NewNonRetryableApplicationError(out.Items[k].Error, process.ErrTypeGroupFill, nil)
 			case k < len(out.Items):
-				filled.Output, filled.Error = out.Items[k].Output, out.Items[k].Error
+				part = out.Items[k].Output
 			default:
-				filled.Error = "the batch call gave no answer for this item"
+				perr = temporal.NewNonRetryableApplicationError("the batch call gave no answer for this item", process.ErrTypeGroupFill, nil)
 			}
 			if g.state[i] == inflight {
 				g.state[i] = running
 			}
-			g.futures[i].SignalChildWorkflow(ctx, process.SignalFilled, filled)
+			g.reply[i].Set(part, perr)
+			g.reply[i] = nil
 		}
 	})
 }

@@ -44,6 +44,10 @@ type Client struct {
 	// do) is checked against it before the process starts, and a mismatch
 	// is an error naming the step.
 	Registered *action.Registry
+	// Hosts, when set, finds the workflow of a process that runs in
+	// another's (a batch's item in its group's): Get, Watch, Answer and
+	// Program read and answer it there.
+	Hosts Hosts
 }
 
 // StartOptions says which process to start and with what.
@@ -189,6 +193,14 @@ func (c *Client) Get(ctx context.Context, id string) (*Info, error) {
 	// Another workflow — a Vessel request, a fire-and-forget action — is
 	// no process, though it may answer a query of the same name.
 	ex, err := execution.Describe(ctx, c.Temporal, id, ErrNotFound, WorkflowName, DirectCallName)
+	if errors.Is(err, ErrNotFound) {
+		if host, ok, herr := c.host(ctx, id); ok || herr != nil {
+			if herr != nil {
+				return nil, herr
+			}
+			return c.getHosted(ctx, host, id)
+		}
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -226,6 +238,38 @@ func (c *Client) Get(ctx context.Context, id string) (*Info, error) {
 		}
 	}
 	return info, nil
+}
+
+// Hosts finds the workflow that hosts a process which has none of its own:
+// a batch's item runs in its group's workflow. batch.Client is one.
+type Hosts interface {
+	// Host returns the id of the workflow that hosts process id; ok is
+	// false when no workflow does.
+	Host(ctx context.Context, id string) (workflowID string, ok bool, err error)
+}
+
+// host is where process id runs when it has no workflow of its own.
+func (c *Client) host(ctx context.Context, id string) (string, bool, error) {
+	if c.Hosts == nil {
+		return "", false, nil
+	}
+	return c.Hosts.Host(ctx, id)
+}
+
+// getHosted reads a hosted process from its host (QueryItem).
+func (c *Client) getHosted(ctx context.Context, host, id string) (*Info, error) {
+	resp, err := c.Temporal.QueryWorkflow(ctx, host, "", QueryItem, id)
+	if err != nil {
+		if strings.Contains(ErrorText(err), ErrNotFound.Error()) {
+			return nil, fmt.Errorf("%w: %s", ErrNotFound, id)
+		}
+		return nil, fmt.Errorf("read process %s in %s: %w", id, host, err)
+	}
+	var info Info
+	if err := resp.Get(&info); err != nil {
+		return nil, fmt.Errorf("read process %s in %s: %w", id, host, err)
+	}
+	return &info, nil
 }
 
 func statusOf(s enumspb.WorkflowExecutionStatus) Status {
@@ -411,12 +455,18 @@ func (c *Client) Answer(ctx context.Context, id string, answer jsonv.Value) (*Vi
 	if err := CheckPayloadSize("the answer", []any{answer}); err != nil {
 		return nil, err
 	}
-	h, err := c.Temporal.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{
-		WorkflowID:   id,
-		UpdateName:   UpdateAnswer,
-		Args:         []any{answer},
-		WaitForStage: client.WorkflowUpdateStageCompleted,
-	})
+	uopts := client.UpdateWorkflowOptions{WorkflowID: id, UpdateName: UpdateAnswer, Args: []any{answer}, WaitForStage: client.WorkflowUpdateStageCompleted}
+	if _, err := execution.Describe(ctx, c.Temporal, id, ErrNotFound, WorkflowName, DirectCallName); errors.Is(err, ErrNotFound) {
+		host, ok, err := c.host(ctx, id)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			uopts.WorkflowID, uopts.UpdateName, uopts.Args = host, UpdateItemAnswer, []any{id, answer}
+			return c.answerHosted(ctx, id, uopts)
+		}
+	}
+	h, err := c.Temporal.UpdateWorkflow(ctx, uopts)
 	if err != nil {
 		return nil, c.answerError(ctx, id, err)
 	}
@@ -425,6 +475,27 @@ func (c *Client) Answer(ctx context.Context, id string, answer jsonv.Value) (*Vi
 		return nil, c.answerError(ctx, id, err)
 	}
 	return &v, nil
+}
+
+// answerHosted sends an answer to a hosted process through its host.
+func (c *Client) answerHosted(ctx context.Context, id string, uopts client.UpdateWorkflowOptions) (*View, error) {
+	h, err := c.Temporal.UpdateWorkflow(ctx, uopts)
+	if err == nil {
+		var v View
+		if err = h.Get(ctx, &v); err == nil {
+			return &v, nil
+		}
+	}
+	if execution.IsNotFound(err) || strings.Contains(ErrorText(err), ErrNotFound.Error()) {
+		// The host has closed (or knows no such process): say how the
+		// process stands, as for a process's own closed workflow.
+		info, gerr := c.getHosted(ctx, uopts.WorkflowID, id)
+		if gerr != nil {
+			return nil, gerr
+		}
+		return nil, &NotWaitingError{ID: id, Status: info.Status, Err: err}
+	}
+	return nil, c.answerError(ctx, id, err)
 }
 
 // Cancel cancels a process's workflow: the activity running learns it at
@@ -522,6 +593,23 @@ func (e *RefusedError) Problems() []schema.Invalid {
 // is drawn and explained from exactly what it runs. A direct server call's
 // program is its one chunk; an id of another workflow is not found.
 func (c *Client) Program(ctx context.Context, id string) (*compile.Program, error) {
+	if _, err := execution.Describe(ctx, c.Temporal, id, ErrNotFound, WorkflowName, DirectCallName); errors.Is(err, ErrNotFound) {
+		host, ok, err := c.host(ctx, id)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			resp, err := c.Temporal.QueryWorkflow(ctx, host, "", QueryItemProgram, id)
+			if err != nil {
+				return nil, fmt.Errorf("read process %s in %s: %w", id, host, err)
+			}
+			var prog compile.Program
+			if err := resp.Get(&prog); err != nil {
+				return nil, fmt.Errorf("read process %s in %s: %w", id, host, err)
+			}
+			return &prog, nil
+		}
+	}
 	iter := c.Temporal.GetWorkflowHistory(ctx, id, "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
 	if !iter.HasNext() {
 		return nil, fmt.Errorf("%w: %s", ErrNotFound, id)

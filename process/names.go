@@ -35,16 +35,19 @@ const (
 	// chunk.
 	UpdateAnswer = "answer"
 
-	// SignalFill is what a process in a group (Start.Group) sends its
-	// group to have an LLM chunk filled, a FillRequest: the group fills
-	// the chunk for many of its processes in one model call.
-	SignalFill = "vibe.fill"
-	// SignalFilled carries the group's answer back, a Filled.
-	SignalFilled = "vibe.filled"
-	// SignalWaiting tells the group that a process waits for a person, a
-	// FillRequest naming the USER chunk: the group fills its siblings'
-	// chunks without it.
-	SignalWaiting = "vibe.waiting"
+	// A hosted process — one that runs in a workflow hosting many (a
+	// batch's item in its group's), not a workflow of its own — is read
+	// and answered through its host's workflow by its id (Client.Hosts
+	// finds the host):
+	//
+	// QueryItem returns the hosted process's Info (an id argument).
+	QueryItem = "item"
+	// QueryItemProgram returns the compiled program a hosted process runs
+	// (an id argument).
+	QueryItemProgram = "item.program"
+	// UpdateItemAnswer carries a person's answer to a hosted process's
+	// USER chunk (an id and the answer), as UpdateAnswer does to a process.
+	UpdateItemAnswer = "item.answer"
 )
 
 // Types of the application errors (temporal.ApplicationError.Type) that a

@@ -42,27 +42,6 @@ type Start struct {
 	// a Vessel instance. It tags the process's metrics; without it they
 	// are tagged with the process's own id.
 	Instance string `json:"instance,omitempty"`
-	// Group, when set, is the workflow id of the group the process is an
-	// item of (a batch's): the group fills its LLM chunks, many items in
-	// one model call, through SignalFill and SignalFilled.
-	Group string `json:"group,omitempty"`
-}
-
-// FillRequest is what a process in a group asks of it: to fill chunk Chunk
-// (its index in the program) with the process's minimal context, or — sent
-// as SignalWaiting — that it waits for a person at that chunk.
-type FillRequest struct {
-	Item    string      `json:"item"` // the process's workflow id
-	Chunk   int         `json:"chunk"`
-	Context jsonv.Value `json:"context,omitzero"`
-}
-
-// Filled is a group's answer to a FillRequest: the item's share of the
-// call, or why its chunk could not be filled.
-type Filled struct {
-	Chunk  int        `json:"chunk"`
-	Output FillOutput `json:"output"`
-	Error  string     `json:"error,omitempty"`
 }
 
 // View is what a process shows: its status, what it waits for, its state.

@@ -51,18 +51,13 @@ func (w *Workflows) Process(ctx workflow.Context, in Start) (View, error) {
 }
 
 // processHost is a process's own workflow as its interpreter's Host: it
-// asks the model itself (or its group, for a batch's item), and shows the
-// status in the search attributes.
+// asks the model itself, and shows the status in the search attributes.
 type processHost struct {
 	r    *Interpreter
 	acts *action.Registry
 }
 
 func (h *processHost) Fill(ctx workflow.Context, idx int, in FillInput) (FillOutput, error) {
-	// A loop's attempts differ per item: its items ask on their own.
-	if h.r.in.Group != "" && h.r.in.Program.Chunks[idx].Loop == nil {
-		return h.r.groupFill(ctx, idx, in.Context)
-	}
 	return ExecuteFill(ctx, in)
 }
 
@@ -110,6 +105,12 @@ func NewInterpreter(id string, in Start) *Interpreter {
 
 // View is the process as far as it has run.
 func (r *Interpreter) View() View { return r.view }
+
+// Program is the compiled program the interpreter runs.
+func (r *Interpreter) Program() *compile.Program { return r.in.Program }
+
+// Name is the name of the process the interpreter runs.
+func (r *Interpreter) Name() string { return r.in.Name }
 
 // Run runs the program to its end on h. On an error the view has failed
 // with it, and the error is returned.
@@ -227,27 +228,6 @@ func failedFill(err error) (FillOutput, bool) {
 	return out, true
 }
 
-// groupFill has the process's group fill chunk idx: the group answers when
-// it has asked a model for this item and its siblings at once.
-func (r *Interpreter) groupFill(ctx workflow.Context, idx int, mctx jsonv.Value) (FillOutput, error) {
-	req := FillRequest{Item: r.id, Chunk: idx, Context: mctx}
-	if err := workflow.SignalExternalWorkflow(ctx, r.in.Group, "", SignalFill, req).Get(ctx, nil); err != nil {
-		return FillOutput{}, fmt.Errorf("ask group %s: %w", r.in.Group, err)
-	}
-	ch := workflow.GetSignalChannel(ctx, SignalFilled)
-	for {
-		var f Filled
-		ch.Receive(ctx, &f)
-		if f.Chunk != idx {
-			continue // a stale answer to an earlier chunk, sent twice
-		}
-		if f.Error != "" {
-			return FillOutput{}, temporal.NewNonRetryableApplicationError(f.Error, ErrTypeGroupFill, nil)
-		}
-		return f.Output, nil
-	}
-}
-
 // loopDone reports whether the model marked a loop's attempt final.
 func loopDone(value jsonv.Value, l *compile.Loop) bool {
 	done, err := value.At(l.Done)
@@ -360,13 +340,6 @@ func (r *Interpreter) userChunk(ctx workflow.Context, h Host, idx int) error {
 	mctx, err := r.view.context(ch.References)
 	if err != nil {
 		return fmt.Errorf("chunk %s: %w", ch.Name, err)
-	}
-	if r.in.Group != "" {
-		// The group fills the other items' chunks without waiting for this one.
-		req := FillRequest{Item: r.id, Chunk: idx}
-		if err := workflow.SignalExternalWorkflow(ctx, r.in.Group, "", SignalWaiting, req).Get(ctx, nil); err != nil {
-			return fmt.Errorf("tell group %s: %w", r.in.Group, err)
-		}
 	}
 	r.answer = nil
 	r.view.Waiting = &Pending{Chunk: ch.Name, Schema: ch.Schema, Context: mctx}

@@ -289,7 +289,7 @@ func batchClient(ctx context.Context, io stdio, ef *engineFlags, wf *workerFlags
 	if _, ok := ef.runningServer(); ok {
 		eng, err := ef.attach(ctx, quietLogger())
 		if err == nil {
-			return &batch.Client{Processes: &process.Client{Temporal: eng.Client(), Registry: reg}}, func() { eng.Close() }, nil
+			return batch.NewClient(&process.Client{Temporal: eng.Client(), Registry: reg}), func() { eng.Close() }, nil
 		}
 		if !errors.Is(err, engine.ErrNotRunning) {
 			return nil, nil, err
@@ -412,7 +412,9 @@ func connectEngine(ctx context.Context, io stdio, ef *engineFlags) (*process.Cli
 	if _, ok := ef.runningServer(); ok {
 		eng, err := ef.attach(ctx, quietLogger())
 		if err == nil {
-			return &process.Client{Temporal: eng.Client()}, func() { eng.Close() }, nil
+			p := &process.Client{Temporal: eng.Client()}
+			batch.NewClient(p) // items are read in their groups
+			return p, func() { eng.Close() }, nil
 		}
 	}
 	l, err := startLocal(ctx, io, ef, nil, nil, quietLogger())
