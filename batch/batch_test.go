@@ -164,3 +164,95 @@ func TestBackPressure(t *testing.T) {
 		t.Errorf("Run after cancel: %v", err)
 	}
 }
+
+// TestPersonInBatch: an item at a person's step waits inside its group
+// while its siblings go on; it is read and answered by its id as any
+// process is, a bad answer is refused by path and the item keeps waiting,
+// and an answered item completes before its siblings are answered.
+func TestPersonInBatch(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts the embedded engine")
+	}
+	model := llmtest.NewServer(t, llmtest.Multiplexed(verdict), llmtest.Options{})
+	rec := &recorder{}
+	c := stack(t, model.URL, rec.actions())
+	ctx := t.Context()
+	type ran struct {
+		sum     *batch.Summary
+		results []batch.Result
+		err     error
+	}
+	done := make(chan ran, 1)
+	go func() {
+		var r ran
+		r.sum, r.err = c.Run(ctx, strings.NewReader(comments(4)), func(res batch.Result) error { r.results = append(r.results, res); return nil },
+			batch.Options{Process: reviewProcess(t), ID: "review", Size: 4})
+		done <- r
+	}()
+	// waitFor watches item id until it has status want; an item whose
+	// group has not told the batch of its lines yet is not found, and
+	// looked for again.
+	waitFor := func(id string, want process.Status) *process.Info {
+		t.Helper()
+		for range 500 {
+			for info, err := range c.Processes.Watch(ctx, id, process.WatchOptions{Interval: 20 * time.Millisecond}) {
+				if err != nil && !errors.Is(err, process.ErrNotFound) {
+					t.Fatalf("%s: %v", id, err)
+				}
+				if info != nil && info.Status == want {
+					return info
+				}
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		t.Fatalf("%s never %s", id, want)
+		return nil
+	}
+	for line := 1; line <= 4; line++ {
+		info := waitFor(batch.ItemID("review", line), process.Waiting)
+		if info.Waiting == nil || info.Waiting.Chunk != "USER_userContext1" || info.Process != "review" {
+			t.Fatalf("item %d waits for %+v", line, info.Waiting)
+		}
+	}
+	two := batch.ItemID("review", 2)
+	var refused *process.RefusedError
+	if _, err := c.Processes.Answer(ctx, two, mustParse(t, `{"confirm":{"approve":"maybe"}}`)); !errors.As(err, &refused) || !strings.Contains(err.Error(), "/confirm/approve") {
+		t.Fatalf("a bad answer: %v", err)
+	}
+	if _, err := c.Processes.Answer(ctx, two, mustParse(t, `{"confirm":{"approve":"yes"}}`)); err != nil {
+		t.Fatal(err)
+	}
+	if info := waitFor(two, process.Completed); info.State.Lookup("serverContext1").Lookup("record").IsNull() {
+		t.Errorf("item 2 completed without its record: %s", jsonv.Marshal(info.State))
+	}
+	if info, err := c.Processes.Get(ctx, batch.ItemID("review", 1)); err != nil || info.Status != process.Waiting {
+		t.Errorf("item 1 after item 2's answer: %+v %v", info, err)
+	}
+	var notWaiting *process.NotWaitingError
+	if _, err := c.Processes.Answer(ctx, two, mustParse(t, `{"confirm":{"approve":"no"}}`)); !errors.As(err, &notWaiting) || notWaiting.Status != process.Completed {
+		t.Errorf("a second answer to item 2: %v", err)
+	}
+	if p, err := c.Processes.Program(ctx, two); err != nil || len(p.Chunks) != 3 {
+		t.Errorf("item 2's program: %v", err)
+	}
+	for _, line := range []int{1, 3, 4} {
+		if _, err := c.Processes.Answer(ctx, batch.ItemID("review", line), mustParse(t, `{"confirm":{"approve":"no"}}`)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r := <-done
+	if r.err != nil || r.sum.Done != 4 || len(r.results) != 4 {
+		t.Fatalf("the batch: %+v %v", r.sum, r.err)
+	}
+	for _, res := range r.results {
+		if !strings.Contains(string(res.Output), `"userContext1":{"confirm":{"approve":`) {
+			t.Errorf("line %d: %s", res.Line, res.Output)
+		}
+	}
+	if rec.total != 4 || len(rec.calls) != 4 {
+		t.Errorf("the record action ran %d times with %d keys, want 4", rec.total, len(rec.calls))
+	}
+	if _, err := c.Processes.Get(ctx, batch.ItemID("review", 9)); !errors.Is(err, process.ErrNotFound) {
+		t.Errorf("a line past the batch: %v", err)
+	}
+}

@@ -36,6 +36,20 @@ func moderate(t testing.TB) process.StartOptions {
 	return process.StartOptions{Document: v, File: "testdata/moderate.json"}
 }
 
+// reviewProcess is moderate with a person's step between the model's
+// and the server's: a person confirms the decision (userContext1.confirm).
+func reviewProcess(t testing.TB) process.StartOptions {
+	doc, err := os.ReadFile("testdata/review.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := jsonv.Parse(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return process.StartOptions{Document: v, File: "testdata/review.json"}
+}
+
 // recorder is the counting action: how many times each item's decision
 // was recorded.
 type recorder struct {
@@ -111,4 +125,13 @@ func callSizes(bodies []string) []int {
 		out[i] = len(llmtest.Read(b).Prompts)
 	}
 	return out
+}
+
+func mustParse(t testing.TB, s string) jsonv.Value {
+	t.Helper()
+	v, err := jsonv.Parse([]byte(s))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
 }

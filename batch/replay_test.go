@@ -1,0 +1,119 @@
+package batch_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	historypb "go.temporal.io/api/history/v1"
+	"go.temporal.io/sdk/worker"
+	"google.golang.org/protobuf/encoding/protojson"
+
+	"github.com/augceo/vibe/batch"
+	"github.com/augceo/vibe/internal/golden"
+	"github.com/augceo/vibe/internal/llmtest"
+	"github.com/augceo/vibe/process"
+)
+
+// TestReplayHistories replays the group and batch-record histories
+// recorded under testdata/histories with today's workflow code: a change
+// that would make running batches nondeterministic after an upgrade fails
+// here. Run with -update to record them again on the embedded engine.
+func TestReplayHistories(t *testing.T) {
+	if golden.Update() {
+		recordHistories(t)
+	}
+	files, err := filepath.Glob("testdata/histories/*.json")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no recorded histories (%v): run go test ./batch -run TestReplayHistories -update", err)
+	}
+	r := worker.NewWorkflowReplayer()
+	batch.RegisterWorkflows(r, nil)
+	process.RegisterWorkflows(r, nil)
+	for _, f := range files {
+		t.Run(filepath.Base(f), func(t *testing.T) {
+			if err := r.ReplayWorkflowHistoryFromJSONFile(nil, f); err != nil {
+				t.Errorf("replay of %s: %v", f, err)
+			}
+		})
+	}
+}
+
+// recordHistories runs two batches on the embedded engine — the moderate
+// process over six comments and a line that is not JSON, in groups of
+// four; and the review process, whose person's step one item has refused
+// before the four are answered — and writes their groups' and records'
+// histories.
+func recordHistories(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	model := llmtest.NewServer(t, llmtest.Multiplexed(verdict), llmtest.Options{})
+	c := stack(t, model.URL, (&recorder{}).actions())
+	if err := os.MkdirAll("testdata/histories", 0o755); err != nil {
+		t.Fatal(err)
+	}
+	save := func(id string) {
+		t.Helper()
+		if err := c.Processes.Temporal.GetWorkflow(ctx, id, "").Get(ctx, nil); err != nil {
+			t.Fatal(err)
+		}
+		h := &historypb.History{}
+		it := c.Processes.Temporal.GetWorkflowHistory(ctx, id, "", false, 0)
+		for it.HasNext() {
+			ev, err := it.Next()
+			if err != nil {
+				t.Fatal(err)
+			}
+			h.Events = append(h.Events, ev)
+		}
+		b, err := protojson.MarshalOptions{Indent: "  "}.Marshal(h)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join("testdata/histories", id+".json"), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	input := comments(3) + "{not json\n" + comments(6)[len(comments(3)):]
+	if _, err := c.Run(ctx, strings.NewReader(input), func(batch.Result) error { return nil },
+		batch.Options{Process: moderate(t), ID: "moderate", Size: 4}); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{"moderate", batch.GroupID("moderate", 0), batch.GroupID("moderate", 1)} {
+		save(id)
+	}
+
+	review := reviewProcess(t)
+	done := make(chan error, 1)
+	go func() {
+		_, err := c.Run(ctx, strings.NewReader(comments(4)), func(batch.Result) error { return nil }, batch.Options{Process: review, ID: "review", Size: 4})
+		done <- err
+	}()
+	for line := 1; line <= 4; line++ {
+		id := batch.ItemID("review", line)
+		for {
+			info, err := c.Processes.Get(ctx, id)
+			if err == nil && info.Status == process.Waiting {
+				break
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		if line == 2 {
+			if _, err := c.Processes.Answer(ctx, id, mustParse(t, `{"confirm":{"approve":"maybe"}}`)); err == nil {
+				t.Fatal("a bad answer was accepted")
+			}
+		}
+		if _, err := c.Processes.Answer(ctx, id, mustParse(t, `{"confirm":{"approve":"yes"}}`)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{"review", batch.GroupID("review", 0)} {
+		save(id)
+	}
+}
