@@ -10,10 +10,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/augceo/vibe/action"
 	"github.com/augceo/vibe/batch"
 	"github.com/augceo/vibe/internal/llmtest"
 	"github.com/augceo/vibe/jsonv"
 	"github.com/augceo/vibe/process"
+	"go.temporal.io/sdk/temporal"
 )
 
 // TestWireProtocol runs 1,000 items at K=32 against a model at the OpenAI
@@ -254,5 +256,54 @@ func TestPersonInBatch(t *testing.T) {
 	}
 	if _, err := c.Processes.Get(ctx, batch.ItemID("review", 9)); !errors.Is(err, process.ErrNotFound) {
 		t.Errorf("a line past the batch: %v", err)
+	}
+}
+
+// TestActionRetriedAlone: a group runs its items' calls of a step's action
+// in one activity, each under its own key; a call that fails is retried
+// alone, and no sibling's call runs again for it. One that fails for good
+// fails its item only.
+func TestActionRetriedAlone(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts the embedded engine")
+	}
+	model := llmtest.NewServer(t, llmtest.Multiplexed(verdict), llmtest.Options{})
+	var mu sync.Mutex
+	calls := map[string]int{}
+	acts := &action.Registry{}
+	acts.Register(action.Action{Name: "record", Retry: &temporal.RetryPolicy{InitialInterval: time.Millisecond, MaximumAttempts: 3},
+		Run: func(ctx context.Context, in jsonv.Value) (jsonv.Value, error) {
+			key := action.IdempotencyKey(ctx)
+			mu.Lock()
+			calls[key]++
+			n := calls[key]
+			mu.Unlock()
+			switch {
+			case strings.Contains(key, "-3:") && n == 1:
+				return jsonv.Value{}, errors.New("the ledger is busy") // retried
+			case strings.Contains(key, "-5:"):
+				return jsonv.Value{}, action.NonRetryable(errors.New("no such ledger"))
+			}
+			return jsonv.ObjectValue(jsonv.Member{Name: "recorded", Value: jsonv.IntValue(int64(n))}), nil
+		}})
+	c := stack(t, model.URL, acts)
+	var results []batch.Result
+	sum, err := c.Run(t.Context(), strings.NewReader(comments(8)), func(r batch.Result) error { results = append(results, r); return nil },
+		batch.Options{Process: moderate(t), ID: "alone", Size: 8})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum.Done != 7 || sum.Failed != 1 || !strings.Contains(results[4].Error, "no such ledger") {
+		t.Fatalf("summary %+v, line 5: %+v", sum, results[4])
+	}
+	for line := 1; line <= 8; line++ {
+		key := action.Key(batch.ItemID("alone", line), "serverContext1.record")
+		want := 1
+		if line == 3 {
+			want = 2
+		}
+		if calls[key] != want {
+			t.Errorf("line %d's action ran %d times, want %d", line, calls[key], want)
+		}
 	}
 }

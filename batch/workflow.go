@@ -2,6 +2,7 @@ package batch
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -87,8 +88,9 @@ type Workflows struct {
 type itemState int
 
 const (
-	running  itemState = iota // between chunks the group fills
+	running  itemState = iota // between chunks the group fills, or at its action
 	asking                    // asked for a chunk, not yet sent
+	acting                    // asked for its action, not yet sent
 	inflight                  // its chunk is being filled
 	waiting                   // waits for a person
 	done
@@ -107,11 +109,12 @@ type group struct {
 	items   []*process.Interpreter // nil for a line that is no item
 	byID    map[string]int
 	state   []itemState
-	context []jsonv.Value       // what each asking item sent
-	chunk   []int               // the chunk each asking item asked for
-	reply   []workflow.Settable // where each asking item waits for its part
-	poke    workflow.Channel    // an item changed its state
-	slots   workflow.Channel    // a slot per action that may run at once
+	context []jsonv.Value         // what each asking item sent
+	chunk   []int                 // the chunk each asking item asked for
+	call    []process.ActionInput // the action each acting item asked for
+	reply   []workflow.Settable   // where each asking or acting item waits
+	poke    workflow.Channel      // an item changed its state
+	slots   workflow.Channel      // a slot per action that may run at once
 	acts    *action.Registry
 	res     GroupResult
 	open    int // items not done
@@ -140,16 +143,12 @@ func (w *Workflows) Group(ctx workflow.Context, in GroupInput) (GroupResult, err
 	n := len(in.Items)
 	g := &group{in: in, id: workflow.GetInfo(ctx).WorkflowExecution.ID, started: workflow.GetInfo(ctx).WorkflowStartTime, sel: workflow.NewSelector(ctx),
 		items: make([]*process.Interpreter, n), byID: make(map[string]int, n), state: make([]itemState, n), context: make([]jsonv.Value, n),
-		chunk: make([]int, n), reply: make([]workflow.Settable, n), poke: workflow.NewBufferedChannel(ctx, n+1), acts: w.Actions,
+		chunk: make([]int, n), call: make([]process.ActionInput, n), reply: make([]workflow.Settable, n), poke: workflow.NewBufferedChannel(ctx, n+1), acts: w.Actions,
 		res: GroupResult{Index: in.Index, Results: make([]Result, n)}}
 	if in.Window <= 0 {
 		g.in.Window = DefaultWindow
 	}
-	actions := in.Actions
-	if actions <= 0 {
-		actions = DefaultActions
-	}
-	g.slots = workflow.NewBufferedChannel(ctx, actions)
+	g.slots = workflow.NewBufferedChannel(ctx, g.actions())
 	if err := g.handlers(ctx); err != nil {
 		return g.res, err
 	}
@@ -279,12 +278,28 @@ func (h *itemHost) Fill(ctx workflow.Context, idx int, in process.FillInput) (pr
 	return out, err
 }
 
-// Action runs the item's action as an activity of its own, in one of the
-// group's slots.
+// Action has the group run the item's action together with its
+// siblings' calls of the same step (one activity, each call with its own
+// idempotency key and result), and waits for its result. A call that
+// failed and may succeed later is retried alone, as a process's own action
+// is (ExecuteAction): a sibling's call is never run again for it.
 func (h *itemHost) Action(ctx workflow.Context, in process.ActionInput) (jsonv.Value, error) {
-	h.g.slots.Send(ctx, nil)
-	defer h.g.slots.Receive(ctx, nil)
-	return process.ExecuteAction(ctx, h.g.acts, in)
+	g := h.g
+	f, set := workflow.NewFuture(ctx)
+	g.state[h.i], g.call[h.i], g.reply[h.i] = acting, in, set
+	g.poke.Send(ctx, nil)
+	var res process.ActionResult
+	err := f.Get(ctx, &res)
+	switch {
+	case err == nil && res.Error == "":
+		return res.Output, nil
+	case err == nil && res.NonRetryable:
+		return jsonv.Value{}, temporal.NewNonRetryableApplicationError(res.Error, res.Type, nil)
+	}
+	// Alone, with the action's own retries, in one of the group's slots.
+	g.slots.Send(ctx, nil)
+	defer g.slots.Receive(ctx, nil)
+	return process.ExecuteAction(ctx, g.acts, in)
 }
 
 // Status keeps the group's state of the item: one waiting for a person is
@@ -314,13 +329,16 @@ func output(state jsonv.Value) json.RawMessage {
 // dispatch sends the chunks asked for when no item is still running, or
 // the window since the first ask is up; else it opens the window.
 func (g *group) dispatch(ctx workflow.Context) {
-	var ask []int
+	var ask, act []int
 	for i, s := range g.state {
-		if s == asking {
+		switch s {
+		case asking:
 			ask = append(ask, i)
+		case acting:
+			act = append(act, i)
 		}
 	}
-	if len(ask) == 0 {
+	if len(ask) == 0 && len(act) == 0 {
 		return
 	}
 	ready := g.windowUp || !slices.Contains(g.state, running)
@@ -353,6 +371,73 @@ func (g *group) dispatch(ctx workflow.Context) {
 		}
 		g.fill(ctx, c, items)
 	}
+	// One activity per step whose action is asked for.
+	var steps []string
+	for _, i := range act {
+		if !slices.Contains(steps, g.call[i].Step) {
+			steps = append(steps, g.call[i].Step)
+		}
+	}
+	for _, step := range steps {
+		var items []int
+		for _, i := range act {
+			if g.call[i].Step == step {
+				items = append(items, i)
+			}
+		}
+		g.act(ctx, items)
+	}
+}
+
+// act runs the items' calls of one step's action in one activity
+// (process.ActionsName), at most the group's Actions at a time, and hands
+// each item its result.
+func (g *group) act(ctx workflow.Context, items []int) {
+	in := process.ActionsInput{Calls: make([]process.ActionInput, len(items)), Concurrency: g.actions()}
+	for k, i := range items {
+		in.Calls[k] = g.call[i]
+		if in.Calls[k].Key == "" { // the item's own key, as ExecuteAction gives it
+			in.Calls[k].Key = action.Key(in.Calls[k].Process, in.Calls[k].Step)
+		}
+		g.call[i] = process.ActionInput{}
+		g.state[i] = running
+	}
+	retry, timeout := action.DefaultRetry, action.DefaultTimeout
+	if a, ok := g.acts.Lookup(in.Calls[0].Action); ok {
+		if a.Retry != nil {
+			retry = a.Retry
+		}
+		if a.Timeout > 0 {
+			timeout = a.Timeout
+		}
+	}
+	// Every call gets its attempt's time, however many wait for a slot.
+	rounds := (len(items) + in.Concurrency - 1) / in.Concurrency
+	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{StartToCloseTimeout: time.Duration(rounds) * timeout,
+		HeartbeatTimeout: process.HeartbeatTimeout, RetryPolicy: retry})
+	g.sel.AddFuture(workflow.ExecuteActivity(actx, process.ActionsName, in), func(f workflow.Future) {
+		var out []process.ActionResult
+		err := f.Get(ctx, &out)
+		for k, i := range items {
+			if err == nil && k >= len(out) {
+				err = errors.New("the actions' activity gave no result for this call")
+			}
+			var r process.ActionResult
+			if err == nil {
+				r = out[k]
+			}
+			g.reply[i].Set(r, err)
+			g.reply[i] = nil
+		}
+	})
+}
+
+// actions is how many actions of the group's items run at once.
+func (g *group) actions() int {
+	if g.in.Actions > 0 {
+		return g.in.Actions
+	}
+	return DefaultActions
 }
 
 // arm starts the window's timer: when it fires, the window is up if no

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
+	"time"
 
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
@@ -177,6 +179,12 @@ type ActionInput struct {
 
 // Action runs a step's server action and validates its result.
 func (a *Activities) Action(ctx context.Context, in ActionInput) (jsonv.Value, error) {
+	defer KeepAlive(ctx)()
+	return a.action(ctx, in)
+}
+
+// action is Action without its heartbeats.
+func (a *Activities) action(ctx context.Context, in ActionInput) (jsonv.Value, error) {
 	act, ok := a.Actions.Resolve(in.Action)
 	if !ok {
 		return jsonv.Value{}, temporal.NewNonRetryableApplicationError(
@@ -190,11 +198,9 @@ func (a *Activities) Action(ctx context.Context, in ActionInput) (jsonv.Value, e
 		}
 		input = v
 	}
-	stop := KeepAlive(ctx)
 	ctx, span := tracer.Start(ctx, "action "+act.Name, trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(
 		attribute.String("vibe.step", in.Step), attribute.String("vibe.process.id", in.Process), attribute.String("vibe.idempotency_key", in.Key)))
 	out, err := act.Run(action.WithIdempotencyKey(ctx, in.Key), input)
-	stop()
 	if err != nil {
 		span.RecordError(err)
 		span.SetStatus(codes.Error, err.Error())
@@ -215,6 +221,101 @@ func (a *Activities) Action(ctx context.Context, in ActionInput) (jsonv.Value, e
 		}
 	}
 	return out, nil
+}
+
+// ActionsInput is many processes' calls of actions, run at once by
+// Activities.RunActions, at most Concurrency at a time (0: all).
+type ActionsInput struct {
+	Calls       []ActionInput `json:"calls"`
+	Concurrency int           `json:"concurrency,omitempty"`
+}
+
+// ActionResult is what one call of Activities.Actions came to: its output,
+// or its error with whether trying it again may help.
+type ActionResult struct {
+	Output jsonv.Value `json:"output,omitzero"`
+	Error  string      `json:"error,omitempty"`
+	// Type is the error's type (ErrType*, action.ErrTypeNonRetryable) when
+	// it is not to be retried.
+	Type         string `json:"type,omitempty"`
+	NonRetryable bool   `json:"nonRetryable,omitempty"`
+}
+
+// RunActions runs calls of actions as Action does each — with its own
+// idempotency key and output check — and returns a result per call: a
+// failed call is its result, not the activity's failure, so that the
+// caller retries it alone and never runs a sibling's again. The results of
+// the calls done so far go with every heartbeat, and an attempt after a
+// crash runs only the calls the last one had not finished.
+func (a *Activities) RunActions(ctx context.Context, in ActionsInput) ([]ActionResult, error) {
+	res := make([]ActionResult, len(in.Calls))
+	finished := make([]bool, len(in.Calls))
+	if activity.HasHeartbeatDetails(ctx) {
+		var prev struct {
+			Results  []ActionResult `json:"results"`
+			Finished []bool         `json:"finished"`
+		}
+		if activity.GetHeartbeatDetails(ctx, &prev) == nil && len(prev.Results) == len(res) && len(prev.Finished) == len(res) {
+			copy(res, prev.Results)
+			copy(finished, prev.Finished)
+		}
+	}
+	var mu sync.Mutex
+	beat := func() {
+		mu.Lock()
+		defer mu.Unlock()
+		activity.RecordHeartbeat(ctx, struct {
+			Results  []ActionResult `json:"results"`
+			Finished []bool         `json:"finished"`
+		}{res, finished})
+	}
+	conc := in.Concurrency
+	if conc <= 0 || conc > len(in.Calls) {
+		conc = len(in.Calls)
+	}
+	stop := make(chan struct{})
+	defer close(stop)
+	go func() { // heartbeat while calls run, with what is done
+		t := time.NewTicker(heartbeatEvery)
+		defer t.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				beat()
+			}
+		}
+	}()
+	sem := make(chan struct{}, max(conc, 1))
+	var wg sync.WaitGroup
+	for k, call := range in.Calls {
+		if finished[k] {
+			continue
+		}
+		sem <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			out, err := a.action(ctx, call) // heartbeats are RunActions's own, with the results
+			r := ActionResult{Output: out}
+			if err != nil {
+				r = ActionResult{Error: ErrorText(err)}
+				var ae *temporal.ApplicationError
+				if errors.As(err, &ae) && ae.NonRetryable() {
+					r.NonRetryable, r.Type, r.Error = true, ae.Type(), ae.Message()
+				}
+			}
+			mu.Lock()
+			res[k], finished[k] = r, true
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	beat()
+	return res, ctx.Err()
 }
 
 // CheckInput is a value and the schema it must fit.

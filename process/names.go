@@ -21,6 +21,10 @@ const (
 	FillName = "vibe.Fill"
 	// ActionName is the activity type of a server action (Activities.Action).
 	ActionName = "vibe.Action"
+	// ActionsName is the activity type that runs many processes' calls of
+	// one step's action at once, each with its own idempotency key
+	// (Activities.RunActions): a batch's group runs its items' actions so.
+	ActionsName = "vibe.Actions"
 	// CheckName is the local activity that validates a value against a
 	// schema (CheckValue).
 	CheckName = "vibe.Check"

@@ -36,4 +36,5 @@ func Register(w worker.Registry, acts *Activities) {
 	RegisterWorkflows(w, acts.Actions)
 	w.RegisterActivityWithOptions(acts.Fill, activity.RegisterOptions{Name: FillName})
 	w.RegisterActivityWithOptions(acts.Action, activity.RegisterOptions{Name: ActionName})
+	w.RegisterActivityWithOptions(acts.RunActions, activity.RegisterOptions{Name: ActionsName})
 }
