@@ -385,8 +385,28 @@ func (g *group) dispatch(ctx workflow.Context) {
 				items = append(items, i)
 			}
 		}
-		g.act(ctx, items)
+		for _, part := range g.split(items) {
+			g.act(ctx, part)
+		}
 	}
+}
+
+// split cuts the items acting at one step into parts whose calls fit one
+// activity's input well within the engine's payload limit (half of it):
+// big inputs go in more activities, never in one the engine refuses.
+func (g *group) split(items []int) [][]int {
+	var parts [][]int
+	var part []int
+	size := 0
+	for _, i := range items {
+		b, _ := json.Marshal(g.call[i])
+		if len(part) > 0 && size+len(b) > process.MaxPayloadSize/2 {
+			parts, part, size = append(parts, part), nil, 0
+		}
+		part = append(part, i)
+		size += len(b)
+	}
+	return append(parts, part)
 }
 
 // act runs the items' calls of one step's action in one activity
