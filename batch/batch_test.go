@@ -307,3 +307,40 @@ func TestActionRetriedAlone(t *testing.T) {
 		}
 	}
 }
+
+// TestRecordContinues: a batch's record continues as new when its history
+// grows past ContinueAfter, and its counts, its lines and its status come
+// through exact.
+func TestRecordContinues(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts the embedded engine")
+	}
+	defer func(n int) { batch.ContinueAfter = n }(batch.ContinueAfter)
+	batch.ContinueAfter = 25
+	model := llmtest.NewServer(t, llmtest.Multiplexed(verdict), llmtest.Options{})
+	rec := &recorder{}
+	c := stack(t, model.URL, rec.actions())
+	ctx := t.Context()
+	sum, err := c.Run(ctx, strings.NewReader(comments(40)), func(batch.Result) error { return nil },
+		batch.Options{Process: moderate(t), ID: "long", Size: 2, Concurrency: 4})
+	if err != nil || sum.Done != 40 {
+		t.Fatalf("%+v %v", sum, err)
+	}
+	var st batch.Status // the record's result, once it has taken the end
+	err = c.Processes.Temporal.GetWorkflow(ctx, "long", "").Get(ctx, &st)
+	if err != nil || st.Status != batch.StatusCompleted || st.Items != 40 || st.Done != 40 || st.Groups != 20 || st.Requests != 20 {
+		t.Fatalf("status %+v %v", st, err)
+	}
+	it := c.Processes.Temporal.GetWorkflowHistory(ctx, "long", "", false, 0)
+	first, err := it.Next()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if first.GetWorkflowExecutionStartedEventAttributes().GetContinuedExecutionRunId() == "" {
+		t.Error("the record never continued as new")
+	}
+	// The last run still knows every group's lines.
+	if info, err := c.Processes.Get(ctx, batch.ItemID("long", 1)); err != nil || info.Status != process.Completed {
+		t.Errorf("line 1 after the record continued: %+v %v", info, err)
+	}
+}

@@ -33,6 +33,12 @@ type End struct {
 	Items  int `json:"items"`
 }
 
+// ContinueAfter is the length of a batch record's history (its events)
+// past which it continues as new, carrying its counts: however many groups
+// a batch has, its record stays well within the engine's history limits
+// (51,200 events). The engine may suggest it sooner. Tests lower it.
+var ContinueAfter = 10_000
+
 // Batch is a batch's record: it counts what its groups report — items,
 // done and failed, usage, model requests — answers QueryStatus, and
 // returns the final Status once the input ended and every group
@@ -90,7 +96,7 @@ func (w *Workflows) Batch(ctx workflow.Context, in RecordInput) (Status, error) 
 		st.Ended = true
 	})
 	for in.End == nil || len(finished) < in.End.Groups {
-		if workflow.GetInfo(ctx).GetContinueAsNewSuggested() {
+		if info := workflow.GetInfo(ctx); info.GetContinueAsNewSuggested() || info.GetCurrentHistoryLength() >= ContinueAfter {
 			// Take what is queued, then start afresh with the counts.
 			for {
 				var r GroupReport
