@@ -399,12 +399,13 @@ func (g *group) split(items []int) [][]int {
 	var part []int
 	size := 0
 	for _, i := range items {
-		b, _ := json.Marshal(g.call[i])
-		if len(part) > 0 && size+len(b) > process.MaxPayloadSize/2 {
+		c := &g.call[i]
+		n := len(jsonv.Marshal(c.Input)) + len(jsonv.Marshal(c.Output)) + len(c.Process) + len(c.Step) + len(c.Action) + len(c.Key) + 64*len(c.Arguments) + 128
+		if len(part) > 0 && size+n > process.MaxPayloadSize/2 {
 			parts, part, size = append(parts, part), nil, 0
 		}
 		part = append(part, i)
-		size += len(b)
+		size += n
 	}
 	return append(parts, part)
 }
