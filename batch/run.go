@@ -54,7 +54,19 @@ type Options struct {
 	// Progress, when set, is called after each group's results are
 	// emitted, with the totals so far.
 	Progress func(Summary) `json:"-"`
+	// Stop, when closed, ends the run in good order: no more input is
+	// read, no group starts, and the groups already in flight finish and
+	// have their results emitted, in order; then Run returns ErrStopped.
+	// A group is only started whole, so a later run with the same id and
+	// After at the last line emitted goes on where this one stopped.
+	// Cancelling the context instead stops at once, leaving the groups in
+	// flight to the engine. Nil never stops.
+	Stop <-chan struct{} `json:"-"`
 }
+
+// ErrStopped is Run's error when Options.Stop ended it before the end of
+// its input; the summary says what was emitted.
+var ErrStopped = errors.New("stopped before the end of the input")
 
 // Summary is what a run did.
 type Summary struct {
@@ -75,7 +87,8 @@ type Summary struct {
 // that are no item get a failed result naming the line and the JSON
 // path; the other items go on. Groups that ran before under the same id
 // are not run again: their results are read back. Run returns when every
-// line has its result; a failed item is in the summary, not an error.
+// line has its result, or when Options.Stop is closed and the groups in
+// flight have theirs; a failed item is in the summary, not an error.
 func (c *Client) Run(ctx context.Context, in io.Reader, emit func(Result) error, opts Options) (*Summary, error) {
 	began := time.Now()
 	start, direct, err := c.Processes.Prepare(ctx, opts.Process)
@@ -167,9 +180,18 @@ func (c *Client) Run(ctx context.Context, in io.Reader, emit func(Result) error,
 	lr := newLineReader(in, opts.File)
 	groups, lines := 0, 0
 	var readErr error
+	stopping := func() bool {
+		select {
+		case <-opts.Stop:
+			return true
+		default:
+			return false
+		}
+	}
+	stopped := false
 	for eof := false; !eof && ctx.Err() == nil; {
 		var items []Item
-		for len(items) < size {
+		for len(items) < size && !stopping() {
 			it, err := lr.next()
 			if err != nil {
 				readErr = err
@@ -180,7 +202,9 @@ func (c *Client) Run(ctx context.Context, in io.Reader, emit func(Result) error,
 			}
 			items = append(items, *it)
 		}
-		if readErr != nil || len(items) == 0 {
+		// A group cut short by the stop does not start: its id would name
+		// lines it does not hold.
+		if stopped = stopping(); stopped || readErr != nil || len(items) == 0 {
 			break
 		}
 		lines = items[len(items)-1].Line
@@ -190,8 +214,9 @@ func (c *Client) Run(ctx context.Context, in io.Reader, emit func(Result) error,
 		select { // wait for a slot: back-pressure
 		case slots <- struct{}{}:
 		case <-ctx.Done():
+		case <-opts.Stop:
 		}
-		if ctx.Err() != nil {
+		if stopped = stopping(); stopped || ctx.Err() != nil {
 			break
 		}
 		p := &pending{done: make(chan struct{})}
@@ -215,6 +240,8 @@ func (c *Client) Run(ctx context.Context, in io.Reader, emit func(Result) error,
 		return sum, readErr
 	case ctx.Err() != nil:
 		return sum, ctx.Err()
+	case stopped:
+		return sum, ErrStopped // the batch has not ended: no End
 	}
 	err = c.temporal().SignalWorkflow(ctx, opts.ID, "", SignalEnd, End{Groups: groups, Items: lines})
 	if err != nil && !execution.IsNotFound(err) { // not found: it ended on an earlier run

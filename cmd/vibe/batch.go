@@ -13,6 +13,7 @@ import (
 	goio "io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"text/tabwriter"
@@ -65,8 +66,16 @@ process and the input file) names the work: groups that finished are read back,
 not sent to the model again, and their actions do not run again; --out is
 continued after its last complete line, so it ends with each item once.
 
+Ctrl-C stops the reading: the groups in flight finish and their results are
+written, then vibe batch exits with status 130 and prints the command that goes
+on. A second Ctrl-C exits at once; the groups in flight go on in the engine, and
+the command run again picks up their results.
+
 Progress goes to stderr (a bar on a terminal, a line every few seconds
-otherwise), then a summary. The exit status is 1 when any item failed.
+otherwise), starting at the lines --out already holds; then a summary of what
+this run did — the results it wrote, the model requests it made — and, for a
+batch that earlier runs began, of the whole batch. The exit status is 1 when
+any item failed, 130 when interrupted.
 
 It uses the vibe serve that has --data if one runs (its worker does the work);
 otherwise it starts the embedded engine itself, or joins --temporal.`,
@@ -124,42 +133,68 @@ otherwise it starts the embedded engine itself, or joins --temporal.`,
 			}
 			defer closeOut()
 
+			// The first Ctrl-C stops the reading and lets the groups in
+			// flight finish; the second ends ctx.
+			opts.Stop = drainOnInterrupt(ctx)
 			c, done, err := batchClient(ctx, io, &ef, &wf, reg)
 			if err != nil {
+				if ctx.Err() != nil {
+					return &interruptedError{"interrupted before the batch started"}
+				}
 				return err
 			}
 			defer done()
-			p := newProgress(io, opts.ID, countLines(in))
+			// The batch as earlier runs left it (none: a new batch), to
+			// tell this run's model requests from theirs.
+			before, _ := c.Status(ctx, opts.ID)
+			p := newProgress(io, opts.ID, countLines(in), opts.After)
+			line := opts.After // the last input line written
 			emit := func(r batch.Result) error {
 				b, err := json.Marshal(r)
 				if err != nil {
 					return err
 				}
-				_, err = w.Write(append(b, '\n'))
-				return err
+				if _, err = w.Write(append(b, '\n')); err != nil {
+					return err
+				}
+				line = r.Line
+				return nil
 			}
 			opts.Progress = func(s batch.Summary) {
 				flush() // a group's lines at a time: a kill tears at most one line
-				p.update(s)
+				p.update(s, line)
 			}
+			running := make(chan struct{})
+			go func() {
+				select {
+				case <-opts.Stop:
+					p.note("vibe: stopping: no more input is read; the groups in flight finish and their results are written (Ctrl-C again to stop at once)")
+				case <-running:
+				}
+			}()
 			sum, err := c.Run(ctx, input, emit, opts)
+			close(running)
 			p.finish()
+			flush()
+			var now *batch.Status
+			if ctx.Err() == nil {
+				now, _ = c.Status(ctx, opts.ID)
+			}
 			if sum != nil {
-				fmt.Fprintf(io.err, "vibe: batch %s: %d ok, %d failed; %d LLM requests; %d prompt + %d completion tokens; %s\n",
-					sum.ID, sum.Done, sum.Failed, sum.Requests, sum.Usage.PromptTokens, sum.Usage.CompletionTokens, sum.Elapsed.Round(time.Millisecond))
+				report(io.err, sum, err, out, opts.After, before, now)
 			}
 			if err != nil {
-				if errors.Is(err, context.Canceled) {
-					return fmt.Errorf("interrupted: run the same command again to go on (batch %s)", opts.ID)
+				if errors.Is(err, batch.ErrStopped) || ctx.Err() != nil {
+					return interrupted(io, ctx.Err() != nil, out, in, id, opts.ID, line)
 				}
 				return err
 			}
 			// The whole batch, earlier runs' lines included.
 			failed, lines := sum.Failed, sum.Lines
-			if st, err := c.Status(ctx, opts.ID); err == nil && opts.After > 0 {
+			if now != nil && (opts.After > 0 || before != nil) {
 				fmt.Fprintf(io.err, "vibe: batch %s in all: %d items, %d ok, %d failed; %d LLM requests; %d prompt + %d completion tokens\n",
-					st.ID, st.Items, st.Done, st.Failed, st.Requests, st.Usage.PromptTokens, st.Usage.CompletionTokens)
-				failed, lines = st.Failed, st.Items
+					now.ID, now.Items, now.Done, now.Failed, now.Requests, now.Usage.PromptTokens, now.Usage.CompletionTokens)
+				failed, lines = now.Failed, now.Items
 			}
 			if failed > 0 {
 				return fmt.Errorf("%d of %d items failed: their result lines say why", failed, lines)
@@ -183,6 +218,71 @@ otherwise it starts the embedded engine itself, or joins --temporal.`,
 	cmd.Flags().IntVar(&maxDepth, "max-depth", 0, "the deepest nesting of objects the provider takes (default 10, OpenAI's)")
 	cmd.Flags().BoolVar(&inline, "inline-schemas", false, "copy the step schemas into every item's property instead of sharing them with $ref, for providers without $ref")
 	return cmd
+}
+
+// report prints what a run did: the results it wrote and the model
+// requests made for the batch since it began (the batch's status before
+// and now; nil when unknown), or that there was nothing to do.
+func report(w goio.Writer, sum *batch.Summary, err error, out string, after int, before, now *batch.Status) {
+	if err == nil && sum.Lines == 0 {
+		where := "the input holds no items"
+		if after > 0 {
+			where = out + " already holds every result"
+		}
+		fmt.Fprintf(w, "vibe: batch %s: nothing to do: %s; 0 new results, 0 new LLM requests\n", sum.ID, where)
+		return
+	}
+	counts := fmt.Sprintf("this run wrote %d results, %d ok, %d failed", sum.Lines, sum.Done, sum.Failed)
+	if now != nil && (before == nil || now.Requests >= before.Requests) {
+		// A group read back ran before this run: its requests are not
+		// new, though its results are written now.
+		requests, usage := now.Requests, now.Usage
+		if before != nil {
+			requests -= before.Requests
+			usage.PromptTokens -= before.Usage.PromptTokens
+			usage.CompletionTokens -= before.Usage.CompletionTokens
+		}
+		counts += fmt.Sprintf("; %d new LLM requests; %d prompt + %d completion tokens", requests, usage.PromptTokens, usage.CompletionTokens)
+	}
+	fmt.Fprintf(w, "vibe: batch %s: %s; %s\n", sum.ID, counts, sum.Elapsed.Round(time.Millisecond))
+}
+
+// interrupted is the error of a run that Ctrl-C stopped, after the groups
+// in flight finished or, at once, leaving them to the engine: it says how
+// to go on.
+func interrupted(io stdio, atOnce bool, out, in, id, batchID string, line int) error {
+	args := io.args
+	if in == "-" && id == "" { // a fresh id each time, unless given
+		args = append(slices.Clone(args), "--id", batchID)
+	}
+	what := fmt.Sprintf("stopped after line %d", line)
+	if atOnce {
+		what = "stopped at once: the groups in flight go on in the engine, and a rerun picks up their results"
+	}
+	how := "run the same command again to go on"
+	if in == "-" {
+		how = "run the same command again, given the same input, to go on"
+	}
+	if out != "" && out != "-" {
+		how += fmt.Sprintf("; it continues %s after line %d", out, line)
+	} else {
+		how += "; it writes every result again from line 1 (give --out FILE to have a file continued)"
+	}
+	return &interruptedError{fmt.Sprintf("batch %s %s; %s:\n  vibe %s", batchID, what, how, shellQuote(args))}
+}
+
+// shellQuote joins args into a command line a POSIX shell reads back as
+// args.
+func shellQuote(args []string) string {
+	quoted := make([]string, len(args))
+	for i, a := range args {
+		if a != "" && strings.Trim(a, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_@%+=:,./-") == "" {
+			quoted[i] = a
+			continue
+		}
+		quoted[i] = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
+	}
+	return strings.Join(quoted, " ")
 }
 
 // deriveID names a batch after what it runs, the size of its groups (K,
@@ -303,48 +403,72 @@ func batchClient(ctx context.Context, io stdio, ef *engineFlags, wf *workerFlags
 }
 
 // progress shows a batch's progress on stderr: a bar on a terminal, a
-// line every few seconds otherwise.
+// line every few seconds otherwise. Both start at the lines an earlier run
+// wrote; the rates and the time left are this run's.
 type progress struct {
 	io    stdio
 	id    string
+	total int // the input's lines; -1 when unknown
 	bar   *progressbar.ProgressBar
 	mu    sync.Mutex
 	last  time.Time
-	shown batch.Summary
 }
 
-func newProgress(io stdio, id string, total int) *progress {
-	p := &progress{io: io, id: id, last: time.Now()}
+// newProgress shows a batch over total lines (-1: unknown) of which an
+// earlier run wrote those up to after.
+func newProgress(io stdio, id string, total, after int) *progress {
+	p := &progress{io: io, id: id, total: total, last: time.Now()}
 	if f, ok := io.err.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
+		// The bar's own rate would count the lines of earlier runs as
+		// read in its first instant: the description gives this run's.
 		p.bar = progressbar.NewOptions(total, progressbar.OptionSetWriter(f), progressbar.OptionSetDescription("batch "+id),
-			progressbar.OptionShowCount(), progressbar.OptionShowIts(), progressbar.OptionSetItsString("items"),
-			progressbar.OptionSetPredictTime(true), progressbar.OptionThrottle(200*time.Millisecond), progressbar.OptionClearOnFinish())
+			progressbar.OptionShowCount(), progressbar.OptionThrottle(200*time.Millisecond), progressbar.OptionClearOnFinish())
+		p.bar.Set(after)
 	}
 	return p
 }
 
-func (p *progress) update(s batch.Summary) {
+// update shows s, this run's totals so far, and line, the last input line
+// written.
+func (p *progress) update(s batch.Summary, line int) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.bar != nil {
-		p.bar.Describe(fmt.Sprintf("batch %s: %d ok, %d failed, %d tokens", p.id, s.Done, s.Failed, s.Usage.Total()))
-		p.bar.Add(s.Lines - p.shown.Lines)
-		p.shown = s
+		p.bar.Describe(fmt.Sprintf("batch %s: %s", p.id, p.rates(s, line)))
+		p.bar.Set(line)
 		return
 	}
-	p.shown = s
 	if time.Since(p.last) >= 5*time.Second {
 		p.last = time.Now()
-		p.line(s)
+		at := fmt.Sprintf("line %d", line)
+		if p.total >= 0 {
+			at += fmt.Sprintf(" of %d", p.total)
+		}
+		fmt.Fprintf(p.io.err, "vibe: batch %s: %s; %s\n", p.id, at, p.rates(s, line))
 	}
 }
 
-func (p *progress) line(s batch.Summary) {
+// rates says what this run did and, at its pace, how long the rest takes.
+func (p *progress) rates(s batch.Summary, line int) string {
 	rate := 0.0
 	if s.Elapsed > 0 {
 		rate = float64(s.Lines) / s.Elapsed.Seconds()
 	}
-	fmt.Fprintf(p.io.err, "vibe: batch %s: %d ok, %d failed, %.1f items/s, %d tokens\n", p.id, s.Done, s.Failed, rate, s.Usage.Total())
+	out := fmt.Sprintf("this run %d ok, %d failed, %.1f items/s, %d tokens", s.Done, s.Failed, rate, s.Usage.Total())
+	if rate > 0 && p.total > line {
+		out += fmt.Sprintf(", about %s left", time.Duration(float64(p.total-line)/rate*float64(time.Second)).Round(time.Second))
+	}
+	return out
+}
+
+// note prints a line between the progress updates.
+func (p *progress) note(msg string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.bar != nil {
+		p.bar.Clear()
+	}
+	fmt.Fprintln(p.io.err, msg)
 }
 
 func (p *progress) finish() {

@@ -172,7 +172,8 @@ func TestBatchCommand(t *testing.T) {
 		"--batch-size", "8", "--concurrency", "2", "--data", filepath.Join(dir, "data"),
 		"--actions-file", filepath.Join(dir, "actions.json"), "--llm", "openai:test-model", "--llm-base-url", model.URL}
 	status, _, stderr := run(t, "", args...)
-	if status != exitError || !strings.Contains(stderr, "68 ok, 2 failed; 9 LLM requests") || !strings.Contains(stderr, "2 of 70 items failed") {
+	if status != exitError || !strings.Contains(stderr, "this run wrote 70 results, 68 ok, 2 failed; 9 new LLM requests; ") ||
+		!strings.Contains(stderr, "2 of 70 items failed") || strings.Contains(stderr, "in all") {
 		t.Fatalf("status %d, stderr:\n%s", status, stderr)
 	}
 	results := readResults(t, out)
@@ -190,7 +191,9 @@ func TestBatchCommand(t *testing.T) {
 
 	status, _, stderr = run(t, "", args...)
 	after, _ := os.ReadFile(out)
-	if status != exitError || !strings.Contains(stderr, "holds results up to line 70") || !strings.Contains(stderr, "in all: 70 items, 68 ok, 2 failed; 9 LLM requests") ||
+	if status != exitError || !strings.Contains(stderr, "holds results up to line 70") ||
+		!strings.Contains(stderr, ": nothing to do: "+out+" already holds every result; 0 new results, 0 new LLM requests\n") ||
+		!strings.Contains(stderr, "in all: 70 items, 68 ok, 2 failed; 9 LLM requests") ||
 		!strings.Contains(stderr, "2 of 70 items failed") || string(after) != string(before) {
 		t.Errorf("rerun: status %d, output changed %v, stderr:\n%s", status, string(after) != string(before), stderr)
 	}
@@ -220,7 +223,121 @@ func TestBatchCommand(t *testing.T) {
 	}
 }
 
-// countLines counts the complete lines of a file.
+// TestBatchDrain interrupts vibe batch (a child process) with Ctrl-C: the
+// first makes it read no more and finish the groups in flight, whose
+// results are written whole and in order, and it exits 130 saying the
+// command that goes on; two stop it at once. The printed command, run
+// again, completes the batch with each line once, and no item whose
+// result was written is sent to the model again.
+func TestBatchDrain(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs vibe batch as a child process")
+	}
+	const n, k = 96, 8
+	dir, led := batchSetup(t, n, nil, 0)
+	model := llmtest.NewServer(t, llmtest.Multiplexed(verdict), llmtest.Options{Delay: 300 * time.Millisecond})
+	out := filepath.Join(dir, "out.jsonl")
+	args := []string{"batch", filepath.Join(dir, "moderate.json"), "--in", filepath.Join(dir, "items.jsonl"), "--out", out,
+		"--batch-size", strconv.Itoa(k), "--concurrency", "2", "--data", filepath.Join(dir, "data"),
+		"--actions-file", filepath.Join(dir, "actions.json"), "--llm", "openai:test-model", "--llm-base-url", model.URL}
+	// interrupt runs the command, sends it signals SIGINTs once it wrote
+	// more than from lines, and returns its exit status and output.
+	interrupt := func(from, signals int) (int, string) {
+		t.Helper()
+		cmd, output := child(t, args...)
+		waitUntil(t, fmt.Sprintf("results after line %d", from), time.Minute, func() bool { return completeLines(out) > from })
+		for i := range signals {
+			if i > 0 {
+				time.Sleep(200 * time.Millisecond) // two signals, not one coalesced
+			}
+			cmd.Process.Signal(os.Interrupt)
+		}
+		cmd.Wait()
+		return cmd.ProcessState.ExitCode(), output.String()
+	}
+	// written checks the output holds whole result lines, in order, from
+	// line 1, for whole groups, and returns how many.
+	written := func(output string) int {
+		t.Helper()
+		data, _ := os.ReadFile(out)
+		if len(data) > 0 && data[len(data)-1] != '\n' {
+			t.Errorf("the output ends in a torn line:\n%s", data)
+		}
+		results := readResults(t, out)
+		checkResults(t, results, len(results), nil)
+		if len(results)%k != 0 || len(results) == n {
+			t.Errorf("%d result lines written, want whole groups of %d, fewer than %d\n%s", len(results), k, n, output)
+		}
+		return len(results)
+	}
+	// resume finds the command to run again in output: it is this one.
+	resume := func(output string) []string {
+		t.Helper()
+		_, cmdline, ok := strings.Cut(output, "\n  vibe ")
+		cmdline, _, _ = strings.Cut(cmdline, "\n")
+		if got := strings.Fields(cmdline); !ok || !slices.Equal(got, args) {
+			t.Fatalf("no command to run again, or another: %q\n%s", cmdline, output)
+		}
+		return strings.Fields(cmdline)
+	}
+
+	status, output := interrupt(0, 1)
+	lines := written(output)
+	asked := 0 // the last line asked of the model: its group was in flight
+	for p := range itemsAsked(model) {
+		line, _ := strconv.Atoi(strings.TrimPrefix(p, "comment "))
+		asked = max(asked, line)
+	}
+	want := fmt.Sprintf("stopped after line %d; run the same command again to go on; it continues %s after line %d:\n", lines, out, lines)
+	if status != exitInterrupted || !strings.Contains(output, "vibe: stopping: no more input is read") || !strings.Contains(output, want) ||
+		!strings.Contains(output, fmt.Sprintf("this run wrote %d results, %d ok, 0 failed; ", lines, lines)) || lines < asked {
+		t.Fatalf("one Ctrl-C: status %d, %d lines written, line %d asked of the model, output:\n%s", status, lines, asked, output)
+	}
+	resume(output)
+	t.Logf("one Ctrl-C: %d of %d lines written", lines, n)
+
+	status, output = interrupt(lines, 2)
+	if status != exitInterrupted || !strings.Contains(output, "stopped at once: the groups in flight go on in the engine, and a rerun picks up their results; run the same command again to go on") {
+		t.Fatalf("two Ctrl-Cs: status %d, output:\n%s", status, output)
+	}
+	again := resume(output)
+	t.Logf("two Ctrl-Cs: %d of %d lines written", written(output), n)
+
+	writtenBefore := readResults(t, out)
+	status, _, stderr := run(t, "", again...)
+	if status != exitOK || !strings.Contains(stderr, "in all: 96 items, 96 ok, 0 failed") {
+		t.Fatalf("rerun: status %d, stderr:\n%s", status, stderr)
+	}
+	checkResults(t, readResults(t, out), n, nil)
+	if _, keys, _ := led.counts(); keys != n {
+		t.Errorf("the record action's effect was applied for %d items, want %d", keys, n)
+	}
+	asks := itemsAsked(model)
+	for _, r := range writtenBefore {
+		if k := asks[fmt.Sprintf("comment %d", r.Line)]; k != 1 {
+			t.Errorf("line %d was written before the rerun, yet was sent to the model %d times", r.Line, k)
+		}
+	}
+}
+
+// TestShellQuote: the command printed to run again reads back, in a
+// POSIX shell, as the arguments it was given.
+func TestShellQuote(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"batch", "aug:processes/moderate", "--in", "/tmp/a-b_c.jsonl", "--batch-size", "8"}, "batch aug:processes/moderate --in /tmp/a-b_c.jsonl --batch-size 8"},
+		{[]string{"batch", "--pipeline", "assess | decide", "--prompt", ""}, "batch --pipeline 'assess | decide' --prompt ''"},
+		{[]string{"--system", "it's $HOME"}, `--system 'it'\''s $HOME'`},
+	} {
+		if got := shellQuote(c.args); got != c.want {
+			t.Errorf("shellQuote(%q) = %s, want %s", c.args, got, c.want)
+		}
+	}
+}
+
+// completeLines counts the complete lines of a file.
 func completeLines(path string) int {
 	data, _ := os.ReadFile(path)
 	return strings.Count(string(data), "\n")

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/signal"
 	"strings"
+	"sync"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -30,12 +31,93 @@ const (
 	exitOK    = 0
 	exitError = 1 // bad input, a failed run: the errors are printed
 	exitUsage = 2 // bad flags or arguments
+	// exitInterrupted is a command stopped by Ctrl-C (SIGINT, or SIGTERM)
+	// that said so: 128 + SIGINT, as a shell reports it.
+	exitInterrupted = 130
 )
 
 // stdio is where a command reads and writes; tests give buffers.
 type stdio struct {
 	in       io.Reader
 	out, err io.Writer
+	// args is the command line after "vibe", for a message that says how
+	// to run the same command again.
+	args []string
+}
+
+// interruptedError is the error of a command that Ctrl-C stopped: Main
+// prints it and exits with exitInterrupted.
+type interruptedError struct{ msg string }
+
+func (e *interruptedError) Error() string { return e.msg }
+
+// interrupts turns SIGINT and SIGTERM into the end of the commands'
+// context. The first signal ends it, unless the command asked for a
+// drain (drainOnInterrupt): then the first closes the drain channel, for
+// the command to wind down in good order, and the second ends the
+// context.
+type interrupts struct {
+	cancel context.CancelFunc
+	mu     sync.Mutex
+	n      int           // signals so far
+	drain  chan struct{} // closed at the first signal; nil until asked for
+}
+
+type interruptsKey struct{}
+
+// notifyInterrupts returns a context that the signals end as interrupts
+// says, and a function that stops listening for them.
+func notifyInterrupts(parent context.Context) (context.Context, func()) {
+	ctx, cancel := context.WithCancel(parent)
+	in := &interrupts{cancel: cancel}
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	done := make(chan struct{})
+	go func() {
+		for {
+			select {
+			case <-sigs:
+				in.signal()
+			case <-done:
+				return
+			}
+		}
+	}()
+	return context.WithValue(ctx, interruptsKey{}, in), func() {
+		signal.Stop(sigs)
+		close(done)
+		cancel()
+	}
+}
+
+func (in *interrupts) signal() {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	in.n++
+	if in.n == 1 && in.drain != nil {
+		close(in.drain)
+		return
+	}
+	in.cancel()
+}
+
+// drainOnInterrupt asks that the first interrupt not end ctx but close
+// the channel it returns; the second then ends ctx. The channel is nil
+// (never closed) when ctx is not Main's.
+func drainOnInterrupt(ctx context.Context) <-chan struct{} {
+	in, _ := ctx.Value(interruptsKey{}).(*interrupts)
+	if in == nil {
+		return nil
+	}
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	if in.drain == nil {
+		in.drain = make(chan struct{})
+		if in.n > 0 { // interrupted before it asked: ctx has ended too
+			close(in.drain)
+		}
+	}
+	return in.drain
 }
 
 // usageError marks an error in how the command was called.
@@ -47,9 +129,9 @@ func Main(args []string, in io.Reader, out, errOut io.Writer) int {
 	// task without reading their history: 10,000 by default, too many for
 	// a batch's thousands of items that finish and are not touched again.
 	worker.SetStickyWorkflowCacheSize(stickyCacheSize)
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := notifyInterrupts(context.Background())
 	defer stop()
-	io := stdio{in: in, out: out, err: errOut}
+	io := stdio{in: in, out: out, err: errOut, args: args}
 	root := newRoot(io)
 	root.SetArgs(args)
 	root.SetIn(in)
@@ -63,6 +145,11 @@ func Main(args []string, in io.Reader, out, errOut io.Writer) int {
 	if errors.As(err, &ue) || isCobraUsage(err) {
 		fmt.Fprintf(errOut, "vibe: %v\nRun 'vibe help' for usage.\n", err)
 		return exitUsage
+	}
+	var ie *interruptedError
+	if errors.As(err, &ie) {
+		fmt.Fprintf(errOut, "vibe: %v\n", err)
+		return exitInterrupted
 	}
 	// Errors about an input name its file and JSON path; others are the
 	// command's own.
