@@ -8,11 +8,9 @@ import (
 	"testing"
 	"time"
 
-	historypb "go.temporal.io/api/history/v1"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
-	"google.golang.org/protobuf/encoding/protojson"
 
 	"github.com/augceo/vibe/action"
 	"github.com/augceo/vibe/engine"
@@ -34,7 +32,7 @@ func TestReplayHistories(t *testing.T) {
 	}
 	files, err := filepath.Glob("testdata/histories/*.json")
 	if err != nil || len(files) == 0 {
-		t.Fatalf("no recorded histories (%v): run go test ./request -run TestReplayHistories -update", err)
+		t.Fatalf("no recorded histories (%v): run go test ./agent -run TestReplayHistories -update", err)
 	}
 	r := worker.NewWorkflowReplayer()
 	RegisterWorkflow(r, nil)
@@ -135,22 +133,7 @@ func recordHistories(t *testing.T) {
 		if err := run.Get(ctx, &res); err != nil {
 			t.Fatalf("%s: %v", tc.name, err)
 		}
-		h := &historypb.History{}
-		it := eng.Client().GetWorkflowHistory(ctx, run.GetID(), "", false, 0)
-		for it.HasNext() {
-			ev, err := it.Next()
-			if err != nil {
-				t.Fatal(err)
-			}
-			h.Events = append(h.Events, ev)
-		}
-		b, err := protojson.MarshalOptions{Indent: "  "}.Marshal(h)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join("testdata/histories", tc.name+".json"), b, 0o644); err != nil {
-			t.Fatal(err)
-		}
+		golden.WriteHistory(t, ctx, eng.Client(), run.GetID(), filepath.Join("testdata/histories", tc.name+".json"))
 	}
 }
 

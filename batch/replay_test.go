@@ -8,9 +8,7 @@ import (
 	"testing"
 	"time"
 
-	historypb "go.temporal.io/api/history/v1"
 	"go.temporal.io/sdk/worker"
-	"google.golang.org/protobuf/encoding/protojson"
 
 	"github.com/augceo/vibe/batch"
 	"github.com/augceo/vibe/internal/golden"
@@ -60,22 +58,7 @@ func recordHistories(t *testing.T) {
 		if err := c.Processes.Temporal.GetWorkflow(ctx, id, "").Get(ctx, nil); err != nil {
 			t.Fatal(err)
 		}
-		h := &historypb.History{}
-		it := c.Processes.Temporal.GetWorkflowHistory(ctx, id, "", false, 0)
-		for it.HasNext() {
-			ev, err := it.Next()
-			if err != nil {
-				t.Fatal(err)
-			}
-			h.Events = append(h.Events, ev)
-		}
-		b, err := protojson.MarshalOptions{Indent: "  "}.Marshal(h)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join("testdata/histories", id+".json"), b, 0o644); err != nil {
-			t.Fatal(err)
-		}
+		golden.WriteHistory(t, ctx, c.Processes.Temporal, id, filepath.Join("testdata/histories", id+".json"))
 	}
 	input := comments(3) + "{not json\n" + comments(6)[len(comments(3)):]
 	if _, err := c.Run(ctx, strings.NewReader(input), func(batch.Result) error { return nil },

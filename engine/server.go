@@ -233,8 +233,8 @@ func serverConfig(dbPath string, fh frontendHost, ports map[primitives.ServiceNa
 
 // HistoryCacheSize is how many workflows' state the embedded engine keeps
 // in memory: enough for the workflows a busy worker has in flight (a batch
-// has C×K items and C groups in flight).
-const HistoryCacheSize = 512
+// has C groups in flight, its items inside them).
+const HistoryCacheSize = 256
 
 // dynamicConfig overrides server defaults that suit clusters with many
 // history shards but not our single one.

@@ -2,15 +2,11 @@ package process
 
 import (
 	"context"
-	"os"
 	"path/filepath"
 	"testing"
 	"time"
 
 	"go.temporal.io/sdk/worker"
-	"google.golang.org/protobuf/encoding/protojson"
-
-	historypb "go.temporal.io/api/history/v1"
 
 	"github.com/augceo/vibe/action"
 	"github.com/augceo/vibe/engine"
@@ -91,21 +87,6 @@ func recordHistories(t *testing.T) {
 		if err := eng.Client().GetWorkflow(ctx, st.ID, "").Get(ctx, nil); err != nil {
 			t.Fatal(err)
 		}
-		h := &historypb.History{}
-		it := eng.Client().GetWorkflowHistory(ctx, st.ID, "", false, 0)
-		for it.HasNext() {
-			ev, err := it.Next()
-			if err != nil {
-				t.Fatal(err)
-			}
-			h.Events = append(h.Events, ev)
-		}
-		b, err := protojson.MarshalOptions{Indent: "  "}.Marshal(h)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join("testdata/histories", tc.name+".json"), b, 0o644); err != nil {
-			t.Fatal(err)
-		}
+		golden.WriteHistory(t, ctx, eng.Client(), st.ID, filepath.Join("testdata/histories", tc.name+".json"))
 	}
 }

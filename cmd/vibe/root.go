@@ -23,8 +23,9 @@ import (
 )
 
 // stickyCacheSize is how many workflows a worker of this program keeps in
-// memory: more than a busy worker has in flight.
-const stickyCacheSize = 1024
+// memory: more than a busy worker has in flight (a batch has C groups in
+// flight, its items inside them).
+const stickyCacheSize = 256
 
 // Exit statuses.
 const (
