@@ -2,11 +2,21 @@
 // sent once per group of up to K items as one multiplexed model call (the
 // flat N×M object of SPEC §5), the answer is split back per item and every
 // item's part is checked on its own; an item whose part is wrong is
-// repaired alone. Server and person chunks run per item. Items are Temporal
-// workflows of their own (vibe.Process) with ids derived from the batch id
-// and their line, grouped under a vibe.Group workflow per K items, so
-// starting the same work again finds what already ran.
+// repaired alone.
 //
-// [Run] drives a batch from a JSONL stream with bounded memory and
+// A group is one workflow (vibe.Group, Workflows.Group) and its items are
+// data inside it: each item's process is run by process.Interpreter — the
+// interpreter of a process's own workflow — as one of the group's
+// coroutines, the group its Host. The items' calls of a server step run in
+// one activity, each under the item's own idempotency key, and a call that
+// failed is retried alone; an item at a person's step waits in its group
+// and is answered by its id (process.UpdateItemAnswer). Items have ids
+// derived from the batch id and their line (ItemID); the batch's record
+// (vibe.Batch, Workflows.Batch) counts what the groups did and knows which
+// group holds a line, so process.Client reads and answers an item by its
+// id (Client.Host). Group ids are derived too (GroupID), so starting the
+// same work again finds what already ran.
+//
+// [Client.Run] drives a batch from a JSONL stream with bounded memory and
 // back-pressure, writing one result line per item in input order.
 package batch
