@@ -62,6 +62,10 @@ type Options struct {
 	// Cancelling the context instead stops at once, leaving the groups in
 	// flight to the engine. Nil never stops.
 	Stop <-chan struct{} `json:"-"`
+	// Total is the input's lines when the caller knows them before
+	// reading (a file's), for the batch's status to show how many items
+	// there are while they are still read (Status.Total); 0: unknown.
+	Total int `json:"total,omitempty"`
 }
 
 // ErrStopped is Run's error when Options.Stop ended it before the end of
@@ -121,7 +125,7 @@ func (c *Client) Run(ctx context.Context, in io.Reader, emit func(Result) error,
 		opts.File = "input"
 	}
 	_, err = c.startOrAttach(ctx, client.StartWorkflowOptions{ID: opts.ID, TypedSearchAttributes: batchAttribute(opts.ID),
-		Memo: map[string]any{process.MemoProcess: start.Name}}, BatchName, RecordInput{Status: Status{ID: opts.ID, Process: start.Name, Size: size, StartedAt: began.UTC()}})
+		Memo: map[string]any{process.MemoProcess: start.Name}}, BatchName, RecordInput{Status: Status{ID: opts.ID, Process: start.Name, Size: size, Total: max(opts.Total, 0), StartedAt: began.UTC()}})
 	if err != nil {
 		return nil, fmt.Errorf("start batch %s: %w", opts.ID, err)
 	}

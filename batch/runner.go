@@ -1,6 +1,7 @@
 package batch
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"crypto/sha256"
@@ -67,7 +68,9 @@ func (r *Runner) Start(ctx context.Context, opts Options, in io.Reader) (id stri
 	spec, _ := json.Marshal(opts.Process)
 	h.Write(spec)
 	fmt.Fprintf(h, "\n%d\n", cmp.Or(max(opts.Size, 0), DefaultSize)) // K decides the groups
-	_, err = io.Copy(io.MultiWriter(tmp, h), in)
+	var lines lineCount
+	_, err = io.Copy(io.MultiWriter(tmp, h, &lines), in)
+	opts.Total = int(lines) // "of N" while the lines are read
 	if cerr := tmp.Close(); err == nil {
 		err = cerr
 	}
@@ -211,4 +214,12 @@ func Items(items []jsonv.Value) io.Reader {
 		b.WriteByte('\n')
 	}
 	return strings.NewReader(b.String())
+}
+
+// lineCount counts the lines written to it.
+type lineCount int
+
+func (n *lineCount) Write(p []byte) (int, error) {
+	*n += lineCount(bytes.Count(p, []byte{'\n'}))
+	return len(p), nil
 }

@@ -30,7 +30,11 @@ type Status struct {
 	// Size is K, the items per group the batch's input was cut into: a
 	// run over the same batch must cut it the same way (0 in records
 	// older than this field).
-	Size       int        `json:"size,omitempty"`
+	Size int `json:"size,omitempty"`
+	// Total is the input's lines as the first run knew them before reading
+	// (Options.Total): how many items there will be, until Ended says
+	// Items holds them all; 0 when unknown.
+	Total      int        `json:"total,omitempty"`
 	Ended      bool       `json:"ended"`
 	StartedAt  time.Time  `json:"startedAt"`
 	FinishedAt *time.Time `json:"finishedAt,omitempty"`

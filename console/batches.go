@@ -10,9 +10,11 @@ import (
 // batchRow is a batch with its progress worked out.
 type batchRow struct {
 	batch.Status
-	// Finished counts the items done or failed; Percent is of the items
-	// read so far.
+	// Finished counts the items done or failed; Of is how many items the
+	// batch has: its input's lines while they are read, when the run knew
+	// them (Status.Total), else the items read so far. Percent is of Of.
 	Finished int
+	Of       int
 	Percent  int
 	// PerSecond is the items finished per second since the start (until
 	// the end, once it has ended).
@@ -21,9 +23,12 @@ type batchRow struct {
 }
 
 func rowOf(s batch.Status, now time.Time) batchRow {
-	b := batchRow{Status: s, Finished: s.Done + s.Failed}
-	if s.Items > 0 {
-		b.Percent = b.Finished * 100 / s.Items
+	b := batchRow{Status: s, Finished: s.Done + s.Failed, Of: s.Items}
+	if !s.Ended && s.Total > s.Items {
+		b.Of = s.Total
+	}
+	if b.Of > 0 {
+		b.Percent = b.Finished * 100 / b.Of
 	}
 	end := now
 	if s.FinishedAt != nil {

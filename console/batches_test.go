@@ -42,7 +42,7 @@ func fakeBatchesFixture() *fakeBatches {
 	ended := at("2026-11-23T11:40:40Z")
 	return &fakeBatches{
 		list: []batch.Status{
-			{ID: "batch-2", Process: "moderate", Status: "running", Items: 400, Done: 230, Failed: 0, Waiting: 5,
+			{ID: "batch-2", Process: "moderate", Status: "running", Items: 400, Total: 1000, Done: 230, Failed: 0, Waiting: 5,
 				Usage: llm.Usage{PromptTokens: 9000, CompletionTokens: 2100}, Requests: 9, StartedAt: at("2026-11-23T11:59:00Z")},
 			{ID: "batch-1", Process: "invoices", Status: "failed", Items: 100, Done: 90, Failed: 10,
 				Usage: llm.Usage{PromptTokens: 1000, CompletionTokens: 200}, Requests: 4, StartedAt: at("2026-11-23T11:40:00Z"), FinishedAt: &ended},
@@ -62,10 +62,11 @@ func TestBatchList(t *testing.T) {
 		t.Fatalf("%d\n%s", status, page)
 	}
 	golden.Check(t, "testdata/batches.html", []byte(page))
-	// Newest first as listed; progress as items finished of items read,
+	// Newest first as listed; progress as items finished of the input's
+	// lines while they are read (batch-2: 400 read of 1,000), then of items,
 	// throughput as items finished a second (until the end, once ended).
 	inOrder(t, page,
-		`<a href="/batches/batch-2">`, "moderate", `<span class="badge running">running</span>`, "230 of 400, 5 waiting", "3.8/s", "11100",
+		`<a href="/batches/batch-2">`, "moderate", `<span class="badge running">running</span>`, "230 of 1000, 5 waiting", "3.8/s", "11100",
 		`<a href="/batches/batch-1">`, "invoices", `<span class="badge failed">failed</span>`, "100 of 100", "2.5/s", "<td class=\"num\">10</td>", "1200")
 	f.list = nil
 	if _, page := fetch(t, c, "/batches"); !strings.Contains(page, "No batches.") {

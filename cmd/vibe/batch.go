@@ -149,7 +149,9 @@ otherwise it starts the embedded engine itself, or joins --temporal.`,
 			// The batch as earlier runs left it (none: a new batch), to
 			// tell this run's model requests from theirs.
 			before, _ := c.Status(ctx, opts.ID)
-			p := newProgress(io, opts.ID, countLines(in), opts.After)
+			total := countLines(in)
+			opts.Total = total // the record shows "of N" while the lines are read
+			p := newProgress(io, opts.ID, total, opts.After)
 			line := opts.After // the last input line written
 			emit := func(r batch.Result) error {
 				b, err := json.Marshal(r)
