@@ -196,11 +196,13 @@ func (a *Activities) Fill(ctx context.Context, in FillInput) (*FillOutput, error
 	if logger == nil {
 		logger = slog.Default()
 	}
-	defer process.KeepAlive(ctx)()
-	out, err := Fill(ctx, a.Provider, in, llm.Options{Logger: logger, Metrics: a.Metrics, Process: in.Group, MaxRepairs: a.MaxRepairs})
+	sent := process.CountSent(ctx, a.Provider) // a request an earlier attempt sent is counted too
+	defer process.KeepAliveWith(ctx, sent.Details)()
+	out, err := Fill(ctx, sent, in, llm.Options{Logger: logger, Metrics: a.Metrics, Process: in.Group, MaxRepairs: a.MaxRepairs})
 	if err != nil {
 		return nil, process.FillError(err)
 	}
+	out.Requests += sent.Earlier()
 	logger.Info("batch call", "group", in.Group, "chunk", in.Chunk, "items", len(in.Items), "requests", out.Requests,
 		"prompt_tokens", out.Usage.PromptTokens, "completion_tokens", out.Usage.CompletionTokens, "attempt", activity.GetInfo(ctx).Attempt)
 	return out, nil

@@ -104,7 +104,8 @@ func (a *Activities) FillChecked(ctx context.Context, in FillInput, check func(j
 		logger = slog.Default()
 	}
 	info := activity.GetInfo(ctx)
-	defer KeepAlive(ctx)()
+	sent := CountSent(ctx, a.Provider) // a request an earlier attempt sent is counted too
+	defer KeepAliveWith(ctx, sent.Details)()
 	ctx, span := tracer.Start(ctx, "chunk "+in.Chunk, trace.WithAttributes(attribute.String("vibe.chunk", in.Chunk),
 		attribute.String("vibe.process", in.ProcessName), attribute.String("vibe.process.id", in.Process), attribute.String("vibe.instance", in.Instance)))
 	defer span.End()
@@ -117,7 +118,7 @@ func (a *Activities) FillChecked(ctx context.Context, in FillInput, check func(j
 		}
 		return in.Chunk
 	}
-	res, err := llm.Fill(ctx, a.Provider, llm.Task{
+	res, err := llm.Fill(ctx, sent, llm.Task{
 		Name: in.Chunk, System: in.System, Prompt: in.Prompt, Context: in.Context, Schema: in.Schema,
 		Previous: in.Previous, Attempt: in.Attempt, MaxAttempts: in.MaxAttempts,
 	}, llm.Options{Logger: logger.With("attempt", info.Attempt), Metrics: a.Metrics, Process: in.Process, Instance: in.Instance,
@@ -129,7 +130,7 @@ func (a *Activities) FillChecked(ctx context.Context, in FillInput, check func(j
 	}
 	span.SetAttributes(attribute.Int64("gen_ai.usage.input_tokens", res.Usage.PromptTokens), attribute.Int64("gen_ai.usage.output_tokens", res.Usage.CompletionTokens),
 		attribute.Int("vibe.requests", res.Requests))
-	return FillOutput{Value: res.Value, Usage: res.Usage, Model: res.Model, Requests: res.Requests, Replayed: res.Replayed, Turns: res.Turns,
+	return FillOutput{Value: res.Value, Usage: res.Usage, Model: res.Model, Requests: res.Requests + sent.Earlier(), Replayed: res.Replayed, Turns: res.Turns,
 		Split: true, Thinking: res.Thinking, Metrics: res.Metrics}, nil
 }
 

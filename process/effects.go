@@ -2,8 +2,10 @@ package process
 
 import (
 	"context"
+	"sync/atomic"
 	"time"
 
+	"github.com/augceo/vibe/llm"
 	"go.temporal.io/sdk/activity"
 )
 
@@ -24,16 +26,30 @@ const heartbeatEvery = HeartbeatTimeout / 4
 // KeepAlive heartbeats for the activity of ctx until the returned stop is
 // called. A heartbeat also tells the activity when it was cancelled, which
 // then ends ctx.
-func KeepAlive(ctx context.Context) (stop func()) {
+func KeepAlive(ctx context.Context) (stop func()) { return KeepAliveWith(ctx, nil) }
+
+// KeepAliveWith is KeepAlive with details: each heartbeat carries what
+// details returns (nil: none), for the activity's next attempt to read
+// (activity.GetHeartbeatDetails) should this one die.
+func KeepAliveWith(ctx context.Context, details func() any) (stop func()) {
 	if !activity.IsActivity(ctx) {
 		return func() {}
+	}
+	beat := func() {
+		if details == nil {
+			activity.RecordHeartbeat(ctx)
+			return
+		}
+		activity.RecordHeartbeat(ctx, details())
 	}
 	done := make(chan struct{})
 	go func() {
 		t := time.NewTicker(heartbeatEvery)
 		defer t.Stop()
+		// The first heartbeat waits a tick: the SDK sends an attempt's
+		// first heartbeat at once and holds the later ones back, and the
+		// first that matters may be the activity's own (Sent's count).
 		for {
-			activity.RecordHeartbeat(ctx)
 			select {
 			case <-done:
 				return
@@ -41,7 +57,63 @@ func KeepAlive(ctx context.Context) (stop func()) {
 				return
 			case <-t.C:
 			}
+			beat()
 		}
 	}()
 	return func() { close(done) }
 }
+
+// Sent is a model provider that counts the requests an activity sends,
+// across its attempts: each request is counted in the activity's
+// heartbeat as it goes, so that when an attempt dies with a request in
+// flight (its worker killed) the next attempt knows, and a request the
+// model received is counted once, whichever attempt sent it. Heartbeat
+// with Details (KeepAliveWith) so that the count is not overwritten.
+type Sent struct {
+	llm.Provider
+	ctx     context.Context
+	earlier int64 // sent by the activity's earlier attempts
+	n       atomic.Int64
+}
+
+// CountSent wraps p for the activity of ctx.
+func CountSent(ctx context.Context, p llm.Provider) *Sent {
+	s := &Sent{Provider: p, ctx: ctx}
+	if activity.IsActivity(ctx) && activity.HasHeartbeatDetails(ctx) {
+		_ = activity.GetHeartbeatDetails(ctx, &s.earlier)
+	}
+	return s
+}
+
+// Complete counts the request, heartbeats the count, and sends it.
+func (s *Sent) Complete(ctx context.Context, req *llm.Request) (*llm.Response, error) {
+	n := s.n.Add(1)
+	if activity.IsActivity(s.ctx) {
+		activity.RecordHeartbeat(s.ctx, s.earlier+n)
+	}
+	return s.Provider.Complete(ctx, req)
+}
+
+// System and Model are the wrapped provider's, when it says (llm.Describer).
+func (s *Sent) System() string {
+	if d, ok := s.Provider.(llm.Describer); ok {
+		return d.System()
+	}
+	return ""
+}
+
+// Model is the wrapped provider's model, when it says.
+func (s *Sent) Model() string {
+	if d, ok := s.Provider.(llm.Describer); ok {
+		return d.Model()
+	}
+	return ""
+}
+
+// Details is what the activity's heartbeats carry: the requests sent so
+// far, by every attempt.
+func (s *Sent) Details() any { return s.earlier + s.n.Load() }
+
+// Earlier is how many requests the activity's earlier attempts sent:
+// counted for the model received them, though their answers were lost.
+func (s *Sent) Earlier() int { return int(s.earlier) }
