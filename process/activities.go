@@ -5,8 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
-	"time"
 
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
@@ -252,44 +252,24 @@ func (a *Activities) RunActions(ctx context.Context, in ActionsInput) ([]ActionR
 	res := make([]ActionResult, len(in.Calls))
 	finished := make([]bool, len(in.Calls))
 	if activity.HasHeartbeatDetails(ctx) {
-		var prev struct {
-			Results  []ActionResult `json:"results"`
-			Finished []bool         `json:"finished"`
-		}
+		var prev actionsDone
 		if activity.GetHeartbeatDetails(ctx, &prev) == nil && len(prev.Results) == len(res) && len(prev.Finished) == len(res) {
 			copy(res, prev.Results)
 			copy(finished, prev.Finished)
 		}
 	}
 	var mu sync.Mutex
-	beat := func() {
+	// What is done goes with every heartbeat while the calls run, copied:
+	// the SDK sends details after RecordHeartbeat returns.
+	defer KeepAliveWith(ctx, func() any {
 		mu.Lock()
 		defer mu.Unlock()
-		activity.RecordHeartbeat(ctx, struct {
-			Results  []ActionResult `json:"results"`
-			Finished []bool         `json:"finished"`
-		}{res, finished})
-	}
+		return actionsDone{Results: slices.Clone(res), Finished: slices.Clone(finished)}
+	})()
 	conc := in.Concurrency
 	if conc <= 0 || conc > len(in.Calls) {
 		conc = len(in.Calls)
 	}
-	stop := make(chan struct{})
-	defer close(stop)
-	go func() { // heartbeat while calls run, with what is done
-		t := time.NewTicker(heartbeatEvery)
-		defer t.Stop()
-		for {
-			select {
-			case <-stop:
-				return
-			case <-ctx.Done():
-				return
-			case <-t.C:
-				beat()
-			}
-		}
-	}()
 	sem := make(chan struct{}, max(conc, 1))
 	var wg sync.WaitGroup
 	for k, call := range in.Calls {
@@ -315,8 +295,14 @@ func (a *Activities) RunActions(ctx context.Context, in ActionsInput) ([]ActionR
 		}()
 	}
 	wg.Wait()
-	beat()
 	return res, ctx.Err()
+}
+
+// actionsDone is what RunActions's heartbeats carry: the calls finished
+// and their results, for an attempt after a crash to take up.
+type actionsDone struct {
+	Results  []ActionResult `json:"results"`
+	Finished []bool         `json:"finished"`
 }
 
 // CheckInput is a value and the schema it must fit.

@@ -1,0 +1,68 @@
+package process
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/testsuite"
+
+	"github.com/augceo/vibe/action"
+	"github.com/augceo/vibe/jsonv"
+)
+
+// TestRunActions: each call's result is its own — a failure is a result,
+// retryable or not — and an attempt after a crash takes up the calls its
+// predecessor's last heartbeat had not finished, and only those.
+func TestRunActions(t *testing.T) {
+	var ran []string
+	var acts action.Registry
+	acts.Register(action.Action{Name: "note", Run: func(ctx context.Context, in jsonv.Value) (jsonv.Value, error) {
+		key := action.IdempotencyKey(ctx)
+		ran = append(ran, key)
+		switch key {
+		case "k-busy":
+			return jsonv.Value{}, errors.New("busy")
+		case "k-bad":
+			return jsonv.Value{}, action.NonRetryable(errors.New("bad input"))
+		}
+		return jsonv.StringValue("noted " + key), nil
+	}})
+	a := &Activities{Actions: &acts, Logger: quietLogger()}
+	calls := []ActionInput{
+		{Step: "s", Action: "note", Key: "k-done", Output: jsonv.NullValue()},
+		{Step: "s", Action: "note", Key: "k-ok", Output: jsonv.NullValue()},
+		{Step: "s", Action: "note", Key: "k-busy", Output: jsonv.NullValue()},
+		{Step: "s", Action: "note", Key: "k-bad", Output: jsonv.NullValue()},
+	}
+	var s testsuite.WorkflowTestSuite
+	env := s.NewTestActivityEnvironment()
+	env.RegisterActivityWithOptions(a.RunActions, activity.RegisterOptions{Name: ActionsName})
+	// The last attempt finished the first call before it died.
+	env.SetHeartbeatDetails(actionsDone{Results: []ActionResult{{Output: jsonv.StringValue("from before")}, {}, {}, {}}, Finished: []bool{true, false, false, false}})
+	enc, err := env.ExecuteActivity(ActionsName, ActionsInput{Calls: calls, Concurrency: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var res []ActionResult
+	if err := enc.Get(&res); err != nil {
+		t.Fatal(err)
+	}
+	if len(ran) != 3 || ran[0] != "k-ok" {
+		t.Errorf("ran %v, want the three calls not finished before", ran)
+	}
+	want := []string{`"from before"`, `"noted k-ok"`, "busy retryable", "bad input NonRetryable"}
+	for k, r := range res {
+		got := string(jsonv.Marshal(r.Output))
+		if r.Error != "" {
+			got = r.Error + " retryable"
+			if r.NonRetryable {
+				got = r.Error + " " + r.Type
+			}
+		}
+		if got != want[k] {
+			t.Errorf("call %d: %s, want %s", k, got, want[k])
+		}
+	}
+}
