@@ -2,7 +2,9 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"net/http/httptest"
@@ -185,4 +187,92 @@ func BenchmarkBatchMemory(b *testing.B) {
 		b.ReportMetric(servePeak, "serve-peak-RSS-MB")
 	}
 	b.ReportMetric(float64(*batchItems*run)/time.Since(start).Seconds(), "items/s")
+}
+
+var (
+	lgItems  = flag.Int("lg.items", 1000, "comments of BenchmarkLangGraph")
+	lgDelay  = flag.Duration("lg.delay", 200*time.Millisecond, "BenchmarkLangGraph: the test model's time per request")
+	lgToken  = flag.Duration("lg.token", 2*time.Millisecond, "BenchmarkLangGraph: the test model's time per completion token")
+	lgServes = flag.Int("lg.serves", 16, "BenchmarkLangGraph: the requests the test model serves at once")
+)
+
+// BenchmarkLangGraph runs the same -lg.items comments through LangGraph.js
+// (map-reduce: a Send per comment, one model call each, then the record
+// action over HTTP; testdata/langgraph/moderate.mjs) and through `vibe
+// batch` (K=32, C=16, its own embedded engine), each against a test model
+// of its own with the same behaviour — at most -lg.serves requests at
+// once, -lg.delay plus -lg.token per completion token each — and reports
+// both wall times, their ratio, and the requests and prompt tokens of
+// each. LangGraph.js's wall is the graph's run; vibe batch's is the
+// command's, the engine's start included. It needs Node.js and the
+// harness's packages:
+//
+//	npm install --prefix cmd/vibe/testdata/langgraph
+//	go test ./cmd/vibe -run XXX -bench BenchmarkLangGraph -benchtime 1x -timeout 0 [-lg.items 100]
+func BenchmarkLangGraph(b *testing.B) {
+	harness, _ := filepath.Abs("testdata/langgraph")
+	if _, err := exec.LookPath("node"); err != nil {
+		b.Skip("no node on PATH: LangGraph.js runs on Node.js")
+	}
+	if _, err := os.Stat(filepath.Join(harness, "node_modules", "@langchain", "langgraph")); err != nil {
+		b.Skip("LangGraph.js is not installed: npm install --prefix cmd/vibe/testdata/langgraph")
+	}
+	dir := b.TempDir()
+	items := filepath.Join(dir, "items.jsonl")
+	var in strings.Builder
+	for i := 1; i <= *lgItems; i++ {
+		fmt.Fprintf(&in, "%q\n", fmt.Sprintf("comment %d", i))
+	}
+	os.WriteFile(items, []byte(in.String()), 0o644)
+	os.WriteFile(filepath.Join(dir, "moderate.json"), []byte(moderateProcess), 0o644)
+	opts := llmtest.Options{Tokens: true, Delay: *lgDelay, PerToken: *lgToken, MaxConcurrent: *lgServes}
+	var lgWall, vibeWall time.Duration
+	var lgModel, vibeModel *llmtest.Server
+	for b.Loop() {
+		// LangGraph.js.
+		lgModel = llmtest.NewServer(b, llmtest.Multiplexed(verdict), opts)
+		led := &tally{effects: map[string]int{}}
+		actions := httptest.NewServer(led)
+		out, err := exec.Command("node", filepath.Join(harness, "moderate.mjs"), lgModel.URL+"/v1", actions.URL, items, strconv.Itoa(*lgServes)).CombinedOutput()
+		actions.Close()
+		if err != nil {
+			b.Fatalf("langgraph: %v\n%s", err, out)
+		}
+		var res struct {
+			MS      float64 `json:"ms"`
+			Results int     `json:"results"`
+		}
+		if err := json.Unmarshal(bytes.TrimSpace(out[bytes.LastIndexByte(bytes.TrimSpace(out), '\n')+1:]), &res); err != nil || res.Results != *lgItems {
+			b.Fatalf("langgraph: %v\n%s", err, out)
+		}
+		if _, keys, _ := led.counts(); keys != *lgItems {
+			b.Fatalf("langgraph recorded %d decisions, want %d", keys, *lgItems)
+		}
+		lgWall = time.Duration(res.MS * float64(time.Millisecond))
+
+		// vibe batch.
+		vibeModel = llmtest.NewServer(b, llmtest.Multiplexed(verdict), opts)
+		led = &tally{effects: map[string]int{}}
+		actions = httptest.NewServer(led)
+		os.WriteFile(filepath.Join(dir, "actions.json"), []byte(fmt.Sprintf(`{"record": %q}`, actions.URL)), 0o644)
+		data := filepath.Join(dir, fmt.Sprintf("data-%d", time.Now().UnixNano()))
+		start := time.Now()
+		cmd, cout := child(b, "batch", filepath.Join(dir, "moderate.json"), "--in", items, "--out", filepath.Join(dir, "out.jsonl"),
+			"--id", fmt.Sprintf("lg-%d", time.Now().UnixNano()), "--batch-size", "32", "--concurrency", strconv.Itoa(*lgServes), "--data", data,
+			"--actions-file", filepath.Join(dir, "actions.json"), "--llm", "openai:test-model", "--llm-base-url", vibeModel.URL)
+		if err := cmd.Wait(); err != nil {
+			b.Fatalf("vibe batch: %v\n%s", err, cout)
+		}
+		vibeWall = time.Since(start)
+		actions.Close()
+		if _, keys, _ := led.counts(); keys != *lgItems {
+			b.Fatalf("vibe batch recorded %d decisions, want %d", keys, *lgItems)
+		}
+	}
+	b.ReportMetric(lgWall.Seconds(), "langgraph-s")
+	b.ReportMetric(vibeWall.Seconds(), "vibe-s")
+	b.ReportMetric(vibeWall.Seconds()/lgWall.Seconds(), "wall-ratio")
+	b.ReportMetric(float64(lgModel.Requests()), "langgraph-requests")
+	b.ReportMetric(float64(vibeModel.Requests()), "vibe-requests")
+	b.ReportMetric(float64(vibeModel.PromptTokens())/float64(lgModel.PromptTokens()), "prompt-token-ratio")
 }

@@ -21,9 +21,12 @@ type Server struct {
 	answer func(name, body string) string
 	opts   Options
 
+	slots chan struct{} // a slot per request served at once (MaxConcurrent)
+
 	mu     sync.Mutex
 	bodies []string
 	asked  map[string]int
+	prompt int // the prompt tokens answered so far
 }
 
 // New starts a test model; it is closed when the test ends.
@@ -50,11 +53,20 @@ type Options struct {
 	Block <-chan struct{}
 	// Model is the model the answers name; "" is "test-model".
 	Model string
+	// MaxConcurrent, when set, is how many requests it serves at once, as
+	// a provider's rate of concurrent requests: more wait their turn.
+	MaxConcurrent int
+	// PerToken is added to Delay for each completion token of the answer
+	// (its bytes / 4), as a model takes longer to write more.
+	PerToken time.Duration
 }
 
 // NewServer starts a test model with opts.
 func NewServer(t testing.TB, answer func(name, body string) string, opts Options) *Server {
 	s := &Server{answer: answer, asked: map[string]int{}, opts: opts}
+	if opts.MaxConcurrent > 0 {
+		s.slots = make(chan struct{}, opts.MaxConcurrent)
+	}
 	s.Server = httptest.NewServer(http.HandlerFunc(s.serve))
 	t.Cleanup(s.Close)
 	return s
@@ -90,19 +102,30 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	if s.opts.Delay > 0 {
+	if s.slots != nil {
 		select {
-		case <-time.After(s.opts.Delay):
+		case s.slots <- struct{}{}:
+			defer func() { <-s.slots }()
 		case <-r.Context().Done():
 			return
 		}
 	}
 	answer := s.answer(name, string(body))
+	if d := s.opts.Delay + time.Duration(len(answer)/4)*s.opts.PerToken; d > 0 {
+		select {
+		case <-time.After(d):
+		case <-r.Context().Done():
+			return
+		}
+	}
 	content, _ := json.Marshal(answer)
 	prompt, completion := 100, 30
 	if s.opts.Tokens {
 		prompt, completion = len(body)/4, len(answer)/4
 	}
+	s.mu.Lock()
+	s.prompt += prompt
+	s.mu.Unlock()
 	model, _ := json.Marshal(cmp.Or(s.opts.Model, "test-model"))
 	w.Header().Set("Content-Type", "application/json")
 	fmt.Fprintf(w, `{"id":"chatcmpl-test","object":"chat.completion","created":1,"model":%s,`+
@@ -115,6 +138,13 @@ func (s *Server) Requests() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return len(s.bodies)
+}
+
+// PromptTokens totals the prompt tokens of the requests answered so far.
+func (s *Server) PromptTokens() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.prompt
 }
 
 // Asked counts the requests so far by schema name.
