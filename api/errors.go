@@ -74,6 +74,8 @@ func (s *server) failed(w http.ResponseWriter, r *http.Request, err error) {
 		writeError(w, http.StatusUnprocessableEntity, e)
 	case errors.As(err, &size):
 		writeError(w, http.StatusConflict, &apiError{Error: err.Error(), Path: "/size"})
+	case errors.Is(err, process.ErrHostedCancel):
+		writeError(w, http.StatusConflict, &apiError{Error: err.Error()})
 	case errors.As(err, &notWaiting):
 		writeError(w, http.StatusConflict, &apiError{Error: notWaiting.Error()})
 	case errors.Is(err, process.ErrBadCursor):

@@ -230,6 +230,9 @@ func TestPersonInBatch(t *testing.T) {
 	if info, err := c.Processes.Get(ctx, batch.ItemID("review", 1)); err != nil || info.Status != process.Waiting {
 		t.Errorf("item 1 after item 2's answer: %+v %v", info, err)
 	}
+	if err := c.Processes.Cancel(ctx, batch.ItemID("review", 1)); !errors.Is(err, process.ErrHostedCancel) {
+		t.Errorf("cancel of an item: %v", err)
+	}
 	var notWaiting *process.NotWaitingError
 	if _, err := c.Processes.Answer(ctx, two, mustParse(t, `{"confirm":{"approve":"no"}}`)); !errors.As(err, &notWaiting) || notWaiting.Status != process.Completed {
 		t.Errorf("a second answer to item 2: %v", err)

@@ -505,6 +505,13 @@ func (c *Client) answerHosted(ctx context.Context, id string, uopts client.Updat
 // not found.
 func (c *Client) Cancel(ctx context.Context, id string) error {
 	ex, err := execution.Describe(ctx, c.Temporal, id, ErrNotFound, WorkflowName, DirectCallName)
+	if errors.Is(err, ErrNotFound) {
+		if host, ok, herr := c.host(ctx, id); herr != nil {
+			return herr
+		} else if ok {
+			return fmt.Errorf("%w: %s runs inside %s, with the other items of its batch's group", ErrHostedCancel, id, host)
+		}
+	}
 	if err != nil {
 		return err
 	}
@@ -516,6 +523,10 @@ func (c *Client) Cancel(ctx context.Context, id string) error {
 	}
 	return nil
 }
+
+// ErrHostedCancel is the error of Cancel for a hosted process (a batch's
+// item): it has no workflow of its own to cancel.
+var ErrHostedCancel = errors.New("a batch's item is not cancelled alone")
 
 // answerError recovers the validator's refusal from Temporal's wrapping.
 // The engine says only "not found" of a workflow that has closed, so that
