@@ -98,7 +98,10 @@ func fillCall(ctx context.Context, p llm.Provider, t FillInput, items []FillItem
 	if err != nil {
 		return fmt.Errorf("chunk %s: %w", t.Chunk, err)
 	}
-	bt := llm.BatchTask{Name: t.Chunk, System: t.System, Schema: m, Items: make([]llm.BatchItem, len(items))}
+	bt := llm.BatchTask{Name: t.Chunk, System: t.System, Schema: m, Steps: make([]llm.BatchStep, len(steps)), Items: make([]llm.BatchItem, len(items))}
+	for k, s := range steps {
+		bt.Steps[k] = llm.BatchStep{Name: s, Prefix: compile.StepPrefix(k)}
+	}
 	for i, it := range items {
 		bt.Items[i] = llm.BatchItem{Prompt: it.Prompt, Context: it.Context}
 	}
@@ -115,8 +118,8 @@ func fillCall(ctx context.Context, p llm.Provider, t FillInput, items []FillItem
 	for i := range items {
 		part := jsonv.NewObject(len(steps))
 		if parseErr == nil {
-			for _, s := range steps {
-				if v, ok := answer.Get(compile.ItemName(s, i+1)); ok {
+			for k, s := range steps {
+				if v, ok := answer.Get(compile.ItemKey(k, i+1)); ok {
 					part.Set(s, v)
 				}
 			}

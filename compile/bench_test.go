@@ -50,12 +50,12 @@ func BenchmarkDemultiplex32x4(b *testing.B) {
 	steps := []string{"step1_classify", "step2_explain", "step3_score", "step4_decide"}
 	var sb strings.Builder
 	sb.WriteString("{")
-	for i, s := range steps {
+	for i := range steps {
 		for j := 1; j <= 32; j++ {
 			if i+j > 1 {
 				sb.WriteString(",")
 			}
-			sb.WriteString(`"` + ItemName(s, j) + `":{"v":1}`)
+			sb.WriteString(`"` + ItemKey(i, j) + `":{"v":1}`)
 		}
 	}
 	sb.WriteString("}")

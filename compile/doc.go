@@ -42,9 +42,10 @@
 // {"step4_find_user": {"output": {…}}}.
 //
 // Multiplex compiles an LLM chunk run over N items into one flat object of
-// N×M properties in step-major order (step1_item1, step1_item2, …), the
-// step schemas shared through "$defs"; Demultiplex splits an answer back
-// per item, and Batches keeps every call inside a provider's limits.
+// N×M properties in step-major order (a1, a2, …, b1, …: a short prefix per
+// step, then the item's number; ItemKey), the step schemas shared through
+// "$defs"; Demultiplex splits an answer back per item, and Batches keeps
+// every call inside a provider's limits.
 //
 // A compilation is bounded: at most Options.MaxSteps steps
 // (compose.MaxSteps by default), at most Options.Budget of time

@@ -56,10 +56,10 @@ func ExampleMultiplex() {
 	chunk, _ := jsonv.Parse([]byte(`{"properties": {"step1_classify": {"type": "string"}, "step2_reply": {"type": "string"}}}`))
 	m, _ := compile.Multiplex(chunk, 2, compile.MultiplexOptions{})
 	fmt.Println(m.Lookup("properties").Object().Names())
-	answer, _ := jsonv.Parse([]byte(`{"step1_classify_item1": "spam", "step1_classify_item2": "ok", "step2_reply_item1": "-", "step2_reply_item2": "Thanks!"}`))
+	answer, _ := jsonv.Parse([]byte(`{"a1": "spam", "a2": "ok", "b1": "-", "b2": "Thanks!"}`))
 	items, _ := compile.Demultiplex(answer, []string{"step1_classify", "step2_reply"}, 2)
 	fmt.Println(items[1])
 	// Output:
-	// [step1_classify_item1 step1_classify_item2 step2_reply_item1 step2_reply_item2]
+	// [a1 a2 b1 b2]
 	// {"step1_classify":"ok","step2_reply":"Thanks!"}
 }

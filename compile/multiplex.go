@@ -2,6 +2,7 @@ package compile
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 
 	"github.com/augceo/vibe/jsonv"
@@ -16,15 +17,32 @@ type MultiplexOptions struct {
 	Inline bool
 }
 
-// ItemName is the property of step for item i (1-based): "<step>_item<i>".
-func ItemName(step string, i int) string { return step + "_item" + strconv.Itoa(i) }
+// StepPrefix is the short name of the step at index k (0-based) of a
+// multiplexed chunk: "a", "b", …, "z", "aa", "ab", …. An item's property
+// is the prefix and the item's number (ItemKey), so what a model reads and
+// writes once per item and step is a few characters, not the step's name;
+// the prompt says once which prefix is which step (llm.BatchTask.Steps).
+func StepPrefix(k int) string {
+	var b []byte
+	for k++; k > 0; k = (k - 1) / 26 {
+		b = append(b, byte('a'+(k-1)%26))
+	}
+	slices.Reverse(b)
+	return string(b)
+}
+
+// ItemKey is the property of the step at index k (0-based) for item i
+// (1-based) in a multiplexed schema: StepPrefix(k) followed by i, as "a1",
+// "b12". Letters then digits: no key is another's prefix-and-number.
+func ItemKey(k, i int) string { return StepPrefix(k) + strconv.Itoa(i) }
 
 // Multiplex compiles an LLM chunk schema of M steps (its properties) run over
-// n items into one flat object of n×M properties in step-major order —
-// step1_item1, step1_item2, …, step2_item1, … — with no nested arrays. The
-// step schemas go once into "$defs" (named after the steps) and every
-// property refers to its step's, unless opts.Inline. Give it a projected
-// chunk (Project) to get what a model is sent.
+// n items into one flat object of n×M properties in step-major order — a1,
+// a2, …, an, b1, … (ItemKey) — with no nested arrays, every property
+// required. The step schemas go once into "$defs", each under its step's
+// prefix (StepPrefix: "a" for the first step), and every property refers
+// to its step's, unless opts.Inline. Give it a projected chunk (Project)
+// to get what a model is sent.
 func Multiplex(chunk jsonv.Value, n int, opts MultiplexOptions) (jsonv.Value, error) {
 	steps := schema.Properties(chunk)
 	if steps.Len() == 0 {
@@ -42,14 +60,14 @@ func Multiplex(chunk jsonv.Value, n int, opts MultiplexOptions) (jsonv.Value, er
 	out.Set("type", jsonv.StringValue("object"))
 	props := jsonv.NewObject(n * steps.Len())
 	names := make([]string, 0, n*steps.Len())
-	for _, s := range steps.Members() {
+	for k, s := range steps.Members() {
+		v := s.Value
+		if !opts.Inline {
+			v = jsonv.ObjectValue(jsonv.Member{Name: "$ref", Value: jsonv.StringValue("#/$defs/" + StepPrefix(k))})
+		}
 		for i := 1; i <= n; i++ {
-			v := s.Value
-			if !opts.Inline {
-				v = jsonv.ObjectValue(jsonv.Member{Name: "$ref", Value: jsonv.StringValue("#/$defs/" + escapeToken(s.Name))})
-			}
-			props.Set(ItemName(s.Name, i), v)
-			names = append(names, ItemName(s.Name, i))
+			props.Set(ItemKey(k, i), v)
+			names = append(names, ItemKey(k, i))
 		}
 	}
 	out.Set("properties", props.Value())
@@ -57,27 +75,25 @@ func Multiplex(chunk jsonv.Value, n int, opts MultiplexOptions) (jsonv.Value, er
 	out.Set("additionalProperties", jsonv.BoolValue(false))
 	if !opts.Inline {
 		defs := jsonv.NewObject(steps.Len())
-		for _, s := range steps.Members() {
-			defs.Set(s.Name, s.Value)
+		for k, s := range steps.Members() {
+			defs.Set(StepPrefix(k), s.Value)
 		}
 		out.Set("$defs", defs.Value())
 	}
 	return out.Value(), nil
 }
 
-func escapeToken(name string) string { return string(jsonv.PointerTo(name))[1:] }
-
 // Demultiplex splits a multiplexed answer back into one value per item:
-// item i's value is {step: answer[step_item<i>], …} for each step, in step
-// order. A missing property is an error naming it.
+// item i's value is {step: answer[ItemKey(k, i)], …} for each step k, in
+// step order. A missing property is an error naming it and its step.
 func Demultiplex(answer jsonv.Value, steps []string, n int) ([]jsonv.Value, error) {
 	items := make([]jsonv.Value, n)
 	for i := 1; i <= n; i++ {
 		item := jsonv.NewObject(len(steps))
-		for _, s := range steps {
-			v, ok := answer.Get(ItemName(s, i))
+		for k, s := range steps {
+			v, ok := answer.Get(ItemKey(k, i))
 			if !ok {
-				return nil, fmt.Errorf("demultiplex: the answer has no %q", ItemName(s, i))
+				return nil, fmt.Errorf("demultiplex: the answer has no %q (item %d's %s)", ItemKey(k, i), i, s)
 			}
 			item.Set(s, v)
 		}

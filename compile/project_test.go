@@ -92,9 +92,9 @@ func TestMultiplex3x4(t *testing.T) {
 	checkGolden(t, "batch-3x4.json", indent(m))
 	steps := []string{"step1_classify", "step2_explain", "step3_score", "step4_decide"}
 	var want []string
-	for _, s := range steps {
+	for _, prefix := range []string{"a", "b", "c", "d"} {
 		for i := 1; i <= 3; i++ {
-			want = append(want, fmt.Sprintf("%s_item%d", s, i))
+			want = append(want, fmt.Sprintf("%s%d", prefix, i))
 		}
 	}
 	if got := schema.Properties(m).Names(); !slices.Equal(got, want) {
@@ -103,7 +103,7 @@ func TestMultiplex3x4(t *testing.T) {
 	if got := schema.Required(m); !slices.Equal(got, want) {
 		t.Errorf("required %q", got)
 	}
-	if got := m.Lookup("$defs").Object().Names(); !slices.Equal(got, steps) {
+	if got := m.Lookup("$defs").Object().Names(); !slices.Equal(got, []string{"a", "b", "c", "d"}) {
 		t.Errorf("$defs %q: each step schema once", got)
 	}
 	jsonv.Walk(m.Lookup("properties"), func(_ jsonv.Pointer, v jsonv.Value) error {
@@ -121,11 +121,11 @@ func TestMultiplex3x4(t *testing.T) {
 		}
 		item := name[len(name)-1:]
 		switch {
-		case strings.HasPrefix(name, "step1"):
+		case strings.HasPrefix(name, "a"):
 			fmt.Fprintf(&b, `%q:{"_reading":"comment %s","category":"ok"}`, name, item)
-		case strings.HasPrefix(name, "step2"):
+		case strings.HasPrefix(name, "b"):
 			fmt.Fprintf(&b, `%q:{"reason":"reason %s"}`, name, item)
-		case strings.HasPrefix(name, "step3"):
+		case strings.HasPrefix(name, "c"):
 			fmt.Fprintf(&b, `%q:{"$severity":%s}`, name, item)
 		default:
 			fmt.Fprintf(&b, `%q:{"action":"keep"}`, name)
@@ -147,12 +147,32 @@ func TestMultiplex3x4(t *testing.T) {
 	if got := string(jsonv.Marshal(items[1])); got != `{"step1_classify":{"_reading":"comment 2","category":"ok"},"step2_explain":{"reason":"reason 2"},"step3_score":{"$severity":2},"step4_decide":{"action":"keep"}}` {
 		t.Errorf("item 2 = %s", got)
 	}
-	if _, err := Demultiplex(answer, steps, 4); err == nil || !strings.Contains(err.Error(), "step1_classify_item4") {
+	if _, err := Demultiplex(answer, steps, 4); err == nil || !strings.Contains(err.Error(), `"a4" (item 4's step1_classify)`) {
 		t.Errorf("a missing item: %v", err)
 	}
 	inline, _ := Multiplex(chunk, 3, MultiplexOptions{Inline: true})
-	if _, ok := inline.Get("$defs"); ok || !jsonv.Equal(inline.Lookup("properties").Lookup("step2_explain_item3"), chunk.Lookup("properties").Lookup("step2_explain")) {
+	if _, ok := inline.Get("$defs"); ok || !jsonv.Equal(inline.Lookup("properties").Lookup("b3"), chunk.Lookup("properties").Lookup("step2_explain")) {
 		t.Error("inline multiplexing must copy the step schema into each item")
+	}
+}
+
+func TestItemKey(t *testing.T) {
+	for _, c := range []struct {
+		k, i int
+		want string
+	}{{0, 1, "a1"}, {1, 32, "b32"}, {25, 7, "z7"}, {26, 1, "aa1"}, {27, 2, "ab2"}, {51, 3, "az3"}, {52, 4, "ba4"}, {701, 1, "zz1"}, {702, 1, "aaa1"}} {
+		if got := ItemKey(c.k, c.i); got != c.want {
+			t.Errorf("ItemKey(%d, %d) = %q, want %q", c.k, c.i, got, c.want)
+		}
+	}
+	// No two steps share a prefix.
+	seen := map[string]bool{}
+	for k := range 2000 {
+		p := StepPrefix(k)
+		if seen[p] {
+			t.Fatalf("StepPrefix(%d) = %q again", k, p)
+		}
+		seen[p] = true
 	}
 }
 

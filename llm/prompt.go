@@ -91,14 +91,23 @@ func repairMessage(parseErr error, problems []schema.Invalid, checked bool) stri
 
 // BatchTask is one chunk asked of many items in one request (SPEC §5):
 // Schema is the multiplexed schema (compile.Multiplex), whose property
-// "<step>_item<i>" is item i's value of a step.
+// Steps[k].Prefix followed by i holds item i's value of step k.
 type BatchTask struct {
 	// Name names the chunk; System is the system text, "" for
 	// DefaultSystem.
 	Name, System string
 	Schema       jsonv.Value
+	// Steps are the chunk's steps in order, each with the prefix of its
+	// items' properties (compile.StepPrefix).
+	Steps []BatchStep
 	// Items are the items in order: item i is Items[i-1].
 	Items []BatchItem
+}
+
+// BatchStep is one step of a BatchTask: its name, and the prefix of its
+// items' properties.
+type BatchStep struct {
+	Name, Prefix string
 }
 
 // BatchItem is one item of a BatchTask: its request and its minimal
@@ -109,9 +118,11 @@ type BatchItem struct {
 }
 
 // NewBatchRequest builds the one request of a BatchTask: the system text,
-// one user message that says how items map to properties and then gives
-// each item's request and context under its number, and the schema's bytes
-// once. A request every item shares is said once, before the items.
+// one user message, and the schema's bytes once. The message says once
+// which property holds which step, then gives each item on a line that
+// starts with its number in brackets, "[i] ", followed by its request and,
+// on the next line, its context. A request every item shares is said
+// once, before the items.
 func NewBatchRequest(t BatchTask) *Request {
 	system := t.System
 	if system == "" {
@@ -127,18 +138,29 @@ func NewBatchRequest(t BatchTask) *Request {
 			b.WriteString(p + "\n\n")
 		}
 	}
-	fmt.Fprintf(&b, "Step %s is asked of %d items at once. Answer each item on its own, from its own request and context only: property <step>_item<i> holds item i's value of <step>.\n", t.Name, len(t.Items))
+	fmt.Fprintf(&b, "Step %s, for %d items at once: answer each item on its own, from its own request and context only. Item i is [i] below;", t.Name, len(t.Items))
+	for k, s := range t.Steps {
+		if k > 0 {
+			b.WriteByte(',')
+		}
+		fmt.Fprintf(&b, " property %s<i> holds its %s", s.Prefix, s.Name)
+	}
+	b.WriteString(".\n")
 	for i, it := range t.Items {
-		fmt.Fprintf(&b, "--- Item %d ---\n", i+1)
+		fmt.Fprintf(&b, "[%d]", i+1)
+		sep := byte(' ')
 		if p := strings.TrimSpace(it.Prompt); !shared && p != "" {
-			b.WriteString(p + "\n")
+			b.WriteByte(sep)
+			b.WriteString(p)
+			sep = '\n'
 		}
 		if it.Context.Len() > 0 {
+			b.WriteByte(sep)
 			b.Write(jsonv.Marshal(it.Context))
-			b.WriteByte('\n')
 		}
+		b.WriteByte('\n')
 	}
-	fmt.Fprintf(&b, "--- End of items ---\nGenerate the JSON for step %s for all %d items.", t.Name, len(t.Items))
+	fmt.Fprintf(&b, "Answer all %d items.", len(t.Items))
 	return &Request{
 		Name:     t.Name,
 		System:   system,

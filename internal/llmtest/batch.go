@@ -11,19 +11,21 @@ import (
 )
 
 var (
-	itemHeader = regexp.MustCompile(`(?m)^--- Item (\d+) ---\n(.*)$`)
-	itemProp   = regexp.MustCompile(`^(.*)_item(\d+)$`)
+	itemLine = regexp.MustCompile(`(?m)^\[(\d+)\] ?(.*)$`)
+	itemProp = regexp.MustCompile(`^([a-z]+)(\d+)$`)
+	legend   = regexp.MustCompile(` property ([a-z]+)<i> holds its ([^,\n]+?)[,.]`)
 )
 
 // Request is what a test model reads of a chat request: the answer
 // schema's properties, and each item's prompt — by item number for a
 // batch's multiplexed call, under 0 for a single item's request (its
-// first line) — and whether it is a repair (it carries an earlier
-// answer).
+// first line) — whether it is a repair (it carries an earlier answer),
+// and a multiplexed call's steps by their properties' prefix.
 type Request struct {
 	Props   []string
 	Prompts map[int]string
 	Repair  bool
+	Steps   map[string]string
 }
 
 // Read reads a chat request's body.
@@ -43,7 +45,7 @@ func Read(body string) Request {
 		panic(err)
 	}
 	s, _ := jsonv.Parse(req.ResponseFormat.JSONSchema.Schema)
-	r := Request{Props: s.Lookup("properties").Object().Names(), Prompts: map[int]string{}}
+	r := Request{Props: s.Lookup("properties").Object().Names(), Prompts: map[int]string{}, Steps: map[string]string{}}
 	for _, m := range req.Messages {
 		if m.Role == "assistant" {
 			r.Repair = true
@@ -51,9 +53,14 @@ func Read(body string) Request {
 		if m.Role != "user" || len(r.Prompts) > 0 {
 			continue
 		}
-		for _, g := range itemHeader.FindAllStringSubmatch(m.Content, -1) {
-			n, _ := strconv.Atoi(g[1])
-			r.Prompts[n] = g[2]
+		for _, g := range legend.FindAllStringSubmatch(m.Content, -1) {
+			r.Steps[g[1]] = g[2]
+		}
+		if len(r.Steps) > 0 {
+			for _, g := range itemLine.FindAllStringSubmatch(m.Content, -1) {
+				n, _ := strconv.Atoi(g[1])
+				r.Prompts[n] = g[2]
+			}
 		}
 		if len(r.Prompts) == 0 {
 			r.Prompts[0] = strings.SplitN(m.Content, "\n", 2)[0]
@@ -75,8 +82,8 @@ func Multiplexed(part func(step, prompt string, repair bool) string) func(name, 
 				b.WriteByte(',')
 			}
 			step, n := p, 0
-			if m := itemProp.FindStringSubmatch(p); m != nil {
-				step = m[1]
+			if m := itemProp.FindStringSubmatch(p); m != nil && r.Steps[m[1]] != "" {
+				step = r.Steps[m[1]]
 				n, _ = strconv.Atoi(m[2])
 			}
 			fmt.Fprintf(&b, "%q:%s", p, part(step, r.Prompts[n], r.Repair))
