@@ -23,6 +23,10 @@ type MultiplexOptions struct {
 // writes once per item and step is a few characters, not the step's name;
 // the prompt says once which prefix is which step (llm.BatchTask.Steps).
 func StepPrefix(k int) string {
+	const letters = "abcdefghijklmnopqrstuvwxyz"
+	if k < len(letters) {
+		return letters[k : k+1]
+	}
 	var b []byte
 	for k++; k > 0; k = (k - 1) / 26 {
 		b = append(b, byte('a'+(k-1)%26))

@@ -38,3 +38,31 @@ func BenchmarkBareActivity(b *testing.B) {
 	slices.Sort(took)
 	b.ReportMetric(float64(took[len(took)/2].Nanoseconds()), "p50-ns/op")
 }
+
+// BenchmarkStartStop starts the embedded engine on a data directory that
+// already holds a database and stops it again, b.N times, and reports the
+// mean of each half: what a one-shot command (`vibe batch`, `vibe run`)
+// pays for the engine besides its work.
+func BenchmarkStartStop(b *testing.B) {
+	dir := b.TempDir()
+	e, err := Start(context.Background(), Options{DataDir: dir, Logger: testLogger(b)})
+	if err != nil {
+		b.Fatal(err)
+	}
+	e.Close()
+	var start, stop time.Duration
+	for b.Loop() {
+		t0 := time.Now()
+		e, err := Start(context.Background(), Options{DataDir: dir, Logger: testLogger(b)})
+		if err != nil {
+			b.Fatal(err)
+		}
+		t1 := time.Now()
+		if err := e.Close(); err != nil {
+			b.Fatal(err)
+		}
+		start, stop = start+t1.Sub(t0), stop+time.Since(t1)
+	}
+	b.ReportMetric(float64(start.Milliseconds())/float64(b.N), "start-ms")
+	b.ReportMetric(float64(stop.Milliseconds())/float64(b.N), "stop-ms")
+}
