@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"testing"
 	"time"
@@ -41,28 +42,32 @@ func BenchmarkBareActivity(b *testing.B) {
 
 // BenchmarkStartStop starts the embedded engine on a data directory that
 // already holds a database and stops it again, b.N times, and reports the
-// mean of each half: what a one-shot command (`vibe batch`, `vibe run`)
-// pays for the engine besides its work.
+// mean of each half: with Temporal's system workers, as vibe serve runs
+// it, and without, as a one-shot command (`vibe batch`, `vibe run`) does.
 func BenchmarkStartStop(b *testing.B) {
-	dir := b.TempDir()
-	e, err := Start(context.Background(), Options{DataDir: dir, Logger: testLogger(b)})
-	if err != nil {
-		b.Fatal(err)
+	for _, no := range []bool{false, true} {
+		b.Run(fmt.Sprintf("NoSystemWorkers=%v", no), func(b *testing.B) {
+			opts := Options{DataDir: b.TempDir(), Logger: testLogger(b), NoSystemWorkers: no}
+			e, err := Start(context.Background(), opts)
+			if err != nil {
+				b.Fatal(err)
+			}
+			e.Close()
+			var start, stop time.Duration
+			for b.Loop() {
+				t0 := time.Now()
+				e, err := Start(context.Background(), opts)
+				if err != nil {
+					b.Fatal(err)
+				}
+				t1 := time.Now()
+				if err := e.Close(); err != nil {
+					b.Fatal(err)
+				}
+				start, stop = start+t1.Sub(t0), stop+time.Since(t1)
+			}
+			b.ReportMetric(float64(start.Milliseconds())/float64(b.N), "start-ms")
+			b.ReportMetric(float64(stop.Milliseconds())/float64(b.N), "stop-ms")
+		})
 	}
-	e.Close()
-	var start, stop time.Duration
-	for b.Loop() {
-		t0 := time.Now()
-		e, err := Start(context.Background(), Options{DataDir: dir, Logger: testLogger(b)})
-		if err != nil {
-			b.Fatal(err)
-		}
-		t1 := time.Now()
-		if err := e.Close(); err != nil {
-			b.Fatal(err)
-		}
-		start, stop = start+t1.Sub(t0), stop+time.Since(t1)
-	}
-	b.ReportMetric(float64(start.Milliseconds())/float64(b.N), "start-ms")
-	b.ReportMetric(float64(stop.Milliseconds())/float64(b.N), "stop-ms")
 }

@@ -110,6 +110,16 @@ type Options struct {
 	// a failure to add them is logged, not fatal.
 	SearchAttributes []sdktemporal.SearchAttributeKey
 
+	// NoSystemWorkers runs the embedded server without Temporal's worker
+	// service: its scanners (clean-up of old task queues and orphaned
+	// histories), bulk operations, schedules and namespace deletion. The
+	// history service then applies parent-close policies itself. For an
+	// engine that lives as long as one command (`vibe batch`, `vibe run`):
+	// it starts in half the time and stops at once, where the worker
+	// service's long polls hold Temporal's frontend in its drain for a
+	// second. A server that stays up (`vibe serve`) keeps them.
+	NoSystemWorkers bool
+
 	// ClientOptions are passed to the SDK client, for a data converter,
 	// interceptors and the like. HostPort and Namespace are always set by
 	// the engine, and ConnectionOptions.TLS by the embedded engine, Attach

@@ -5,6 +5,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -154,12 +155,16 @@ func newServer(opts Options, fh frontendHost, certs *engineTLS) (_ *embedded, er
 	}
 	frontend := joinHostPort(fh.dial, frontendPort)
 	hosts[primitives.FrontendService] = static.SingleLocalHost(frontend)
+	services := temporal.DefaultServices
+	if opts.NoSystemWorkers {
+		services = slices.DeleteFunc(slices.Clone(services), func(s string) bool { return s == string(primitives.WorkerService) })
+	}
 	srv, err := temporal.NewServer(
 		temporal.WithConfig(cfg),
-		temporal.ForServices(temporal.DefaultServices),
+		temporal.ForServices(services),
 		temporal.WithStaticHosts(hosts),
 		temporal.WithLogger(zl),
-		temporal.WithDynamicConfigClient(dynamicConfig()),
+		temporal.WithDynamicConfigClient(dynamicConfig(opts.NoSystemWorkers)),
 	)
 	if err != nil {
 		return nil, fmt.Errorf("create temporal server: %w", err)
@@ -238,8 +243,8 @@ const HistoryCacheSize = 256
 
 // dynamicConfig overrides server defaults that suit clusters with many
 // history shards but not our single one.
-func dynamicConfig() dynamicconfig.StaticClient {
-	return dynamicconfig.StaticClient{
+func dynamicConfig(noSystemWorkers bool) dynamicconfig.StaticClient {
+	dc := dynamicconfig.StaticClient{
 		// A shard's transfer queue, which dispatches every workflow and
 		// activity task, is read at most this often a second (default 20).
 		// With one shard that capped back-to-back one-activity workflows at
@@ -262,6 +267,13 @@ func dynamicConfig() dynamicconfig.StaticClient {
 		// the default an embedded engine's memory grew with every item.
 		dynamicconfig.HistoryCacheHostLevelMaxSize.Key(): HistoryCacheSize,
 	}
+	if noSystemWorkers {
+		// A parent that closes with ten children or more open hands their
+		// close policies to a system workflow, which only the worker
+		// service runs: without it, the history service applies them.
+		dc[dynamicconfig.EnableParentClosePolicyWorker.Key()] = false
+	}
+	return dc
 }
 
 // prepareDB creates the schema if the database file is new, and the

@@ -52,6 +52,9 @@ type engineFlags struct {
 	// listen is serve's --temporal-listen: where the embedded engine's
 	// frontend listens, for workers on other machines.
 	listen string
+	// serve is set by vibe serve, whose embedded engine outlives one
+	// command and so runs Temporal's system workers too.
+	serve bool
 }
 
 func (f *engineFlags) add(cmd *cobra.Command) {
@@ -181,6 +184,9 @@ func startLocal(ctx context.Context, io stdio, ef *engineFlags, wf *workerFlags,
 	if err != nil {
 		return nil, err
 	}
+	// An engine that lives as long as one command needs no scanners or
+	// schedules, and stops at once without them (engine.Options).
+	eopts.NoSystemWorkers = !ef.serve
 	opts.Engine = eopts
 	rt, err := vibe.Start(ctx, opts)
 	if err != nil {

@@ -111,6 +111,7 @@ SameSite=Strict) that opens the console, not the API.`,
 			}
 			logger := serverLogger()
 			ctx := cmd.Context()
+			ef.serve = true
 			l, err := startLocal(ctx, io, &ef, &wf, reg, logger)
 			if err != nil {
 				return err
