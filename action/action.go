@@ -16,6 +16,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"go.temporal.io/sdk/temporal"
 
@@ -285,6 +287,10 @@ func Load(path string, pool *MCPPool) ([]Action, error) {
 	var acts []Action
 	for name, v := range doc.Members() {
 		at := jsonv.PointerTo(name)
+		if !validName(name) {
+			errs.Add(path, at, "action name %q: a name is printable text without spaces or control characters, at most %d bytes", name, maxNameLength)
+			continue
+		}
 		var act Action
 		switch v.Kind() {
 		case jsonv.KindString:
@@ -337,10 +343,10 @@ func loadStrings(errs *schema.ErrorList, path string, at jsonv.Pointer, v jsonv.
 		return nil
 	}
 	for k, hv := range v.Members() {
-		if hv.Kind() != jsonv.KindString || (headers && !validHeader(k)) {
-			what := "an environment variable is a name and a string value"
+		if hv.Kind() != jsonv.KindString || (headers && !validHeader(k)) || !validValue(hv.Str(), headers) || (!headers && !validValue(k, false)) {
+			what := "an environment variable is a name and a string value, neither with a NUL"
 			if headers {
-				what = "a header is a name (letters, digits, -) and a string value"
+				what = "a header is a name (letters, digits, -) and a string value without control characters (CR, LF, NUL)"
 			}
 			errs.Add(path, at.Append(k), "%s", what)
 			continue
@@ -351,6 +357,35 @@ func loadStrings(errs *schema.ErrorList, path string, at jsonv.Pointer, v jsonv.
 		out[k] = hv.Str()
 	}
 	return out
+}
+
+// maxNameLength bounds an action's name.
+const maxNameLength = 200
+
+// validName reports whether name can name an action: printable, without
+// spaces, not empty, at most maxNameLength bytes.
+func validName(name string) bool {
+	if name == "" || len(name) > maxNameLength || !utf8.ValidString(name) {
+		return false
+	}
+	for _, c := range name {
+		if !unicode.IsPrint(c) || unicode.IsSpace(c) {
+			return false
+		}
+	}
+	return true
+}
+
+// validValue reports whether s may be a header's value (no control
+// character but a tab: a CR or LF would start another header) or, for an
+// environment, a variable's name or value (no NUL).
+func validValue(s string, header bool) bool {
+	for _, c := range s {
+		if c == 0 || (header && c != '\t' && (c < 0x20 || c == 0x7f)) {
+			return false
+		}
+	}
+	return true
 }
 
 // loadHTTPAction reads an HTTP endpoint entry.

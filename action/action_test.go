@@ -85,6 +85,21 @@ func TestLoadActions(t *testing.T) {
 			t.Errorf("missing %q in %v", want, err)
 		}
 	}
+	// A name that cannot name an action, a header value that would start
+	// another header, an environment with a NUL.
+	os.WriteFile(file, []byte(`{"a\u0000b": "http://x/a", "": "http://x/e", "C": {"url": "http://x/c", "headers": {"X-K": "v\r\nX-Evil: 1"}},`+
+		` "D": {"mcp": {"command": "x", "env": {"K": "a\u0000b"}}, "tool": "t"}}`), 0o600)
+	_, err = Load(file, nil)
+	for _, want := range []string{
+		file + `: /a\x00b: action name "a\x00b": a name is printable text without spaces or control characters, at most 200 bytes`,
+		file + `: /: action name "": a name is printable text`,
+		file + ": /C/headers/X-K: a header is a name (letters, digits, -) and a string value without control characters (CR, LF, NUL)",
+		file + ": /D/mcp/env/K: an environment variable is a name and a string value, neither with a NUL",
+	} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("missing %q in\n%v", want, err)
+		}
+	}
 }
 
 func TestIdempotencyKey(t *testing.T) {

@@ -43,7 +43,7 @@ func (f *fakeProcesses) Start(ctx context.Context, opts process.StartOptions) (*
 
 func (f *fakeProcesses) Get(ctx context.Context, id string) (*process.Info, error) {
 	if id != "meeting-0001" {
-		return nil, process.ErrNotFound
+		return nil, fmt.Errorf("%w: %s", process.ErrNotFound, id)
 	}
 	schema, _ := jsonv.Parse([]byte(`{"type":"object","properties":{"decision":{"enum":["Approve","Reject"]}}}`))
 	state, _ := jsonv.Parse([]byte(`{"zeta":{"b":1,"a":2},"alpha":true}`))

@@ -17,12 +17,15 @@ type Canceler interface {
 
 // cancel cancels a process and answers with it.
 func (s *server) cancel(w http.ResponseWriter, r *http.Request) {
+	id, ok := pathID(w, r, "process")
+	if !ok {
+		return
+	}
 	c, ok := s.p.(Canceler)
 	if !ok {
 		writeError(w, http.StatusNotImplemented, &apiError{Error: "this server cannot cancel processes"})
 		return
 	}
-	id := r.PathValue("id")
 	if err := c.Cancel(r.Context(), id); err != nil {
 		s.failed(w, r, err)
 		return

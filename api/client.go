@@ -95,7 +95,12 @@ func decodeError(status int, data []byte, notFound error) error {
 	}
 	switch {
 	case status == http.StatusNotFound:
-		return fmt.Errorf("%w: %s", notFound, e.Error)
+		// The server's message starts with the same words ("no such
+		// process: X"): say them once.
+		if e.Error == notFound.Error() {
+			return notFound
+		}
+		return fmt.Errorf("%w: %s", notFound, strings.TrimPrefix(e.Error, notFound.Error()+": "))
 	case status == http.StatusConflict && strings.HasSuffix(e.Error, notWaitingSuffix):
 		id, st, ok := strings.Cut(strings.TrimSuffix(strings.TrimPrefix(e.Error, "process "), notWaitingSuffix), " is ")
 		if ok {

@@ -111,7 +111,11 @@ func TestClientMistakes(t *testing.T) {
 		{"an id of bad UTF-8", "GET", "/v1/processes/a%FFb", "", 400, "is not a process id", ""},
 		{"an id too long", "GET", "/v1/processes/" + strings.Repeat("x", 1001), "", 400, "at most 1000 bytes", ""},
 		{"an answer to a bad id", "POST", "/v1/processes/a%0Ab/answer", `{}`, 400, "is not a process id", ""},
+		{"a cancel of an id with a NUL", "POST", "/v1/processes/a%00b/cancel", "", 400, "is not a process id", ""},
+		{"a cancel of an id with a newline", "POST", "/v1/processes/a%0Ab/cancel", "", 400, "is not a process id", ""},
+		{"a cancel of an id with a bidi override", "POST", "/v1/processes/a%E2%80%AEb/cancel", "", 400, "is not a process id", ""},
 		{"an unknown id", "GET", "/v1/processes/nope", "", 404, "no such process", ""},
+		{"a process and a pipeline", "POST", "/v1/processes", `{"process":"aug:processes/meeting","pipeline":"A | B"}`, 400, `give the process to start as "process" or as "pipeline", not both`, "/pipeline"},
 		{"a URI of another scheme", "POST", "/v1/processes", `{"process":"http://example.com/p.json"}`, 400, `"http://example.com/p.json" is not a registry URI`, "/process"},
 		{"a URI with version 0", "POST", "/v1/processes", `{"process":"aug:processes/meeting:0"}`, 400, `version "0" is not a positive integer`, "/process"},
 		{"a URI with ..", "POST", "/v1/processes", `{"process":"aug:../etc/passwd"}`, 400, `must be slash-separated names`, "/process"},
@@ -346,6 +350,11 @@ func TestClientErrors(t *testing.T) {
 	var nw *process.NotWaitingError
 	if !errors.As(err, &nw) || nw.ID != "done-0001" || nw.Status != process.Completed {
 		t.Errorf("not waiting: %v (%T)", err, err)
+	}
+	// An unknown id: process.ErrNotFound, its words said once.
+	_, err = c.Get(ctx, "nope")
+	if !errors.Is(err, process.ErrNotFound) || err.Error() != "no such process: nope" {
+		t.Errorf("an unknown id: %v", err)
 	}
 	// An id the client escapes, the server refuses by name.
 	_, err = c.Get(ctx, "a b?c")

@@ -269,6 +269,10 @@ func (s *server) start(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, &apiError{Error: bad[0].Message, Path: bad[0].Path, Details: bad})
 		return
 	}
+	if opts.Pipeline != "" && (opts.Process != "" || opts.Document.Object() != nil) {
+		writeError(w, http.StatusBadRequest, &apiError{Error: "give the process to start as \"process\" or as \"pipeline\", not both", Path: "/pipeline"})
+		return
+	}
 	if opts.Process == "" && opts.Document.Object() == nil && opts.Pipeline == "" {
 		writeError(w, http.StatusBadRequest, &apiError{Error: "give the process to start: \"process\" (a registry URI or an inline schema) or \"pipeline\"", Path: "/process"})
 		return

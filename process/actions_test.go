@@ -3,6 +3,7 @@ package process
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 
 	"go.temporal.io/sdk/activity"
@@ -26,6 +27,8 @@ func TestRunActions(t *testing.T) {
 			return jsonv.Value{}, errors.New("busy")
 		case "k-bad":
 			return jsonv.Value{}, action.NonRetryable(errors.New("bad input"))
+		case "k-huge":
+			return jsonv.StringValue(strings.Repeat("x", MaxResultSize)), nil
 		}
 		return jsonv.StringValue("noted " + key), nil
 	}})
@@ -35,12 +38,13 @@ func TestRunActions(t *testing.T) {
 		{Step: "s", Action: "note", Key: "k-ok", Output: jsonv.NullValue()},
 		{Step: "s", Action: "note", Key: "k-busy", Output: jsonv.NullValue()},
 		{Step: "s", Action: "note", Key: "k-bad", Output: jsonv.NullValue()},
+		{Step: "s", Action: "note", Key: "k-huge", Output: jsonv.NullValue()},
 	}
 	var s testsuite.WorkflowTestSuite
 	env := s.NewTestActivityEnvironment()
 	env.RegisterActivityWithOptions(a.RunActions, activity.RegisterOptions{Name: ActionsName})
 	// The last attempt finished the first call before it died.
-	env.SetHeartbeatDetails(actionsDone{Results: []ActionResult{{Output: jsonv.StringValue("from before")}, {}, {}, {}}, Finished: []bool{true, false, false, false}})
+	env.SetHeartbeatDetails(actionsDone{Results: []ActionResult{{Output: jsonv.StringValue("from before")}, {}, {}, {}, {}}, Finished: []bool{true, false, false, false, false}})
 	enc, err := env.ExecuteActivity(ActionsName, ActionsInput{Calls: calls, Concurrency: 1})
 	if err != nil {
 		t.Fatal(err)
@@ -49,10 +53,12 @@ func TestRunActions(t *testing.T) {
 	if err := enc.Get(&res); err != nil {
 		t.Fatal(err)
 	}
-	if len(ran) != 3 || ran[0] != "k-ok" {
-		t.Errorf("ran %v, want the three calls not finished before", ran)
+	if len(ran) != 4 || ran[0] != "k-ok" {
+		t.Errorf("ran %v, want the four calls not finished before", ran)
 	}
-	want := []string{`"from before"`, `"noted k-ok"`, "busy retryable", "bad input NonRetryable"}
+	// A result past MaxResultSize fails its call at once, by name.
+	want := []string{`"from before"`, `"noted k-ok"`, "busy retryable", "bad input NonRetryable",
+		"step s: action note's result is 1048612 bytes, past the limit of 1 MiB on what one step brings into a process TooLarge"}
 	for k, r := range res {
 		got := string(jsonv.Marshal(r.Output))
 		if r.Error != "" {

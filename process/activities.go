@@ -130,8 +130,12 @@ func (a *Activities) FillChecked(ctx context.Context, in FillInput, check func(j
 	}
 	span.SetAttributes(attribute.Int64("gen_ai.usage.input_tokens", res.Usage.PromptTokens), attribute.Int64("gen_ai.usage.output_tokens", res.Usage.CompletionTokens),
 		attribute.Int("vibe.requests", res.Requests))
-	return FillOutput{Value: res.Value, Usage: res.Usage, Model: res.Model, Requests: res.Requests + sent.Earlier(), Replayed: res.Replayed, Turns: res.Turns,
-		Split: true, Thinking: res.Thinking, Metrics: res.Metrics}, nil
+	out := FillOutput{Value: res.Value, Usage: res.Usage, Model: res.Model, Requests: res.Requests + sent.Earlier(), Replayed: res.Replayed, Turns: res.Turns,
+		Split: true, Thinking: res.Thinking, Metrics: res.Metrics}
+	if err := tooLargeResult("chunk "+in.Chunk+": the model's answer with its turns", out); err != nil {
+		return FillOutput{}, err
+	}
+	return out, nil
 }
 
 // FillError is the error an activity that fills LLM chunks fails with,
@@ -208,6 +212,9 @@ func (a *Activities) action(ctx context.Context, in ActionInput) (jsonv.Value, e
 	}
 	span.End()
 	if err != nil {
+		return jsonv.Value{}, err
+	}
+	if err := tooLargeResult(fmt.Sprintf("step %s: action %s's result", in.Step, act.Name), []any{out}); err != nil {
 		return jsonv.Value{}, err
 	}
 	if !in.Output.IsNull() {

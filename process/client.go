@@ -127,6 +127,15 @@ func (c *Client) Prepare(ctx context.Context, opts StartOptions) (Start, bool, e
 		name, file string
 		err        error
 	)
+	given := 0
+	for _, set := range []bool{opts.Pipeline != "", opts.Process != "", !opts.Document.IsNull()} {
+		if set {
+			given++
+		}
+	}
+	if given > 1 {
+		return Start{}, false, errors.New("give one process to start: StartOptions.Pipeline, Process or Document, not more")
+	}
 	switch {
 	case opts.Pipeline != "":
 		name, file = "pipeline", "<pipeline>"
@@ -449,10 +458,10 @@ func summaryOf(ex *workflowpb.WorkflowExecutionInfo) Summary {
 // answer that breaks the chunk's schema is refused with a *RefusedError
 // (Problems by path) and the process keeps waiting; a process that waits
 // for nothing — running on, completed or failed — refuses any answer with
-// a *NotWaitingError; an answer past the engine's payload limit is not
-// sent (*TooLargeError).
+// a *NotWaitingError; an answer past MaxAnswerSize is not sent
+// (*TooLargeError).
 func (c *Client) Answer(ctx context.Context, id string, answer jsonv.Value) (*View, error) {
-	if err := CheckPayloadSize("the answer", []any{answer}); err != nil {
+	if err := checkSize("the answer", []any{answer}, MaxAnswerSize); err != nil {
 		return nil, err
 	}
 	uopts := client.UpdateWorkflowOptions{WorkflowID: id, UpdateName: UpdateAnswer, Args: []any{answer}, WaitForStage: client.WorkflowUpdateStageCompleted}

@@ -85,6 +85,9 @@ const (
 	// ErrTypeGroupFill: the group that fills a process's chunks failed
 	// that fill.
 	ErrTypeGroupFill = "GroupFill"
+	// ErrTypeTooLarge: a model's answer or an action's result is past
+	// MaxResultSize.
+	ErrTypeTooLarge = "TooLarge"
 )
 
 // Search attributes of a process workflow, so that processes can be listed

@@ -62,7 +62,9 @@ type key struct {
 }
 
 // Open returns a registry over the directory dir. Files are read when first
-// needed.
+// needed, and only within dir: a symbolic link may point to another file
+// of the registry, but one that leads out of it is refused like a missing
+// file, whatever it points to (os.Root).
 func Open(dir string) (*Registry, error) {
 	fi, err := os.Stat(dir)
 	if err != nil {
@@ -71,7 +73,11 @@ func Open(dir string) (*Registry, error) {
 	if !fi.IsDir() {
 		return nil, fmt.Errorf("registry: %s is not a directory", dir)
 	}
-	return &Registry{fsys: os.DirFS(dir), dir: dir}, nil
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return nil, fmt.Errorf("registry: %w", err)
+	}
+	return &Registry{fsys: root.FS(), dir: dir}, nil
 }
 
 // NewFS returns a registry over fsys (such as an embed.FS); name stands for
@@ -164,12 +170,28 @@ func (r *Registry) read(k key) (*Document, error) {
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, fs.ErrNotExist
 	}
+	if se, ok := errors.AsType[*schema.Error](err); ok && se.Err != nil && r.linksOut(u.File()) {
+		// os.Root refused to follow it; say why in words, and nothing of
+		// where it leads.
+		return nil, &schema.Error{File: file, Message: "cannot read: it is a link out of the registry's directory"}
+	}
 	if err != nil {
 		return nil, err
 	}
 	d := &Document{URI: u, File: file, Value: v}
 	r.docs[k] = d
 	return d, nil
+}
+
+// linksOut reports whether name, in the registry's directory, is a
+// symbolic link that the registry's os.Root refuses to follow: one that
+// leads out of the directory.
+func (r *Registry) linksOut(name string) bool {
+	if r.dir == "" {
+		return false
+	}
+	fi, err := os.Lstat(filepath.Join(r.dir, filepath.FromSlash(name)))
+	return err == nil && fi.Mode()&fs.ModeSymlink != 0
 }
 
 // versions lists the versions of path present, added or on disk; r.mu is held.

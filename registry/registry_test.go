@@ -214,6 +214,21 @@ func TestUnreadableFile(t *testing.T) {
 	if err := os.Symlink("/dev/zero", filepath.Join(dir, "instructions", "zero.json")); err != nil {
 		t.Fatal(err)
 	}
+	// A link out of the registry, and one within it.
+	secret := filepath.Join(t.TempDir(), "secret.json")
+	if err := os.WriteFile(secret, []byte(`{"password": "hunter2"}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(secret, filepath.Join(dir, "instructions", "leak.json")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "instructions", "real.json"), []byte(`{"title": "real"}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("real.json", filepath.Join(dir, "instructions", "alias.json")); err != nil {
+		t.Fatal(err)
+	}
+
 	f, err := os.Create(filepath.Join(dir, "instructions", "huge.json"))
 	if err != nil {
 		t.Fatal(err)
@@ -227,7 +242,8 @@ func TestUnreadableFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	for uri, want := range map[string]string{
-		"aug:instructions/zero":   "/instructions/zero.json: /: cannot read: it is a device, not a file (only regular files and pipes are read)",
+		"aug:instructions/zero":   "/instructions/zero.json: /: cannot read: it is a link out of the registry's directory",
+		"aug:instructions/leak":   "/instructions/leak.json: /: cannot read: it is a link out of the registry's directory",
 		"aug:instructions/folder": "/instructions/folder.json: /: cannot read: it is a directory, not a file",
 		"aug:instructions/huge":   "/instructions/huge.json: /: too large: 1099511627776 bytes, over the limit of 4194304 bytes (4 MiB) for one document",
 	} {
@@ -236,5 +252,11 @@ func TestUnreadableFile(t *testing.T) {
 		if !errors.As(err, &located) || err.Error() != dir+want {
 			t.Errorf("%s: %v\nwant %s", uri, err, dir+want)
 		}
+		if err != nil && strings.Contains(err.Error(), "hunter2") {
+			t.Errorf("%s: the error shows what the link points to: %v", uri, err)
+		}
+	}
+	if d, err := r.Document("aug:instructions/alias"); err != nil || d.Value.Lookup("title").Str() != "real" {
+		t.Errorf("a link within the registry: %v %v", d, err)
 	}
 }

@@ -1,11 +1,13 @@
 package schema
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
 	"os"
+	"syscall"
 
 	"github.com/augceo/vibe/jsonv"
 )
@@ -77,12 +79,31 @@ func tooLarge(file string, size int64) *Error {
 // regular file or a pipe is read: a directory or a device is refused at
 // once, a regular file larger than MaxBytes without reading it, and a pipe
 // as soon as it passes MaxBytes.
+//
+// A named pipe is opened without waiting for a writer, which would be for
+// ever when none comes: one that has no writer then reads as empty, and
+// the error says so.
 func ReadFile(name string) (jsonv.Value, error) {
-	f, err := os.Open(name)
+	flag := os.O_RDONLY
+	fi, err := os.Stat(name)
+	fifo := err == nil && fi.Mode()&fs.ModeNamedPipe != 0
+	if fifo {
+		flag |= syscall.O_NONBLOCK
+	}
+	f, err := os.OpenFile(name, flag, 0)
 	if err != nil {
 		return jsonv.Value{}, &Error{File: name, Message: fmt.Sprintf("cannot read: %v", unwrapPath(err)), Err: err}
 	}
 	defer f.Close()
+	if fifo {
+		// A first byte, or the end: a pipe that no one has opened to
+		// write ends at once.
+		var first [1]byte
+		if n, _ := io.ReadFull(f, first[:]); n == 0 {
+			return jsonv.Value{}, &Error{File: name, Message: "cannot read: it is a named pipe that no one writes to (open it for writing before reading it)"}
+		}
+		return Read(name, io.MultiReader(bytes.NewReader(first[:]), f))
+	}
 	return readFile(name, f)
 }
 

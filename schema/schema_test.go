@@ -7,7 +7,9 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/augceo/vibe/jsonv"
 )
@@ -222,6 +224,33 @@ func TestReadBounds(t *testing.T) {
 		if err == nil || err.Error() != tt.want {
 			t.Errorf("ReadFile(%s) = %v\nwant %s", tt.file, err, tt.want)
 		}
+	}
+	// A named pipe no one writes to is refused at once, not waited on for
+	// ever; one with a writer is read.
+	fifo := filepath.Join(dir, "fifo")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { _, err := ReadFile(fifo); done <- err }()
+	select {
+	case err := <-done:
+		if want := fifo + ": /: cannot read: it is a named pipe that no one writes to (open it for writing before reading it)"; err == nil || err.Error() != want {
+			t.Errorf("ReadFile(a pipe without a writer) = %v\nwant %s", err, want)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("ReadFile waits for a writer of a named pipe")
+	}
+	// A pipe that was written to, as a shell's <(command) gives it.
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	w.Write([]byte(`{"a": 2}`))
+	w.Close()
+	if v, err := ReadFile(fmt.Sprintf("/dev/fd/%d", r.Fd())); err != nil || v.Lookup("a").Literal() != "2" {
+		t.Errorf("ReadFile(/dev/fd/N) = %v, %v", v, err)
 	}
 	// Standard input, a pipe: read up to the bound, then refused.
 	_, err = Read("<stdin>", zeros{})

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"log/slog"
 
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/spf13/cobra"
 
 	"github.com/augceo/vibe/mcpserve"
@@ -54,7 +53,7 @@ HTTP at /mcp.`,
 			}
 			// Standard output is the protocol's: everything else goes to
 			// standard error.
-			return srv.Run(ctx, &mcp.StdioTransport{})
+			return srv.Run(ctx, mcpserve.StdioTransport(io.in, io.out))
 		},
 	}
 	ef.add(cmd)

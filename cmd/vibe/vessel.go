@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -396,8 +397,24 @@ func printResult(io stdio, res *agent.Info) error {
 type delegateBounds struct{ depth, fanOut int }
 
 func (b *delegateBounds) add(cmd *cobra.Command) {
-	cmd.Flags().IntVar(&b.depth, "delegate-depth", vessel.DefaultMaxDepth, "how deep delegates may nest")
-	cmd.Flags().IntVar(&b.fanOut, "delegate-fanout", vessel.DefaultMaxFanOut, "how many delegate calls one request (and each sub-request) may make")
+	b.depth, b.fanOut = vessel.DefaultMaxDepth, vessel.DefaultMaxFanOut
+	cmd.Flags().Var((*countFlag)(&b.depth), "delegate-depth", "how deep delegates may nest")
+	cmd.Flags().Var((*countFlag)(&b.fanOut), "delegate-fanout", "how many delegate calls one request (and each sub-request) may make")
+}
+
+// countFlag is an int flag of at least 1: a bound that a zero or a
+// negative number would not bound, refused when the flags are read.
+type countFlag int
+
+func (f *countFlag) String() string { return strconv.Itoa(int(*f)) }
+func (f *countFlag) Type() string   { return "int" }
+func (f *countFlag) Set(s string) error {
+	n, err := strconv.Atoi(s)
+	if err != nil || n < 1 {
+		return fmt.Errorf("want a whole number of at least 1")
+	}
+	*f = countFlag(n)
+	return nil
 }
 
 // asked are the bounds given on the command line, 0 for those left at
