@@ -129,7 +129,11 @@ func (c *Client) Results(ctx context.Context, id string, opts ResultsOptions, em
 			if r.Line <= opts.After {
 				continue
 			}
-			if err := emit(c.complete(ctx, r)); err != nil {
+			r, err := c.complete(ctx, r, nil)
+			if err == nil {
+				err = emit(r)
+			}
+			if err != nil {
 				return err
 			}
 		}
@@ -161,17 +165,44 @@ func (c *Client) awaitGroup(ctx context.Context, id string, g int, poll time.Dur
 
 // complete fills in the output of a result whose group left it to the
 // item's process (its outputs were past the payload limit together).
-func (c *Client) complete(ctx context.Context, r Result) Result {
+func (c *Client) complete(ctx context.Context, r Result, unreachable func(error)) (Result, error) {
 	if r.Status != StatusCompleted || r.Output != nil {
-		return r
+		return r, nil
 	}
-	info, err := c.Processes.Get(ctx, r.ID)
-	if err != nil {
+	var info *process.Info
+	err := untilReachable(ctx, unreachable, func() (err error) {
+		info, err = c.Processes.Get(ctx, r.ID)
+		return err
+	})
+	switch {
+	case Unreachable(err) || ctx.Err() != nil:
+		return r, fmt.Errorf("line %d: read its output: %w", r.Line, err) // not failed: unwritten
+	case err != nil:
 		r.Status, r.Error = StatusFailed, fmt.Sprintf("read its output: %v", err)
-		return r
+		return r, nil
 	}
 	r.Output = output(info.State)
-	return r
+	return r, nil
+}
+
+// Group reads group g of batch id: its results, each completed item's
+// output filled in. A group still running is waited for; one that never
+// started is ErrNotFound.
+func (c *Client) Group(ctx context.Context, id string, g int) (*GroupResult, error) {
+	var res GroupResult
+	err := c.temporal().GetWorkflow(ctx, GroupID(id, g), "").Get(ctx, &res)
+	if execution.IsNotFound(err) {
+		return nil, fmt.Errorf("%w: group %s", ErrNotFound, GroupID(id, g))
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read group %s: %w", GroupID(id, g), err)
+	}
+	for i, r := range res.Results {
+		if res.Results[i], err = c.complete(ctx, r, nil); err != nil {
+			return nil, err
+		}
+	}
+	return &res, nil
 }
 
 // startOrAttach starts a workflow with a deterministic id, or attaches to

@@ -8,7 +8,10 @@ import (
 	"sync"
 	"time"
 
+	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/temporal"
+	"google.golang.org/grpc/codes"
 
 	"github.com/augceo/vibe/compile"
 	"github.com/augceo/vibe/internal/execution"
@@ -66,7 +69,18 @@ type Options struct {
 	// reading (a file's), for the batch's status to show how many items
 	// there are while they are still read (Status.Total); 0: unknown.
 	Total int `json:"total,omitempty"`
+	// Unreachable, when set, is called when a group's workflow cannot be
+	// reached — the engine is down or being restarted — with the error;
+	// Run waits for it, trying again every few seconds, for at most
+	// MaxUnreachable, without writing a result for the group's items.
+	Unreachable func(err error) `json:"-"`
 }
+
+// MaxUnreachable is how long Run waits for an engine it cannot reach
+// before it gives up with the error, its groups' lines unwritten (a later
+// run with the same id goes on): 10 minutes, time enough for a server's
+// restart.
+const MaxUnreachable = 10 * time.Minute
 
 // ErrStopped is Run's error when Options.Stop ended it before the end of
 // its input; the summary says what was emitted.
@@ -158,13 +172,16 @@ func (c *Client) Run(ctx context.Context, in io.Reader, emit func(Result) error,
 				if err != nil || r.Line <= opts.After {
 					continue
 				}
+				if r, err = c.complete(ctx, r, opts.Unreachable); err != nil {
+					break // unwritten, not failed: a later run writes it
+				}
 				if r.Status == StatusCompleted {
 					sum.Done++
 				} else {
 					sum.Failed++
 				}
 				sum.Lines++
-				err = emit(c.complete(ctx, r))
+				err = emit(r)
 			}
 			sum.Requests += p.res.Requests
 			sum.Usage = sum.Usage.Add(p.res.Usage)
@@ -231,7 +248,7 @@ func (c *Client) Run(ctx context.Context, in io.Reader, emit func(Result) error,
 		}
 		go func() {
 			defer close(p.done)
-			p.res, p.err = c.runGroup(ctx, gin)
+			p.res, p.err = c.runGroup(ctx, gin, opts.Unreachable)
 		}()
 	}
 	close(queue)
@@ -247,7 +264,9 @@ func (c *Client) Run(ctx context.Context, in io.Reader, emit func(Result) error,
 	case stopped:
 		return sum, ErrStopped // the batch has not ended: no End
 	}
-	err = c.temporal().SignalWorkflow(ctx, opts.ID, "", SignalEnd, End{Groups: groups, Items: lines})
+	err = untilReachable(ctx, opts.Unreachable, func() error {
+		return c.temporal().SignalWorkflow(ctx, opts.ID, "", SignalEnd, End{Groups: groups, Items: lines})
+	})
 	if err != nil && !execution.IsNotFound(err) { // not found: it ended on an earlier run
 		return sum, fmt.Errorf("end batch %s: %w", opts.ID, err)
 	}
@@ -262,8 +281,11 @@ type pending struct {
 }
 
 // runGroup runs a group, or reads back the one that ran under its id. A
-// group that cannot run gives each of its lines a failed result.
-func (c *Client) runGroup(ctx context.Context, in GroupInput) (GroupResult, error) {
+// group that cannot run gives each of its lines a failed result; an engine
+// that cannot be reached is waited for (unreachable is told), up to
+// MaxUnreachable, and then is runGroup's error: no line is said to have
+// failed for it.
+func (c *Client) runGroup(ctx context.Context, in GroupInput, unreachable func(error)) (GroupResult, error) {
 	var res GroupResult
 	fail := func(err error) (GroupResult, error) {
 		if ctx.Err() != nil {
@@ -278,15 +300,75 @@ func (c *Client) runGroup(ctx context.Context, in GroupInput) (GroupResult, erro
 	if err := process.CheckPayloadSize("the group's items", in); err != nil {
 		return fail(fmt.Errorf("%w; give fewer items per group", err))
 	}
-	run, err := c.startOrAttach(ctx, client.StartWorkflowOptions{ID: GroupID(in.Batch, in.Index), TypedSearchAttributes: batchAttribute(in.Batch),
-		Memo: map[string]any{process.MemoProcess: in.Name}}, GroupName, in)
-	if err != nil {
-		return fail(err)
+	err := untilReachable(ctx, unreachable, func() error {
+		run, err := c.startOrAttach(ctx, client.StartWorkflowOptions{ID: GroupID(in.Batch, in.Index), TypedSearchAttributes: batchAttribute(in.Batch),
+			Memo: map[string]any{process.MemoProcess: in.Name}}, GroupName, in)
+		if err == nil {
+			err = run.Get(ctx, &res)
+		}
+		return err
+	})
+	switch {
+	case err == nil:
+		return res, nil
+	case ctx.Err() != nil:
+		return res, ctx.Err()
+	case Unreachable(err):
+		return res, fmt.Errorf("group %s: %w", GroupID(in.Batch, in.Index), err)
 	}
-	if err := run.Get(ctx, &res); err != nil {
-		return fail(errors.New(process.ErrorText(err)))
+	if _, ok := errors.AsType[*temporal.WorkflowExecutionError](err); ok {
+		err = errors.New(process.ErrorText(err))
 	}
-	return res, nil
+	return fail(err)
+}
+
+// untilReachable calls f until it returns an error that is not
+// Unreachable, or none: while the engine cannot be reached it tries again
+// every few seconds, telling notify once, for at most MaxUnreachable; then
+// the error says how long it waited.
+func untilReachable(ctx context.Context, notify func(error), f func() error) error {
+	var down time.Time // when the engine stopped answering
+	for wait := time.Second; ; wait = min(2*wait, 5*time.Second) {
+		err := f()
+		if !Unreachable(err) || ctx.Err() != nil {
+			return err
+		}
+		if down.IsZero() {
+			down = time.Now()
+			if notify != nil {
+				notify(err)
+			}
+		} else if time.Since(down) > MaxUnreachable {
+			return fmt.Errorf("the engine has not answered for %s: %w", MaxUnreachable, err)
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return ctx.Err()
+		case <-t.C:
+		}
+	}
+}
+
+// Unreachable reports whether err says the engine could not be reached or
+// did not answer in time — it is down, or being restarted — rather than
+// that the call itself failed: such a call may succeed when tried again.
+func Unreachable(err error) bool {
+	if err == nil {
+		return false
+	}
+	if _, ok := errors.AsType[*temporal.WorkflowExecutionError](err); ok {
+		return false
+	}
+	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
+		return true
+	}
+	switch serviceerror.ToStatus(err).Code() {
+	case codes.Unavailable, codes.DeadlineExceeded, codes.Canceled, codes.Aborted, codes.ResourceExhausted:
+		return true
+	}
+	return false
 }
 
 // SizeError is the error of a run over a batch that an earlier run cut

@@ -7,8 +7,10 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
+	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -19,6 +21,7 @@ import (
 	sdklog "go.temporal.io/sdk/log"
 	sdktemporal "go.temporal.io/sdk/temporal"
 	"go.temporal.io/server/temporal"
+	"google.golang.org/grpc"
 )
 
 // Defaults for the zero Options.
@@ -302,6 +305,21 @@ func Attach(ctx context.Context, opts Options) (*Engine, error) {
 		return nil, fmt.Errorf("attach to the engine on %s: %w", opts.DataDir, err)
 	}
 	opts.HostPort, opts.TLS = addr, cfg
+	// The engine may be restarted (its process killed and started again)
+	// while this client lives, and then listens on another port: every
+	// connection, the first and each reconnection, dials the address the
+	// data directory gives at that moment. The certificates stay, so the
+	// server is verified as before.
+	dataDir := opts.DataDir
+	opts.ClientOptions.ConnectionOptions.DialOptions = append(slices.Clip(opts.ClientOptions.ConnectionOptions.DialOptions),
+		grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) {
+			addr, ok := RunningAddr(dataDir)
+			if !ok {
+				return nil, fmt.Errorf("data dir %s: %w", dataDir, ErrNotRunning)
+			}
+			var d net.Dialer
+			return d.DialContext(ctx, "tcp", addr)
+		}))
 	return Start(ctx, opts)
 }
 

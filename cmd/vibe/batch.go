@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	goio "io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"runtime/debug"
@@ -129,12 +130,6 @@ otherwise it starts the embedded engine itself, or joins --temporal.`,
 			if err := batch.CheckID(opts.ID); err != nil {
 				return usageError{err}
 			}
-			w, flush, closeOut, err := openResults(io, out, &opts)
-			if err != nil {
-				return err
-			}
-			defer closeOut()
-
 			// The first Ctrl-C stops the reading and lets the groups in
 			// flight finish; the second ends ctx.
 			opts.Stop = drainOnInterrupt(ctx)
@@ -146,6 +141,14 @@ otherwise it starts the embedded engine itself, or joins --temporal.`,
 				return err
 			}
 			defer done()
+			if err := repairResults(ctx, io, c, out, opts.ID, cmp.Or(size, batch.DefaultSize)); err != nil {
+				return err
+			}
+			w, flush, closeOut, err := openResults(io, out, &opts)
+			if err != nil {
+				return err
+			}
+			defer closeOut()
 			// The batch as earlier runs left it (none: a new batch), to
 			// tell this run's model requests from theirs.
 			before, _ := c.Status(ctx, opts.ID)
@@ -167,6 +170,16 @@ otherwise it starts the embedded engine itself, or joins --temporal.`,
 			opts.Progress = func(s batch.Summary) {
 				flush() // a group's lines at a time: a kill tears at most one line
 				p.update(s, line)
+			}
+			var lastDown time.Time
+			var downMu sync.Mutex
+			opts.Unreachable = func(err error) {
+				downMu.Lock()
+				defer downMu.Unlock()
+				if time.Since(lastDown) > 10*time.Second { // once per outage, not once per group
+					lastDown = time.Now()
+					p.note(fmt.Sprintf("vibe: the engine does not answer (%v); waiting up to %s for it to come back (a restarted vibe serve is found again)", err, batch.MaxUnreachable))
+				}
 			}
 			running := make(chan struct{})
 			go func() {
@@ -321,6 +334,93 @@ func deriveID(spec string, size int, f *os.File) (string, error) {
 		name = name[i+1:]
 	}
 	return wfid.Slug(name, "batch") + "-" + hex.EncodeToString(h.Sum(nil))[:12], nil
+}
+
+// repairResults mends an --out file that an earlier run — one that lost
+// its engine, before Vibe rode out a server's restart — filled with lines
+// saying "failed" for items that had not: each failed line is checked
+// against its group's result in the engine and rewritten when the engine
+// says otherwise, and the file is cut back before a group that never
+// started, so that this run runs it. The file is replaced atomically.
+func repairResults(ctx context.Context, io stdio, c *batch.Client, out, id string, size int) error {
+	if out == "" || out == "-" {
+		return nil
+	}
+	data, err := os.ReadFile(out)
+	if errors.Is(err, fs.ErrNotExist) || len(data) == 0 {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	lines := bytes.SplitAfter(data, []byte("\n"))
+	groups := map[int]map[int]batch.Result{} // group → line → the engine's result
+	var b bytes.Buffer
+	repaired, cut := 0, -1
+	for _, l := range lines {
+		var r batch.Result
+		if !bytes.HasSuffix(l, []byte("\n")) || json.Unmarshal(l, &r) != nil || r.Status != batch.StatusFailed || r.Line < 1 {
+			b.Write(l) // openResults judges the rest
+			continue
+		}
+		g := (r.Line - 1) / size
+		results, ok := groups[g]
+		if !ok {
+			res, err := c.Group(ctx, id, g)
+			if errors.Is(err, batch.ErrNotFound) {
+				cut = g * size // the group never started: this run runs it
+				break
+			}
+			if err != nil {
+				return fmt.Errorf("%s: check line %d against the batch's record: %w", out, r.Line, err)
+			}
+			results = map[int]batch.Result{}
+			for _, e := range res.Results {
+				results[e.Line] = e
+			}
+			groups[g] = results
+		}
+		if e, ok := results[r.Line]; ok && e.Status == batch.StatusCompleted {
+			e.ID = cmp.Or(e.ID, r.ID)
+			enc, err := json.Marshal(e)
+			if err != nil {
+				return err
+			}
+			b.Write(append(enc, '\n'))
+			repaired++
+			continue
+		}
+		b.Write(l)
+	}
+	if cut >= 0 {
+		// Keep only the lines before the group that never ran.
+		var kept bytes.Buffer
+		for _, l := range bytes.SplitAfter(b.Bytes(), []byte("\n")) {
+			var r batch.Result
+			if json.Unmarshal(l, &r) == nil && r.Line > cut {
+				break
+			}
+			kept.Write(l)
+		}
+		b = kept
+	}
+	if repaired == 0 && cut < 0 {
+		return nil
+	}
+	tmp := out + ".repair"
+	if err := os.WriteFile(tmp, b.Bytes(), 0o644); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp, out); err != nil {
+		return err
+	}
+	if repaired > 0 {
+		fmt.Fprintf(io.err, "vibe: %s: %d lines said failed for items that completed; rewritten from the batch's record\n", out, repaired)
+	}
+	if cut >= 0 {
+		fmt.Fprintf(io.err, "vibe: %s: cut back to line %d: the group after it never started, and runs now\n", out, cut)
+	}
+	return nil
 }
 
 // openResults opens where result lines go. An --out file that holds lines

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -429,6 +430,75 @@ func TestBatchCrash(t *testing.T) {
 		if asked[fmt.Sprintf("comment %d", i)] == 0 {
 			t.Errorf("line %d was never sent to the model", i)
 		}
+	}
+}
+
+// TestBatchOutlivesServer: vibe serve is SIGKILLed under a running vibe
+// batch and started again — its engine then listens on another port. The
+// same vibe batch, never interrupted, finds the engine again and ends with
+// every item once and completed, each effect applied once; no line says
+// "failed" for an item that did not fail.
+func TestBatchOutlivesServer(t *testing.T) {
+	if testing.Short() {
+		t.Skip("kills and restarts vibe serve")
+	}
+	const n = 300
+	dir, led := batchSetup(t, n, nil, 20*time.Millisecond)
+	model := llmtest.NewServer(t, llmtest.Multiplexed(verdict), llmtest.Options{Delay: 150 * time.Millisecond})
+	data, addr := filepath.Join(dir, "data"), freeAddr(t)
+	serveArgs := []string{"serve", "--data", data, "--addr", addr, "--actions-file", filepath.Join(dir, "actions.json"),
+		"--llm", "openai:test-model", "--llm-base-url", model.URL}
+	out := filepath.Join(dir, "out.jsonl")
+	c := &api.Client{BaseURL: "http://" + addr}
+	ready := func() bool { _, err := c.List(context.Background(), process.ListOptions{Limit: 1}); return err == nil }
+
+	serve, _ := child(t, serveArgs...)
+	waitUntil(t, "vibe serve", time.Minute, ready)
+	before, _ := os.ReadFile(filepath.Join(data, "engine.addr"))
+	feeder, feederOut := child(t, "batch", filepath.Join(dir, "moderate.json"), "--in", filepath.Join(dir, "items.jsonl"), "--out", out,
+		"--batch-size", "16", "--concurrency", "4", "--data", data)
+	waitUntil(t, "a fifth of the results", 2*time.Minute, func() bool { return completeLines(out) >= n/5 })
+	serve.Process.Signal(syscall.SIGKILL)
+	serve.Wait()
+	t.Logf("killed vibe serve with %d of %d results written", completeLines(out), n)
+	_, serveOut := child(t, serveArgs...)
+	waitUntil(t, "vibe serve to come back", time.Minute, ready)
+	after, _ := os.ReadFile(filepath.Join(data, "engine.addr"))
+	t.Logf("the engine was at %s and is now at %s", strings.TrimSpace(string(before)), strings.TrimSpace(string(after)))
+	if err := feeder.Wait(); err != nil {
+		t.Fatalf("vibe batch: %v\n%s\nserve:\n%s", err, feederOut, serveOut)
+	}
+	t.Logf("vibe batch: %s", strings.TrimSpace(feederOut.String()))
+	checkResults(t, readResults(t, out), n, nil)
+	if calls, keys, _ := led.counts(); keys != n {
+		t.Errorf("the record action's effect was applied for %d items, want %d (%d calls)", keys, n, calls)
+	}
+	if !strings.Contains(feederOut.String(), fmt.Sprintf("this run wrote %d results, %d ok, 0 failed", n, n)) {
+		t.Errorf("vibe batch said:\n%s", feederOut)
+	}
+
+	// An output that a Vibe from before this wrote: lines that say
+	// "failed" for items that completed, because that run lost its engine.
+	// Run again, the lines are mended from the batch's record, and nothing
+	// runs again.
+	b, _ := os.ReadFile(out)
+	var mended bytes.Buffer
+	for i, l := range strings.SplitAfter(string(b), "\n") {
+		if i == 9 || i == 10 || i == 199 {
+			l = fmt.Sprintf(`{"line":%d,"status":"failed","error":"group x: context deadline exceeded"}`+"\n", i+1)
+		}
+		mended.WriteString(l)
+	}
+	os.WriteFile(out, mended.Bytes(), 0o644)
+	requests := model.Requests()
+	status, _, stderr := run(t, "", "batch", filepath.Join(dir, "moderate.json"), "--in", filepath.Join(dir, "items.jsonl"), "--out", out,
+		"--batch-size", "16", "--concurrency", "4", "--data", data)
+	if status != 0 || !strings.Contains(stderr, "3 lines said failed for items that completed; rewritten from the batch's record") {
+		t.Errorf("the rerun: %d\n%s", status, stderr)
+	}
+	checkResults(t, readResults(t, out), n, nil)
+	if model.Requests() != requests {
+		t.Errorf("the rerun made %d model requests", model.Requests()-requests)
 	}
 }
 
