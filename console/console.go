@@ -133,6 +133,9 @@ type console struct {
 	// by finishedCap too.
 	programMu    sync.Mutex
 	programCache map[string]*compile.Program
+
+	// feeds read the pages that event streams follow, one reader per page.
+	feeds feeds
 }
 
 // finishedCap bounds the console's caches; past it they start over.

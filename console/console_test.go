@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -547,5 +548,71 @@ func TestGolden(t *testing.T) {
 			t.Fatal(err)
 		}
 		golden.Check(t, tc.file, frag)
+	}
+}
+
+// countingLists counts the lists asked of the processes.
+type countingLists struct {
+	*fakeProcesses
+	lists atomic.Int64
+}
+
+func (c *countingLists) List(ctx context.Context, opts process.ListOptions) (process.Page, error) {
+	c.lists.Add(1)
+	return c.fakeProcesses.List(ctx, opts)
+}
+
+// TestEventsShared: a hundred streams of the list page share one reader
+// of it: the processes are listed about once a Poll, not once a Poll per
+// stream, each stream gets the page, and the reading stops with the last
+// stream.
+func TestEventsShared(t *testing.T) {
+	f := &countingLists{fakeProcesses: meetingFixture(t)}
+	const poll = 20 * time.Millisecond
+	c := newTestConsole(t, Options{Processes: f, Poll: poll})
+	srv := httptest.NewServer(c)
+	defer srv.Close()
+	const streams = 100
+	bodies := make([]io.ReadCloser, streams)
+	start := time.Now()
+	for i := range bodies {
+		resp, err := http.Get(srv.URL + "/events/processes")
+		if err != nil {
+			t.Fatal(err)
+		}
+		bodies[i] = resp.Body
+		buf := make([]byte, 64<<10)
+		var got strings.Builder
+		for !strings.Contains(got.String(), "schedule-meeting-0000aaaa") {
+			n, err := resp.Body.Read(buf)
+			got.Write(buf[:n])
+			if err != nil {
+				t.Fatalf("stream %d: %v after %q", i, err, got.String())
+			}
+		}
+	}
+	time.Sleep(10 * poll)
+	elapsed := time.Since(start)
+	if lists, most := f.lists.Load(), int64(elapsed/poll)+5; lists > most {
+		t.Errorf("%d streams over %s listed the processes %d times, more than the %d polls one reader makes", streams, elapsed.Round(time.Millisecond), lists, most)
+	} else {
+		t.Logf("%d streams over %s: %d lists", streams, elapsed.Round(time.Millisecond), lists)
+	}
+	for _, b := range bodies {
+		b.Close()
+	}
+	// The server sees each stream end at its next write or poll.
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		c.feeds.mu.Lock()
+		left := len(c.feeds.m)
+		c.feeds.mu.Unlock()
+		if left == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d pages still read after their streams ended", left)
+		}
+		time.Sleep(poll)
 	}
 }

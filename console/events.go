@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/augceo/vibe/internal/watch"
@@ -24,11 +25,14 @@ type liveFragment struct {
 }
 
 // events is a page's event stream (GET /events/PATH?QUERY follows the page
-// at PATH?QUERY): every Poll it reads the page again and, when its live
-// part has changed, sends that part as an event "page" whose data is the
-// HTML to put in place. The stream lifts the server's write deadline and
-// ends after streamFor, when the browser leaves, or when Options.Stop is
-// closed; the browser's EventSource then connects again.
+// at PATH?QUERY): it sends the page's live part as an event "page", whose
+// data is the HTML to put in place, first as it is now and then each time
+// it changes. Every stream of the same page shares one reader of it (a
+// feed), which reads the page every Poll while anyone follows it: a
+// hundred tabs on the list page cost the engine what one does. The stream
+// lifts the server's write deadline and ends after streamFor, when the
+// browser leaves, or when Options.Stop is closed; the browser's
+// EventSource then connects again.
 func (c *console) events(w http.ResponseWriter, r *http.Request) {
 	target := &url.URL{Path: "/" + r.PathValue("path"), RawQuery: r.URL.RawQuery}
 	if strings.HasPrefix(target.Path, "/events/") {
@@ -37,30 +41,28 @@ func (c *console) events(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), streamFor)
 	defer cancel()
-	go func() {
-		select {
-		case <-c.opts.Stop:
-			cancel()
-		case <-ctx.Done():
-		}
-	}()
+	updates, leave := c.feeds.follow(c, target)
+	defer leave()
 	streaming := false
-	// Once the stream has begun, a page that cannot be drawn is sent as
-	// its problem, and the stream goes on.
-	read := func(ctx context.Context) ([]byte, error) {
-		frag, err := c.fragment(ctx, target)
-		if err != nil && streaming && ctx.Err() == nil {
-			return []byte(`<p class="problem">` + template.HTMLEscapeString(err.Error()) + `</p>`), nil
-		}
-		return frag, err
-	}
 	rc := http.NewResponseController(w)
-	for frag, err := range watch.Changes(ctx, read, watch.Options[[]byte]{Interval: c.opts.Poll, Equal: bytes.Equal}) {
-		if err != nil {
-			if !streaming && ctx.Err() == nil {
-				c.fail(w, r, err)
-			}
+	for {
+		var v feedValue
+		select {
+		case <-ctx.Done():
 			return
+		case <-c.opts.Stop:
+			return
+		case v = <-updates:
+		}
+		frag := v.frag
+		if v.err != nil {
+			if !streaming {
+				c.fail(w, r, v.err)
+				return
+			}
+			// Once the stream has begun, a page that cannot be drawn is
+			// sent as its problem, and the stream goes on.
+			frag = []byte(`<p class="problem">` + template.HTMLEscapeString(v.err.Error()) + `</p>`)
 		}
 		if !streaming {
 			streaming = true
@@ -79,6 +81,104 @@ func (c *console) events(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+}
+
+// feeds are the pages followed by event streams, by URL: one reader of
+// each, shared by its streams.
+type feeds struct {
+	mu sync.Mutex
+	m  map[string]*feed
+}
+
+// feed reads one page every Poll while it has followers, and hands each
+// new version to each of them.
+type feed struct {
+	subs map[chan feedValue]struct{}
+	last *feedValue // the version drawn last; nil before the first
+	stop context.CancelFunc
+}
+
+// feedValue is a version of a page's live part, or why it cannot be drawn.
+type feedValue struct {
+	frag []byte
+	err  error
+}
+
+func (v feedValue) equal(o feedValue) bool {
+	if (v.err == nil) != (o.err == nil) || (v.err != nil && v.err.Error() != o.err.Error()) {
+		return false
+	}
+	return bytes.Equal(v.frag, o.frag)
+}
+
+// follow subscribes to the page at target: updates has the page's current
+// version (at once when the feed has one) and then each new one; a
+// follower that lags gets only the latest. leave ends the subscription,
+// and the feed with its last follower.
+func (f *feeds) follow(c *console, target *url.URL) (updates <-chan feedValue, leave func()) {
+	key := target.String()
+	ch := make(chan feedValue, 1)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.m == nil {
+		f.m = map[string]*feed{}
+	}
+	fd := f.m[key]
+	if fd == nil {
+		ctx, stop := context.WithCancel(context.Background())
+		fd = &feed{subs: map[chan feedValue]struct{}{}, stop: stop}
+		f.m[key] = fd
+		go f.run(ctx, c, key, target, fd)
+	}
+	fd.subs[ch] = struct{}{}
+	if fd.last != nil {
+		ch <- *fd.last
+	}
+	return ch, func() {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		delete(fd.subs, ch)
+		if len(fd.subs) == 0 && f.m[key] == fd {
+			fd.stop()
+			delete(f.m, key)
+		}
+	}
+}
+
+// run reads the page until the feed is stopped or the console is, and
+// hands every new version to the followers.
+func (f *feeds) run(ctx context.Context, c *console, key string, target *url.URL, fd *feed) {
+	go func() {
+		select {
+		case <-c.opts.Stop:
+			fd.stop()
+		case <-ctx.Done():
+		}
+	}()
+	read := func(ctx context.Context) (feedValue, error) {
+		frag, err := c.fragment(ctx, target)
+		return feedValue{frag: frag, err: err}, nil
+	}
+	for v := range watch.Changes(ctx, read, watch.Options[feedValue]{Interval: c.opts.Poll, Equal: feedValue.equal}) {
+		if ctx.Err() != nil {
+			return
+		}
+		f.mu.Lock()
+		fd.last = &v
+		for ch := range fd.subs {
+			select { // the latest version replaces one not yet taken
+			case <-ch:
+			default:
+			}
+			ch <- v
+		}
+		f.mu.Unlock()
+	}
+	f.mu.Lock()
+	if f.m[key] == fd {
+		delete(f.m, key)
+	}
+	f.mu.Unlock()
 }
 
 // fragment draws the live part of the page at target.

@@ -7,13 +7,17 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"io"
+	"net/http"
 	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -278,4 +282,82 @@ func BenchmarkLangGraph(b *testing.B) {
 	b.ReportMetric(float64(lgModel.Requests()), "langgraph-requests")
 	b.ReportMetric(float64(vibeModel.Requests()), "vibe-requests")
 	b.ReportMetric(float64(vibeModel.PromptTokens())/float64(lgModel.PromptTokens()), "prompt-token-ratio")
+}
+
+var (
+	sseStreams   = flag.Int("sse.streams", 500, "BenchmarkListStreams: event streams open on the list page")
+	sseProcesses = flag.Int("sse.processes", 1000, "BenchmarkListStreams: processes stored")
+)
+
+// BenchmarkListStreams opens -sse.streams event streams on the console's
+// list page of a vibe serve holding -sse.processes processes (each waiting
+// for a person), as that many browser tabs do, and meanwhile times b.N
+// calls of GET /v1/processes: it reports their median, 99th percentile
+// and slowest, and the streams refused.
+//
+//	go test ./cmd/vibe -run XXX -bench BenchmarkListStreams -benchtime 200x
+func BenchmarkListStreams(b *testing.B) {
+	addr := freeAddr(b)
+	_, out := child(b, "serve", "--data", b.TempDir(), "--addr", addr)
+	c := &api.Client{BaseURL: "http://" + addr}
+	ctx := context.Background()
+	waitUntil(b, "vibe serve", time.Minute, func() bool { _, err := c.List(ctx, process.ListOptions{Limit: 1}); return err == nil })
+	doc := mustJSON(b, `{"type":"object","properties":{"draft":{"type":"object","properties":{"text":{"type":"string"}},"required":["text"]},`+
+		`"approve_User":{"type":"object","references":["draft"],"properties":{"ok":{"type":"boolean"}},"required":["ok"]}}}`)
+	first := mustJSON(b, `{"draft":{"text":"hello"}}`)
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, 16)
+	for range *sseProcesses {
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			if _, err := c.Start(ctx, process.StartOptions{Document: doc, First: first}); err != nil {
+				b.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	tr := &http.Transport{MaxIdleConnsPerHost: *sseStreams + 10}
+	defer tr.CloseIdleConnections()
+	hc := &http.Client{Transport: tr}
+	sctx, stop := context.WithCancel(ctx)
+	defer stop()
+	var refused, open atomic.Int64
+	for range *sseStreams {
+		wg.Go(func() {
+			req, _ := http.NewRequestWithContext(sctx, http.MethodGet, "http://"+addr+"/events/", nil)
+			resp, err := hc.Do(req)
+			if err != nil {
+				if sctx.Err() == nil {
+					refused.Add(1)
+				}
+				return
+			}
+			defer resp.Body.Close()
+			if resp.StatusCode != http.StatusOK {
+				refused.Add(1)
+				return
+			}
+			open.Add(1)
+			io.Copy(io.Discard, resp.Body)
+		})
+	}
+	waitUntil(b, "the streams to open", time.Minute, func() bool { return open.Load()+refused.Load() >= int64(*sseStreams) })
+	var took []time.Duration
+	for b.Loop() {
+		t0 := time.Now()
+		if _, err := c.List(ctx, process.ListOptions{Limit: 20}); err != nil {
+			b.Fatalf("list: %v\n%s", err, out)
+		}
+		took = append(took, time.Since(t0))
+		time.Sleep(10 * time.Millisecond)
+	}
+	stop()
+	wg.Wait()
+	slices.Sort(took)
+	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+	b.ReportMetric(ms(took[len(took)/2]), "p50-ms")
+	b.ReportMetric(ms(took[len(took)*99/100]), "p99-ms")
+	b.ReportMetric(ms(took[len(took)-1]), "max-ms")
+	b.ReportMetric(float64(refused.Load()), "streams-refused")
 }

@@ -92,7 +92,7 @@ func child(t testing.TB, args ...string) (*exec.Cmd, *bytes.Buffer) {
 	return cmd, &out
 }
 
-func waitUntil(t *testing.T, what string, timeout time.Duration, cond func() bool) {
+func waitUntil(t testing.TB, what string, timeout time.Duration, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(timeout)
 	for !cond() {
