@@ -16,8 +16,9 @@
 //	started, err := rt.Processes.Start(ctx, process.StartOptions{Process: "aug:processes/schedule-meeting"})
 //
 // Serve serves an HTTP handler (the API of package api, with the console
-// and MCP mounted on it) and leaves the file by which other commands on
-// the same machine find it (RunningAPI). NewWorker alone is a worker for
+// and MCP mounted on it), over HTTPS with ServeOptions.TLS (ServerTLS),
+// and leaves the file by which other commands on the same machine find it
+// (RunningEndpoint). NewWorker alone is a worker for
 // another machine that joins a cluster.
 //
 // What each part does is its own package's: engine, process, agent,

@@ -3,6 +3,11 @@ package vibe
 import (
 	"cmp"
 	"context"
+	"crypto/sha256"
+	"crypto/subtle"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"net"
@@ -16,7 +21,9 @@ import (
 )
 
 // AddrFile, in the data directory, holds the address of the API of the
-// server that has that directory, so that other commands talk to it.
+// server that has that directory, so that other commands talk to it: a
+// line HOST:PORT over HTTP; over HTTPS a line https://HOST:PORT and one
+// sha256:HEX, the SHA-256 of the certificate served (see Endpoint).
 const AddrFile = "api.addr"
 
 // The HTTP server's timeouts (ServeOptions' defaults). A request body is at
@@ -57,6 +64,10 @@ type ServeOptions struct {
 	DataDir string
 	// Ready, when set, is called with the address once it listens.
 	Ready func(net.Addr)
+	// TLS, when set, serves HTTPS with it (its Certificates or
+	// GetCertificate) instead of HTTP; TLS 1.2 at least, whatever its
+	// MinVersion. ServerTLS makes one from a certificate and key file.
+	TLS *tls.Config
 	// The timeouts of http.Server; 0 means the constant of the same name.
 	ReadHeaderTimeout, ReadTimeout, WriteTimeout, IdleTimeout time.Duration
 }
@@ -75,7 +86,15 @@ func Serve(ctx context.Context, h http.Handler, opts ServeOptions) error {
 	srv := opts.httpServer(h)
 	if opts.DataDir != "" {
 		path := filepath.Join(opts.DataDir, AddrFile)
-		if err := os.WriteFile(path, []byte(ln.Addr().String()+"\n"), 0o600); err != nil {
+		line := ln.Addr().String() + "\n"
+		if opts.TLS != nil {
+			line = "https://" + line
+			if len(opts.TLS.Certificates) > 0 && len(opts.TLS.Certificates[0].Certificate) > 0 {
+				sum := sha256.Sum256(opts.TLS.Certificates[0].Certificate[0])
+				line += "sha256:" + hex.EncodeToString(sum[:]) + "\n"
+			}
+		}
+		if err := os.WriteFile(path, []byte(line), 0o600); err != nil {
 			ln.Close()
 			return fmt.Errorf("write %s: %w", path, err)
 		}
@@ -85,7 +104,13 @@ func Serve(ctx context.Context, h http.Handler, opts ServeOptions) error {
 		opts.Ready(ln.Addr())
 	}
 	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
+	go func() {
+		if srv.TLSConfig != nil {
+			errc <- srv.ServeTLS(ln, "", "")
+			return
+		}
+		errc <- srv.Serve(ln)
+	}()
 	select {
 	case <-ctx.Done():
 		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -100,28 +125,135 @@ func Serve(ctx context.Context, h http.Handler, opts ServeOptions) error {
 }
 
 func (opts ServeOptions) httpServer(h http.Handler) *http.Server {
-	return &http.Server{
+	srv := &http.Server{
 		Handler:           h,
 		ReadHeaderTimeout: cmp.Or(opts.ReadHeaderTimeout, ReadHeaderTimeout),
 		ReadTimeout:       cmp.Or(opts.ReadTimeout, ReadTimeout),
 		WriteTimeout:      cmp.Or(opts.WriteTimeout, WriteTimeout),
 		IdleTimeout:       cmp.Or(opts.IdleTimeout, IdleTimeout),
 	}
+	if opts.TLS != nil {
+		srv.TLSConfig = opts.TLS.Clone()
+		srv.TLSConfig.MinVersion = max(srv.TLSConfig.MinVersion, tls.VersionTLS12)
+	}
+	return srv
 }
 
-// RunningAPI returns the API address of the server that has dataDir, if
-// one does: it reads dataDir/AddrFile and believes it only while the
-// directory's engine runs (engine.RunningAddr), so a file left by a killed
-// server does not count.
-func RunningAPI(dataDir string) (string, bool) {
+// ServerTLS is a TLS configuration for ServeOptions.TLS that serves the
+// certificate in certFile (PEM: the server's certificate first, then any
+// intermediate ones) with the private key in keyFile (PEM), TLS 1.2 at
+// least. An error names the file at fault; an expired certificate is one.
+func ServerTLS(certFile, keyFile string) (*tls.Config, error) {
+	certPEM, err := os.ReadFile(certFile)
+	if err != nil {
+		return nil, fmt.Errorf("certificate: %w", err)
+	}
+	keyPEM, err := os.ReadFile(keyFile)
+	if err != nil {
+		return nil, fmt.Errorf("key: %w", err)
+	}
+	cert, err := tls.X509KeyPair(certPEM, keyPEM)
+	if err != nil {
+		return nil, fmt.Errorf("certificate %s with key %s: %w", certFile, keyFile, err)
+	}
+	leaf, err := x509.ParseCertificate(cert.Certificate[0])
+	if err != nil {
+		return nil, fmt.Errorf("certificate %s: %w", certFile, err)
+	}
+	if now := time.Now(); now.After(leaf.NotAfter) {
+		return nil, fmt.Errorf("certificate %s expired on %s", certFile, leaf.NotAfter.UTC().Format(time.DateOnly))
+	}
+	return &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}, nil
+}
+
+// Endpoint is where a running server serves its API, as its data
+// directory's AddrFile says.
+type Endpoint struct {
+	// URL is the API's base URL: http://HOST:PORT or https://HOST:PORT.
+	URL string
+	// Pin, over HTTPS, is the SHA-256 of the certificate the server
+	// serves; nil over HTTP.
+	Pin []byte
+}
+
+// HTTPClient returns a client of the endpoint with that timeout. Over
+// HTTPS it trusts the pinned certificate, and no other, whatever names it
+// is for: the address in AddrFile is the one listened on (0.0.0.0:8443,
+// say), which a certificate seldom names, and the pin came from the
+// server's own file on this machine.
+func (e Endpoint) HTTPClient(timeout time.Duration) *http.Client {
+	c := &http.Client{Timeout: timeout}
+	if e.Pin == nil {
+		return c
+	}
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	pin := e.Pin
+	t.TLSClientConfig = &tls.Config{
+		MinVersion: tls.VersionTLS12,
+		// The pin is checked instead of the names and the CA, below.
+		InsecureSkipVerify: true,
+		VerifyConnection: func(cs tls.ConnectionState) error {
+			if len(cs.PeerCertificates) == 0 {
+				return errors.New("the server presented no certificate")
+			}
+			if sum := sha256.Sum256(cs.PeerCertificates[0].Raw); subtle.ConstantTimeCompare(sum[:], pin) != 1 {
+				return fmt.Errorf("the server's certificate is not the one in %s", AddrFile)
+			}
+			return nil
+		},
+	}
+	c.Transport = t
+	return c
+}
+
+// RunningEndpoint returns where the server that has dataDir serves its
+// API, if one does: it reads dataDir/AddrFile and believes it only while
+// the directory's engine runs (engine.RunningAddr), so a file left by a
+// killed server does not count.
+func RunningEndpoint(dataDir string) (Endpoint, bool) {
+	e, ok := readEndpoint(dataDir)
+	if !ok {
+		return Endpoint{}, false
+	}
+	if _, alive := engine.RunningAddr(dataDir); !alive {
+		return Endpoint{}, false
+	}
+	return e, true
+}
+
+// readEndpoint reads dataDir/AddrFile.
+func readEndpoint(dataDir string) (Endpoint, bool) {
 	b, err := os.ReadFile(filepath.Join(dataDir, AddrFile))
 	if err != nil {
+		return Endpoint{}, false
+	}
+	lines := strings.Fields(string(b))
+	if len(lines) == 0 {
+		return Endpoint{}, false
+	}
+	if addr, ok := strings.CutPrefix(lines[0], "https://"); ok {
+		e := Endpoint{URL: "https://" + addr}
+		if len(lines) > 1 {
+			pin, err := hex.DecodeString(strings.TrimPrefix(lines[1], "sha256:"))
+			if err != nil || len(pin) != sha256.Size {
+				return Endpoint{}, false
+			}
+			e.Pin = pin
+		}
+		return e, true
+	}
+	return Endpoint{URL: "http://" + lines[0]}, true
+}
+
+// RunningAPI returns the API address (HOST:PORT) of the server that has
+// dataDir, if one does (see RunningEndpoint, which also says whether it
+// serves HTTPS).
+func RunningAPI(dataDir string) (string, bool) {
+	e, ok := RunningEndpoint(dataDir)
+	if !ok {
 		return "", false
 	}
-	addr := strings.TrimSpace(string(b))
-	if _, alive := engine.RunningAddr(dataDir); addr == "" || !alive {
-		return "", false
-	}
+	_, addr, _ := strings.Cut(e.URL, "://")
 	return addr, true
 }
 

@@ -225,6 +225,45 @@ func TestToken(t *testing.T) {
 	}
 }
 
+// TestTokenThrottle: a client that sends 20 wrong tokens in a row gets
+// 401 five times, then 429 with Retry-After — for the right token too,
+// which it cannot tell from a wrong one then — while another client with
+// the right token is served. A request without the header is no guess.
+func TestTokenThrottle(t *testing.T) {
+	h := Handler(&fakeProcesses{}, Options{Token: "s3cret", Logger: slogDiscard()})
+	from := func(client, token string) *httptest.ResponseRecorder {
+		r := httptest.NewRequest("GET", "/v1/processes", nil)
+		r.RemoteAddr = client
+		if token != "" {
+			r.Header.Set("Authorization", "Bearer "+token)
+		}
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, r)
+		return w
+	}
+	for range 10 {
+		if w := from("192.0.2.1:1000", ""); w.Code != 401 {
+			t.Fatalf("no token: %d", w.Code)
+		}
+	}
+	for i := 1; i <= 20; i++ {
+		w := from("192.0.2.1:1000", "wrong")
+		want := 401
+		if i > 5 {
+			want = 429
+		}
+		if w.Code != want || (want == 429 && (w.Header().Get("Retry-After") != "2" || !strings.Contains(w.Body.String(), "too many wrong tokens"))) {
+			t.Fatalf("wrong try %d: %d %q %s", i, w.Code, w.Header().Get("Retry-After"), w.Body)
+		}
+	}
+	if w := from("192.0.2.1:1001", "s3cret"); w.Code != 429 {
+		t.Errorf("the right token from the throttled client: %d", w.Code)
+	}
+	if w := from("192.0.2.2:1000", "s3cret"); w.Code != 200 {
+		t.Errorf("the right token from another client: %d", w.Code)
+	}
+}
+
 // TestClient runs the Go client against the handler: errors come back as
 // the server had them.
 func TestClient(t *testing.T) {

@@ -4,8 +4,10 @@ import (
 	"crypto/subtle"
 	"fmt"
 	"net/http"
+	"time"
 
 	"github.com/augceo/vibe/internal/origin"
+	"github.com/augceo/vibe/internal/throttle"
 )
 
 // Sessions is a way in for browsers, which send no bearer header with a
@@ -27,7 +29,9 @@ type Sessions interface {
 // guarded admits the requests the server answers. With a token, the bearer
 // header is the guard: nothing a browser sends on its own can carry it
 // (a mount that implements Sessions also admits its own signed-in
-// sessions, see Sessions). Without one the server listens on loopback
+// sessions, see Sessions). A client that sends wrong ones is throttled
+// (s.tries): five, then one every two seconds, every request of it
+// refused with 429 meanwhile, the right token too. Without one the server listens on loopback
 // only, and a browser is the way in for someone else: a page on any site
 // can send requests to 127.0.0.1 (cross-site request forgery), and a name
 // the attacker controls can be made to resolve to 127.0.0.1 (DNS
@@ -37,10 +41,19 @@ func (s *server) guarded(mounts *http.ServeMux, next http.Handler) http.Handler 
 	if s.opts.Token != "" {
 		want := []byte("Bearer " + s.opts.Token)
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			got := []byte(r.Header.Get("Authorization"))
-			if subtle.ConstantTimeCompare(got, want) == 1 {
-				next.ServeHTTP(w, r)
-				return
+			if got, ok := r.Header["Authorization"]; ok {
+				right, wait := s.tries.Guess(throttle.Client(r), time.Now(), func() bool {
+					return len(got) == 1 && subtle.ConstantTimeCompare([]byte(got[0]), want) == 1
+				})
+				if wait > 0 {
+					w.Header().Set("Retry-After", throttle.RetryAfter(wait))
+					writeError(w, http.StatusTooManyRequests, &apiError{Error: "too many wrong tokens from your address: try again in " + throttle.RetryAfter(wait) + " s"})
+					return
+				}
+				if right {
+					next.ServeHTTP(w, r)
+					return
+				}
 			}
 			if sessions := s.sessions(mounts, r); sessions != nil {
 				if sessions.Admit(r) {

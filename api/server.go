@@ -16,6 +16,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/augceo/vibe/internal/throttle"
 	"github.com/augceo/vibe/jsonv"
 	"github.com/augceo/vibe/process"
 	"github.com/augceo/vibe/registry"
@@ -34,8 +35,10 @@ type Processes interface {
 // answers only requests addressed to loopback from no other web origin —
 // and logs to slog.Default.
 type Options struct {
-	// Token, when set, is required as "Authorization: Bearer <token>".
-	// Without one the server must listen on loopback only, and refuses
+	// Token, when set, is required as "Authorization: Bearer <token>";
+	// a client (an IP address, an IPv6 /64) that sends five wrong ones is
+	// refused (429, Retry-After) until it has a try again, one every two
+	// seconds. Without one the server must listen on loopback only, and refuses
 	// (403) requests whose Host is not a loopback name or that come from
 	// another web origin (Origin, Sec-Fetch-Site): a web page cannot reach
 	// it through the person's browser.
@@ -123,6 +126,8 @@ func routed(mux *http.ServeMux) http.Handler {
 type server struct {
 	p    Processes
 	opts Options
+	// tries limits each client's wrong bearer tokens.
+	tries throttle.Limiter
 }
 
 type statusWriter struct {

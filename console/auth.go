@@ -7,21 +7,25 @@ import (
 	"crypto/subtle"
 	"encoding/base64"
 	"encoding/binary"
+	"fmt"
 	"net/http"
 	"net/url"
 	"path"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/augceo/vibe/internal/origin"
+	"github.com/augceo/vibe/internal/throttle"
 )
 
 // The console's cookies.
 const (
 	// sessionCookie is a signed-in browser's session: its expiry and a
-	// random nonce, signed with a key derived from the token. It proves
-	// the browser was given the token, without holding it; a new token
-	// ends every session.
+	// random nonce, signed with a key derived from the token and from a
+	// secret of this server's run. It proves the browser was given the
+	// token, without holding it; a new token, a restart or signing out
+	// ends it.
 	sessionCookie = "vibe_session"
 	// csrfCookie binds the forms of a server without a token to the
 	// browser that got them (with a token, the session does).
@@ -33,19 +37,43 @@ const (
 // sessionFor is how long a session lasts.
 const sessionFor = 12 * time.Hour
 
-// auth signs sessions and CSRF tokens.
+// revokedCap bounds the sessions signed out before their expiry that a
+// server remembers. Only someone with the token can sign in, so only
+// they can fill it; past it every session ends (auth.notBefore), which
+// is safe.
+const revokedCap = 4096
+
+// auth signs sessions and CSRF tokens, and remembers the sessions signed
+// out.
 type auth struct {
 	token string
 	// sessionKey signs sessions, csrfKey the CSRF tokens. With a token
-	// both are derived from it, so they outlive a restart of the server;
-	// without one csrfKey is random (and there are no sessions).
+	// both are derived from it; the session key also from a random secret
+	// of this run, so that a restart ends every session (the sessions
+	// signed out are remembered in memory only: were the key to outlive
+	// the run, a cookie signed out before a restart would open the console
+	// again after it). Without a token csrfKey is random (and there are no
+	// sessions).
 	sessionKey, csrfKey []byte
+
+	mu sync.Mutex
+	// revoked holds the nonces of the sessions signed out, with their
+	// expiry (Unix seconds); an expired one is dropped when room is
+	// needed.
+	revoked map[string]int64
+	// notBefore, when set, ends every session made at or before it (Unix
+	// seconds): what revoked's overflow does.
+	notBefore int64
 }
 
 func newAuth(token string) (*auth, error) {
-	a := &auth{token: token}
+	a := &auth{token: token, revoked: map[string]int64{}}
 	if token != "" {
-		a.sessionKey = mac([]byte(token), "vibe console session")
+		run := make([]byte, 32)
+		if _, err := rand.Read(run); err != nil {
+			return nil, err
+		}
+		a.sessionKey = mac([]byte(token), "vibe console session", string(run))
 		a.csrfKey = mac([]byte(token), "vibe console csrf")
 		return a, nil
 	}
@@ -75,28 +103,76 @@ func (a *auth) newSession(now time.Time) string {
 }
 
 // session reports whether r carries a session cookie that is valid at now
-// (the console's clock, the one newSession dated it by).
+// (the console's clock, the one newSession dated it by): signed by this
+// run, not expired, not signed out.
 func (a *auth) session(r *http.Request, now time.Time) bool {
-	if a.token == "" {
-		return false
-	}
 	ck, err := r.Cookie(sessionCookie)
 	if err != nil {
 		return false
 	}
-	p, sig, ok := strings.Cut(ck.Value, ".")
+	nonce, expiry, ok := a.verify(ck.Value, now)
 	if !ok {
 		return false
 	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	_, revoked := a.revoked[nonce]
+	return !revoked && expiry-int64(sessionFor.Seconds()) > a.notBefore
+}
+
+// verify returns the nonce and expiry of a session cookie's value that this
+// run signed and that has not expired at now.
+func (a *auth) verify(value string, now time.Time) (nonce string, expiry int64, ok bool) {
+	if a.token == "" {
+		return "", 0, false
+	}
+	p, sig, ok := strings.Cut(value, ".")
+	if !ok {
+		return "", 0, false
+	}
 	got, err := b64.DecodeString(sig)
 	if err != nil || !hmac.Equal(got, mac(a.sessionKey, p)) {
-		return false
+		return "", 0, false
 	}
 	payload, err := b64.DecodeString(p)
 	if err != nil || len(payload) != 24 {
-		return false
+		return "", 0, false
 	}
-	return now.Unix() < int64(binary.BigEndian.Uint64(payload))
+	expiry = int64(binary.BigEndian.Uint64(payload))
+	if now.Unix() >= expiry {
+		return "", 0, false
+	}
+	return string(payload[8:]), expiry, true
+}
+
+// revoke ends the session r carries, if it has a valid one: the same
+// cookie, sent again, opens nothing.
+func (a *auth) revoke(r *http.Request, now time.Time) {
+	ck, err := r.Cookie(sessionCookie)
+	if err != nil {
+		return
+	}
+	nonce, expiry, ok := a.verify(ck.Value, now)
+	if !ok {
+		return
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if len(a.revoked) >= revokedCap {
+		for n, exp := range a.revoked {
+			if now.Unix() >= exp {
+				delete(a.revoked, n)
+			}
+		}
+	}
+	if len(a.revoked) >= revokedCap {
+		// Too many live sessions signed out to remember each: end them
+		// all (everyone signs in again).
+		a.notBefore = now.Unix()
+		clear(a.revoked)
+		return
+	}
+	a.revoked[nonce] = expiry
 }
 
 // bearer reports whether r carries the token as a bearer header: a client,
@@ -208,8 +284,17 @@ func (c *console) signin(w http.ResponseWriter, r *http.Request) {
 		c.fail(w, r, &pageError{status: http.StatusForbidden, msg: "refused: " + why})
 		return
 	}
-	next := localPath(r.PostFormValue("next"))
-	if subtle.ConstantTimeCompare([]byte(r.PostFormValue("token")), []byte(c.opts.Token)) != 1 {
+	next, token := localPath(r.PostFormValue("next")), r.PostFormValue("token")
+	right, wait := c.tries.Guess(throttle.Client(r), c.now(), func() bool {
+		return subtle.ConstantTimeCompare([]byte(token), []byte(c.opts.Token)) == 1
+	})
+	if wait > 0 {
+		w.Header().Set("Retry-After", throttle.RetryAfter(wait))
+		c.render(w, r, http.StatusTooManyRequests, "signin", signinData{Next: next,
+			Problem: fmt.Sprintf("Too many wrong tokens from your address: try again in %s s.", throttle.RetryAfter(wait))})
+		return
+	}
+	if !right {
 		c.render(w, r, http.StatusUnauthorized, "signin", signinData{Next: next, Problem: "That is not the server's token."})
 		return
 	}
@@ -224,6 +309,7 @@ func (c *console) signout(w http.ResponseWriter, r *http.Request) {
 		c.fail(w, r, &pageError{status: http.StatusForbidden, msg: "refused: " + why})
 		return
 	}
+	c.auth.revoke(r, c.now())
 	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: "", Path: "/", MaxAge: -1, HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil})
 	http.Redirect(w, r, "/signin", http.StatusSeeOther)
 }

@@ -7,7 +7,9 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/augceo/vibe/api"
 )
@@ -21,16 +23,27 @@ var consoleURLs = []string{"/", "/processes", "/processes?status=waiting", "/pro
 // tokenServer is vibe serve's handler with a token: the API with the
 // console mounted at "/", on a test server whose Host is not loopback.
 func tokenServer(t *testing.T) (*httptest.Server, *fakeProcesses) {
+	h, f, _ := tokenHandler(t)
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	return srv, f
+}
+
+// tokenHandler is tokenServer's handler. A request's X-Test-Client header,
+// when set, is the address it comes from (the test's clients all come from
+// 127.0.0.1).
+func tokenHandler(t *testing.T) (http.Handler, *fakeProcesses, *console) {
 	f := meetingFixture(t)
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	c := newTestConsole(t, Options{Token: "s3cret", Processes: f, Requests: fakeRequestsFixture(), Batches: fakeBatchesFixture()})
 	h := api.Handler(f, api.Options{Token: "s3cret", Logger: quiet, Mounts: map[string]http.Handler{"/": c}})
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		r.Host = "vibe.example.com:8080" // off loopback
+		if client := r.Header.Get("X-Test-Client"); client != "" {
+			r.RemoteAddr = client
+		}
 		h.ServeHTTP(w, r)
-	}))
-	t.Cleanup(srv.Close)
-	return srv, f
+	}), f, c
 }
 
 // TestRefusedWithoutToken: off loopback, without the token, every console
@@ -140,6 +153,146 @@ func TestSignIn(t *testing.T) {
 	}
 }
 
+// signIn signs b in to srv from client, and returns its session cookie.
+func signIn(t *testing.T, b *http.Client, srv *httptest.Server, client string) *http.Cookie {
+	t.Helper()
+	resp, body := do(t, b, "POST", srv.URL+"/signin", url.Values{"token": {"s3cret"}, "next": {"/"}}, "X-Test-Client", client)
+	if resp.StatusCode != http.StatusSeeOther {
+		t.Fatalf("signing in from %s: %d\n%s", client, resp.StatusCode, body)
+	}
+	for _, c := range resp.Cookies() {
+		if c.Name == sessionCookie {
+			return c
+		}
+	}
+	t.Fatalf("signing in from %s: no session cookie", client)
+	return nil
+}
+
+// TestSignOutRevokes: signing out ends the session on the server, not only
+// in the browser: the same cookie sent again is refused — a page sends to
+// the sign-in page, an event stream or a form post gets 401 — while
+// another browser's session goes on.
+func TestSignOutRevokes(t *testing.T) {
+	srv, f := tokenServer(t)
+	b, other := browser(t), browser(t)
+	session := signIn(t, b, srv, "192.0.2.1:1000")
+	signIn(t, other, srv, "192.0.2.2:1000")
+	_, page := do(t, b, "GET", srv.URL+"/inbox", nil)
+	csrf := csrfOf(t, page)
+	if resp, _ := do(t, b, "POST", srv.URL+"/signout", url.Values{"csrf": {csrf}}); resp.StatusCode != http.StatusSeeOther {
+		t.Fatalf("signing out: %d", resp.StatusCode)
+	}
+	// (A timeout, lest an event stream that wrongly opens hang the test.)
+	replay := &http.Client{CheckRedirect: b.CheckRedirect, Timeout: 10 * time.Second}
+	cookie := "vibe_session=" + session.Value
+	resp, _ := do(t, replay, "GET", srv.URL+"/inbox", nil, "Cookie", cookie)
+	if loc := resp.Header.Get("Location"); resp.StatusCode != http.StatusSeeOther || !strings.HasPrefix(loc, "/signin?next=") {
+		t.Errorf("a page with the cookie signed out: %d %q", resp.StatusCode, loc)
+	}
+	if resp, _ := do(t, replay, "GET", srv.URL+"/events/processes", nil, "Cookie", cookie); resp.StatusCode != http.StatusUnauthorized {
+		t.Errorf("an event stream with the cookie signed out: %d", resp.StatusCode)
+	}
+	resp, _ = do(t, replay, "POST", srv.URL+"/processes/schedule-meeting-0000aaaa/answer",
+		url.Values{"csrf": {csrf}, "/confirmInvitation/decision": {`"Reject"`}}, "Cookie", cookie)
+	if resp.StatusCode != http.StatusUnauthorized || len(f.answers) != 0 {
+		t.Errorf("an answer with the cookie signed out: %d %v", resp.StatusCode, f.answers)
+	}
+	if resp, _ := do(t, other, "GET", srv.URL+"/inbox", nil); resp.StatusCode != http.StatusOK {
+		t.Errorf("the other browser's session: %d", resp.StatusCode)
+	}
+	// Signing in again gives a new session that works.
+	signIn(t, b, srv, "192.0.2.1:1000")
+	if resp, _ := do(t, b, "GET", srv.URL+"/inbox", nil); resp.StatusCode != http.StatusOK {
+		t.Errorf("signed in again: %d", resp.StatusCode)
+	}
+}
+
+// TestRevokedBound: the sessions signed out are remembered up to
+// revokedCap; one more ends every session made until then, and a later
+// one works. A session of another run of the server (a restart: same
+// token, new run secret) opens nothing.
+func TestRevokedBound(t *testing.T) {
+	a, err := newAuth("s3cret")
+	if err != nil {
+		t.Fatal(err)
+	}
+	with := func(value string) *http.Request {
+		r := httptest.NewRequest("GET", "/", nil)
+		r.AddCookie(&http.Cookie{Name: sessionCookie, Value: value})
+		return r
+	}
+	kept := a.newSession(testNow)
+	for i := range revokedCap {
+		a.revoke(with(a.newSession(testNow)), testNow)
+		if len(a.revoked) != i+1 {
+			t.Fatalf("%d revoked, want %d", len(a.revoked), i+1)
+		}
+	}
+	if !a.session(with(kept), testNow) {
+		t.Fatal("a session not signed out is refused")
+	}
+	a.revoke(with(a.newSession(testNow)), testNow)
+	if len(a.revoked) != 0 || a.session(with(kept), testNow) {
+		t.Errorf("past the bound: %d remembered, the kept session valid: %v", len(a.revoked), a.session(with(kept), testNow))
+	}
+	later := testNow.Add(time.Second)
+	if !a.session(with(a.newSession(later)), later) {
+		t.Error("a session made after the bound was passed is refused")
+	}
+	restarted, _ := newAuth("s3cret")
+	if restarted.session(with(a.newSession(later)), later) {
+		t.Error("a session of the run before the restart is valid")
+	}
+	// Expired sessions are dropped to make room, not counted.
+	b, _ := newAuth("s3cret")
+	for range revokedCap {
+		b.revoke(with(b.newSession(testNow)), testNow)
+	}
+	after := testNow.Add(sessionFor + time.Second)
+	b.revoke(with(b.newSession(after)), after)
+	if len(b.revoked) != 1 || b.notBefore != 0 {
+		t.Errorf("after the others expired: %d remembered, notBefore %d", len(b.revoked), b.notBefore)
+	}
+}
+
+// TestSignInThrottle: a client gets five wrong tokens, then 429 with
+// Retry-After for every try — the right token too, which is not even
+// compared — while another client signs in; two seconds later the first
+// has one try again.
+func TestSignInThrottle(t *testing.T) {
+	h, _, c := tokenHandler(t)
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	var mu sync.Mutex
+	now := testNow
+	c.now = func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	b := browser(t)
+	for i := 1; i <= 20; i++ {
+		resp, body := do(t, b, "POST", srv.URL+"/signin", url.Values{"token": {"wrong"}}, "X-Test-Client", "192.0.2.1:1000")
+		want := http.StatusUnauthorized
+		if i > 5 {
+			want = http.StatusTooManyRequests
+		}
+		if resp.StatusCode != want {
+			t.Fatalf("wrong try %d: %d, want %d\n%s", i, resp.StatusCode, want, body)
+		}
+		if want == http.StatusTooManyRequests && (resp.Header.Get("Retry-After") != "2" || !strings.Contains(body, "Too many wrong tokens from your address: try again in 2 s.")) {
+			t.Fatalf("wrong try %d: Retry-After %q\n%s", i, resp.Header.Get("Retry-After"), body)
+		}
+	}
+	resp, _ := do(t, b, "POST", srv.URL+"/signin", url.Values{"token": {"s3cret"}}, "X-Test-Client", "192.0.2.1:1001")
+	if resp.StatusCode != http.StatusTooManyRequests {
+		t.Errorf("the right token from the throttled client: %d", resp.StatusCode)
+	}
+	signIn(t, browser(t), srv, "192.0.2.2:1000")
+	signIn(t, browser(t), srv, "[2001:db8::1]:1000")
+	mu.Lock()
+	now = now.Add(2 * time.Second)
+	mu.Unlock()
+	signIn(t, b, srv, "192.0.2.1:1000")
+}
+
 // TestTokenlessOffLoopback: a server without a token answers the console
 // only on loopback, as the API does.
 func TestTokenlessOffLoopback(t *testing.T) {
@@ -155,5 +308,25 @@ func TestTokenlessOffLoopback(t *testing.T) {
 	}
 	if status, _ := get(t, h, "/inbox"); status != http.StatusOK {
 		t.Errorf("on loopback: %d", status)
+	}
+}
+
+// TestSecureCookie: over HTTPS the session cookie is Secure, so that a
+// browser never sends it in cleartext; over HTTP it cannot be.
+func TestSecureCookie(t *testing.T) {
+	h, _, _ := tokenHandler(t)
+	for _, tls := range []bool{false, true} {
+		srv := httptest.NewUnstartedServer(h)
+		if tls {
+			srv.StartTLS()
+		} else {
+			srv.Start()
+		}
+		b := srv.Client()
+		b.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+		if session := signIn(t, b, srv, "192.0.2.1:1000"); session.Secure != tls {
+			t.Errorf("over TLS %v: the session cookie %+v", tls, session)
+		}
+		srv.Close()
 	}
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/augceo/vibe/agent"
 	"github.com/augceo/vibe/batch"
 	"github.com/augceo/vibe/compile"
+	"github.com/augceo/vibe/internal/throttle"
 	"github.com/augceo/vibe/jsonv"
 	"github.com/augceo/vibe/process"
 )
@@ -123,6 +124,8 @@ type console struct {
 	mux      *http.ServeMux
 	auth     *auth
 	now      func() time.Time
+	// tries limits each client's wrong tokens at sign-in.
+	tries throttle.Limiter
 
 	// finished keeps the rows of processes that have completed or failed,
 	// which never change again: the list reads each of them once, not on

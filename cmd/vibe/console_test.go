@@ -260,16 +260,21 @@ func getBody(t *testing.T, u string) string {
 
 // TestConsoleRefused: a vibe serve with a token, off loopback, refuses
 // every console URL to a request without the token: pages send the
-// browser to sign in, the rest are 401, and none shows a process.
+// browser to sign in, the rest are 401, and none shows a process. Without
+// --https-cert it warns that the token travels in cleartext.
 func TestConsoleRefused(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts vibe serve")
 	}
 	_, port, _ := net.SplitHostPort(freeAddr(t))
-	_, out := child(t, "serve", "--registry", example+"/registry", "--data", t.TempDir(), "--addr", "0.0.0.0:"+port, "--token", "s3cret", "--ui-listen", "")
+	_, out := child(t, "serve", "--registry", example+"/registry", "--data", t.TempDir(), "--addr", "0.0.0.0:"+port, "--token", testToken, "--ui-listen", "")
 	base := "http://127.0.0.1:" + port
-	c := &api.Client{BaseURL: base, Token: "s3cret"}
+	c := &api.Client{BaseURL: base, Token: testToken}
 	waitUntil(t, "vibe serve", time.Minute, func() bool { _, err := c.List(context.Background(), process.ListOptions{Limit: 1}); return err == nil })
+	waitUntil(t, "the console's address", 10*time.Second, func() bool { return strings.Contains(out.String(), "vibe: the console is at") })
+	if !strings.Contains(out.String(), "vibe: warning: serving off loopback without TLS: the token and the console's session cookie cross the network in cleartext; give --https-cert and --https-key") {
+		t.Errorf("no warning of cleartext:\n%s", out)
+	}
 	for _, path := range []string{"/", "/processes", "/processes?status=waiting", "/processes/schedule-meeting-00000000", "/inbox",
 		"/requests", "/requests/vessel-x-00000000", "/events/processes", "/events/inbox", "/nowhere"} {
 		for _, method := range []string{"GET", "POST"} {
@@ -291,7 +296,7 @@ func TestConsoleRefused(t *testing.T) {
 	}
 	// With the bearer header the console answers.
 	req, _ := http.NewRequest("GET", base+"/processes", nil)
-	req.Header.Set("Authorization", "Bearer s3cret")
+	req.Header.Set("Authorization", "Bearer "+testToken)
 	if resp, err := http.DefaultClient.Do(req); err != nil || resp.StatusCode != 200 {
 		t.Errorf("with the token: %v %v", resp, err)
 	}

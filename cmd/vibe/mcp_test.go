@@ -122,10 +122,10 @@ func TestServeMCP(t *testing.T) {
 	model := newMeetingModel(t)
 	actions, _ := meetingActions(t)
 	_, port, _ := net.SplitHostPort(freeAddr(t))
-	_, out := child(t, "serve", "--registry", example+"/registry", "--data", t.TempDir(), "--addr", "0.0.0.0:"+port, "--token", "s3cret",
+	_, out := child(t, "serve", "--registry", example+"/registry", "--data", t.TempDir(), "--addr", "0.0.0.0:"+port, "--token", testToken,
 		"--actions-file", actions, "--llm", "openai:test-model", "--llm-base-url", model.URL)
 	base := "http://127.0.0.1:" + port
-	c := &api.Client{BaseURL: base, Token: "s3cret"}
+	c := &api.Client{BaseURL: base, Token: testToken}
 	waitUntil(t, "vibe serve", time.Minute, func() bool { _, err := c.List(context.Background(), process.ListOptions{Limit: 1}); return err == nil })
 
 	for _, tok := range []string{"", "wrong"} {
@@ -146,7 +146,7 @@ func TestServeMCP(t *testing.T) {
 	}
 
 	ctx := context.Background()
-	transport := &mcp.StreamableClientTransport{Endpoint: base + "/mcp", HTTPClient: &http.Client{Transport: bearer("s3cret")}}
+	transport := &mcp.StreamableClientTransport{Endpoint: base + "/mcp", HTTPClient: &http.Client{Transport: bearer(testToken)}}
 	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test-client", Version: "1"}, &mcp.ClientOptions{ElicitationHandler: approve}).Connect(ctx, transport, nil)
 	if err != nil {
 		t.Fatalf("%v\n%s", err, out)

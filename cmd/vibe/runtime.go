@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 	"go.temporal.io/sdk/interceptor"
@@ -165,11 +166,13 @@ func (f *engineFlags) runningServer() (*api.Client, bool) {
 	if f.temporal != "" {
 		return nil, false
 	}
-	addr, ok := vibe.RunningAPI(f.data)
+	e, ok := vibe.RunningEndpoint(f.data)
 	if !ok {
 		return nil, false
 	}
-	return &api.Client{BaseURL: "http://" + addr, Token: f.token}, true
+	// Over HTTPS, the client trusts the certificate the server wrote the
+	// pin of, whatever names it holds.
+	return &api.Client{BaseURL: e.URL, Token: f.token, HTTP: e.HTTPClient(60 * time.Second)}, true
 }
 
 // startLocal starts the engine and a worker on it: with wf set, a full

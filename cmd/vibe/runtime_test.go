@@ -75,13 +75,14 @@ func freeAddr(t testing.TB) string {
 	return ln.Addr().String()
 }
 
-// child runs `vibe args…` as a child process.
-func child(t testing.TB, args ...string) (*exec.Cmd, *bytes.Buffer) {
+// child runs `vibe args…` as a child process; out is what it writes on
+// stdout and stderr, safe to read while it runs.
+func child(t testing.TB, args ...string) (cmd *exec.Cmd, out *lockedBuffer) {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], args...)
+	cmd = exec.Command(os.Args[0], args...)
 	cmd.Env = append(os.Environ(), "VIBE_TEST_MAIN=1", "VIBE_LOG=warn")
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
+	out = &lockedBuffer{}
+	cmd.Stdout, cmd.Stderr = out, out
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -89,7 +90,25 @@ func child(t testing.TB, args ...string) (*exec.Cmd, *bytes.Buffer) {
 		cmd.Process.Kill()
 		cmd.Wait()
 	})
-	return cmd, &out
+	return cmd, out
+}
+
+// lockedBuffer is a bytes.Buffer that a child writes while a test reads.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }
 
 func waitUntil(t testing.TB, what string, timeout time.Duration, cond func() bool) {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -30,9 +31,13 @@ func newServeCmd(io stdio) *cobra.Command {
 		addr      string
 		uiListen  string
 		processes []string
+		// The HTTP server's own certificate and key: not --tls-cert and
+		// --tls-key, which are the client certificate that reaches a
+		// Temporal cluster.
+		httpsCert, httpsKey string
 	)
 	cmd := &cobra.Command{
-		Use:   "serve --registry DIR [--addr 127.0.0.1:8080] [--data DIR] [--actions-file F] [--llm …]",
+		Use:   "serve --registry DIR [--addr 127.0.0.1:8080] [--token T] [--https-cert F --https-key F] [--data DIR] [--actions-file F] [--llm …]",
 		Short: "Run the engine, a worker and the HTTP API",
 		Long: `Serve runs everything a process needs in one program: the embedded Temporal
 engine persisted to --data (or a client to --temporal HOST:PORT), a worker with
@@ -91,16 +96,36 @@ minutes.
 
 While it runs, vibe run, answer, show, ps, vessel and plan given the same
 --data use it.
-Off loopback every request needs a token (--token or $VIBE_TOKEN); without one
+Off loopback every request needs a token (--token or $VIBE_TOKEN) of at least
+32 visible ASCII characters (no space), at least 8 of them different, and not
+one shorter string repeated: make one with openssl rand -hex 32. Without one
 serve refuses to listen off loopback, and answers only requests addressed to
 localhost or a loopback IP that come from no other web page's origin (403), so
 a web page cannot reach it through your browser. In a browser, the console's
 sign-in page takes the token once and keeps a session cookie (HttpOnly,
-SameSite=Strict) that opens the console, not the API.`,
+SameSite=Strict; Secure over HTTPS) that opens the console, not the API;
+signing out ends it on the server, and so does a restart. A client (an IP
+address, an IPv6 /64) that gives five wrong tokens, at sign-in or in the
+bearer header, is refused (429, Retry-After) until it has a try again, one
+every two seconds.
+
+--https-cert and --https-key serve the API and the console over HTTPS (TLS
+1.2 at least) with that certificate (PEM, the chain from the server's own)
+and key; off loopback without them serve warns that the token and the
+session cookie cross the network in cleartext. (--tls-cert and --tls-key are
+another matter: the client certificate that reaches a --temporal cluster.)`,
 		Args: exactArgs(0),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if !vibe.IsLoopback(addr) && ef.token == "" {
-				return usageError{fmt.Errorf("--addr %s is not on loopback: give a --token (or set VIBE_TOKEN) so that every request must carry it", addr)}
+			offLoopback := !vibe.IsLoopback(addr)
+			if offLoopback && ef.token == "" {
+				return usageError{fmt.Errorf("--addr %s is not on loopback: give a --token (or set VIBE_TOKEN) so that every request must carry it; make one with: openssl rand -hex 32", addr)}
+			}
+			if why := weakToken(ef.token); offLoopback && why != "" {
+				return usageError{fmt.Errorf("--addr %s is not on loopback, and the token (--token or $VIBE_TOKEN) is too weak to guard it: %s; a token must be at least %d visible ASCII characters (no space), at least %d of them different, and not one shorter string repeated: make one with: openssl rand -hex 32", addr, why, minTokenLen, minTokenChars)}
+			}
+			tlsConfig, err := httpsFlags(httpsCert, httpsKey)
+			if err != nil {
+				return err
 			}
 			if uiListen != "" && !vibe.IsLoopback(uiListen) {
 				return usageError{fmt.Errorf("--ui-listen %s is not on loopback: Temporal's UI has no sign-in of its own, and can cancel and terminate workflows", uiListen)}
@@ -143,13 +168,20 @@ SameSite=Strict) that opens the console, not the API.`,
 				Namespace: l.Engine.Namespace(), Logger: logger, Stop: ctx.Done()})
 			h := api.Handler(l.Processes, api.Options{Token: ef.token, Logger: logger, Requests: l.Requests, Batches: batches,
 				Mounts: map[string]http.Handler{"/mcp": mcpSrv.Handler(), "/": web}})
-			return vibe.Serve(ctx, h, vibe.ServeOptions{Addr: addr, DataDir: dataDir, Ready: func(a net.Addr) {
+			return vibe.Serve(ctx, h, vibe.ServeOptions{Addr: addr, DataDir: dataDir, TLS: tlsConfig, Ready: func(a net.Addr) {
 				mode := "embedded engine in " + ef.data
 				if ef.temporal != "" {
 					mode = "Temporal at " + ef.temporal
 				}
-				fmt.Fprintf(io.err, "vibe: serving http://%s (%s, namespace %s, temporal frontend %s)\n", a, mode, l.Engine.Namespace(), l.Engine.HostPort())
-				fmt.Fprintf(io.err, "vibe: the console is at http://%s/\n", a)
+				scheme := "http"
+				if tlsConfig != nil {
+					scheme = "https"
+				}
+				fmt.Fprintf(io.err, "vibe: serving %s://%s (%s, namespace %s, temporal frontend %s)\n", scheme, a, mode, l.Engine.Namespace(), l.Engine.HostPort())
+				fmt.Fprintf(io.err, "vibe: the console is at %s://%s/\n", scheme, a)
+				if offLoopback && tlsConfig == nil {
+					fmt.Fprintf(io.err, "vibe: warning: serving off loopback without TLS: the token and the console's session cookie cross the network in cleartext; give --https-cert and --https-key (or put a TLS proxy in front)\n")
+				}
 				if ui != "" {
 					fmt.Fprintf(io.err, "vibe: Temporal's UI is at %s\n", ui)
 				}
@@ -166,9 +198,69 @@ SameSite=Strict) that opens the console, not the API.`,
 	registryFlag(cmd, &regDir)
 	processesFlag(cmd, &processes)
 	cmd.Flags().StringVar(&addr, "addr", "127.0.0.1:8080", "address of the HTTP API and the console")
+	cmd.Flags().StringVar(&httpsCert, "https-cert", os.Getenv("VIBE_HTTPS_CERT"), "serve the API and the console over HTTPS with this certificate (`FILE`, PEM: the server's, then any intermediate ones), with --https-key (default $VIBE_HTTPS_CERT)")
+	cmd.Flags().StringVar(&httpsKey, "https-key", os.Getenv("VIBE_HTTPS_KEY"), "the private key (`FILE`, PEM) of --https-cert (default $VIBE_HTTPS_KEY)")
 	cmd.Flags().StringVar(&uiListen, "ui-listen", "127.0.0.1:8233", "serve Temporal's Web UI on `HOST:PORT`, a loopback address; \"\" for none (with --temporal only when given)")
 	cmd.Flags().StringVar(&ef.listen, "temporal-listen", "", "let the embedded engine's Temporal frontend listen on `HOST:PORT` (an IP; 0.0.0.0 for every interface), so that vibe worker --temporal HOST:PORT --tls-dir … on other machines share the work; clients need the certificates in DATA/tls")
 	return cmd
+}
+
+// A token that guards a server off loopback is at least minTokenLen
+// visible ASCII characters, at least minTokenChars of them different.
+const (
+	minTokenLen   = 32
+	minTokenChars = 8
+)
+
+// weakToken says why token is too weak to guard a server off loopback, or
+// "" when it is not. It cannot measure randomness, only refuse what a
+// person types or a placeholder holds: a token shorter than minTokenLen
+// bytes, with a space, a control character or a byte past ASCII, of fewer
+// than minTokenChars different characters, or one shorter string
+// repeated (a part of it too: abcdefghabcdefgha…). 32 random hex digits
+// (128 bits) pass; openssl rand -hex 32 gives 64.
+func weakToken(token string) string {
+	if len(token) < minTokenLen {
+		return fmt.Sprintf("its length is %d", len(token))
+	}
+	seen := map[byte]bool{}
+	for i := range len(token) {
+		c := token[i]
+		if c >= 0x80 {
+			return fmt.Sprintf("it holds a character past ASCII at byte %d", i)
+		}
+		if c <= ' ' || c == 0x7f {
+			return fmt.Sprintf("it holds %q at byte %d", c, i)
+		}
+		seen[c] = true
+	}
+	if len(seen) < minTokenChars {
+		return fmt.Sprintf("it has only %d different characters", len(seen))
+	}
+	for p := 1; p <= len(token)/2; p++ {
+		if token[p:] == token[:len(token)-p] { // a period of p
+			return fmt.Sprintf("it is %q repeated", token[:p])
+		}
+	}
+	return ""
+}
+
+// httpsFlags is the TLS configuration --https-cert and --https-key give,
+// nil for none.
+func httpsFlags(cert, key string) (*tls.Config, error) {
+	switch {
+	case cert == "" && key == "":
+		return nil, nil
+	case key == "":
+		return nil, usageError{errors.New("--https-cert needs --https-key, the certificate's private key")}
+	case cert == "":
+		return nil, usageError{errors.New("--https-key needs --https-cert, the certificate it is the key of")}
+	}
+	cfg, err := vibe.ServerTLS(cert, key)
+	if err != nil {
+		return nil, usageError{fmt.Errorf("--https-cert/--https-key: %w", err)}
+	}
+	return cfg, nil
 }
 
 func newWorkerCmd(io stdio) *cobra.Command {
