@@ -21,7 +21,9 @@ import (
 // Batches is what the API serves of batches: batch.Runner implements it.
 type Batches interface {
 	// Start takes a batch's input (JSONL) and runs it in the background;
-	// created is false when the id names a batch given before.
+	// created is false when the id names a batch given before. A batch
+	// whose process its run would refuse (one that does not compile) is
+	// refused with that error, and nothing is kept of it.
 	Start(ctx context.Context, opts batch.Options, in io.Reader) (id string, created bool, err error)
 	Status(ctx context.Context, id string) (*batch.Status, error)
 	List(ctx context.Context, opts process.ListOptions) ([]batch.Status, string, error)
@@ -41,7 +43,10 @@ var batchParams = "process, pipeline, system, id, size, concurrency"
 
 // startBatch is POST /v1/batches: a JSONL body (application/x-ndjson or
 // application/jsonl) with the batch's parameters in the query, or a JSON
-// body {"process", …, "items": [lines]}.
+// body {"process", …, "items": [lines]}. The process is compiled before
+// the batch is taken (Batches.Start): one that does not compile is 422
+// with the located errors, a process URI or fragment that names nothing
+// 404, as POST /v1/processes answers; nothing is spooled then.
 func (s *server) startBatch(w http.ResponseWriter, r *http.Request) {
 	mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
 	var (
@@ -88,6 +93,13 @@ func (s *server) startBatch(w http.ResponseWriter, r *http.Request) {
 			bad = append(bad, batchParam(&opts, "/"+name, name, v, false)...)
 		}
 		in = batch.Items(items)
+	}
+	if len(bad) == 0 && opts.Process.Pipeline != "" && (opts.Process.Process != "" || opts.Process.Document.Object() != nil) {
+		at := "/pipeline"
+		if mt == "application/x-ndjson" || mt == "application/jsonl" {
+			at = "?pipeline"
+		}
+		bad = append(bad, detail{Path: at, Message: "give the process the items run as \"process\" or as \"pipeline\", not both"})
 	}
 	if len(bad) == 0 && opts.Process.Process == "" && opts.Process.Pipeline == "" && opts.Process.Document.Object() == nil {
 		bad = append(bad, detail{Path: "/process", Message: "give the process the items run: \"process\" (a registry URI or an inline schema) or \"pipeline\""})

@@ -109,14 +109,8 @@ type Summary struct {
 // flight have theirs; a failed item is in the summary, not an error.
 func (c *Client) Run(ctx context.Context, in io.Reader, emit func(Result) error, opts Options) (*Summary, error) {
 	began := time.Now()
-	start, direct, err := c.Processes.Prepare(ctx, opts.Process)
+	start, err := c.prepare(ctx, opts)
 	if err != nil {
-		return nil, err
-	}
-	if direct {
-		return nil, fmt.Errorf("%s is a direct server call, not a process: run it with vibe run", start.Name)
-	}
-	if err := process.CheckPayloadSize("the process "+start.Name, start.Program); err != nil {
 		return nil, err
 	}
 	if opts.ID == "" {
@@ -125,15 +119,9 @@ func (c *Client) Run(ctx context.Context, in io.Reader, emit func(Result) error,
 	if err := CheckID(opts.ID); err != nil {
 		return nil, err
 	}
-	size, conc := opts.Size, opts.Concurrency
-	if size <= 0 {
-		size = DefaultSize
-	}
+	size, conc := groupSize(opts), opts.Concurrency
 	if conc <= 0 {
 		conc = DefaultConcurrency
-	}
-	if size > compile.MaxBatchItems {
-		return nil, fmt.Errorf("a group of %d items is over the limit of %d", size, compile.MaxBatchItems)
 	}
 	if opts.File == "" {
 		opts.File = "input"
@@ -369,6 +357,43 @@ func Unreachable(err error) bool {
 		return true
 	}
 	return false
+}
+
+// Check checks what Run checks before it reads a line: that the process
+// opts name compiles, fits the worker's actions, is no direct server call
+// and is within the engine's payload limit, and that the group size is
+// within compile.MaxBatchItems. Its errors are Run's (a schema.ErrorList
+// for a process that does not compile). Runner.Start checks so before it
+// takes a batch, so that one Run would refuse is refused at once.
+func (c *Client) Check(ctx context.Context, opts Options) error {
+	_, err := c.prepare(ctx, opts)
+	return err
+}
+
+// prepare is the process every item of a batch runs.
+func (c *Client) prepare(ctx context.Context, opts Options) (process.Start, error) {
+	start, direct, err := c.Processes.Prepare(ctx, opts.Process)
+	if err != nil {
+		return process.Start{}, err
+	}
+	if direct {
+		return process.Start{}, fmt.Errorf("%s is a direct server call, not a process: run it with vibe run", start.Name)
+	}
+	if err := process.CheckPayloadSize("the process "+start.Name, start.Program); err != nil {
+		return process.Start{}, err
+	}
+	if size := groupSize(opts); size > compile.MaxBatchItems {
+		return process.Start{}, fmt.Errorf("a group of %d items is over the limit of %d", size, compile.MaxBatchItems)
+	}
+	return start, nil
+}
+
+// groupSize is K, the items of a group.
+func groupSize(opts Options) int {
+	if opts.Size <= 0 {
+		return DefaultSize
+	}
+	return opts.Size
 }
 
 // SizeError is the error of a run over a batch that an earlier run cut

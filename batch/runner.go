@@ -50,14 +50,23 @@ type spooled struct {
 // id is derived from the process and the input, so that the same input
 // given again names the same batch, which is not run twice. ctx bounds
 // the spooling; the run lasts as long as Resume's ctx.
+//
+// What the run would refuse before its first line is refused here, before
+// anything is spooled (Client.Check): a process or pipeline that does not
+// compile gives the compiler's errors, a process URI whose fragment names
+// nothing an error wrapping registry.ErrNotFound. A batch given before
+// under the same id with another group size is a *SizeError.
 func (r *Runner) Start(ctx context.Context, opts Options, in io.Reader) (id string, created bool, err error) {
-	if err := os.MkdirAll(r.Dir, 0o700); err != nil {
-		return "", false, err
-	}
 	if opts.ID != "" {
 		if err := CheckID(opts.ID); err != nil {
 			return "", false, err
 		}
+	}
+	if err := r.Client.Check(ctx, opts); err != nil {
+		return "", false, err
+	}
+	if err := os.MkdirAll(r.Dir, 0o700); err != nil {
+		return "", false, err
 	}
 	tmp, err := os.CreateTemp(r.Dir, ".spool-*")
 	if err != nil {
@@ -85,9 +94,12 @@ func (r *Runner) Start(ctx context.Context, opts Options, in io.Reader) (id stri
 	if r.running[opts.ID] {
 		return opts.ID, false, nil
 	}
-	if _, err := r.Client.Status(ctx, opts.ID); err == nil {
+	if st, err := r.Client.Status(ctx, opts.ID); err == nil {
 		if _, err := os.Stat(r.path(opts.ID, ".jsonl")); err != nil {
 			return opts.ID, false, nil // it ran, and finished
+		}
+		if size := groupSize(opts); st.Size != 0 && st.Size != size {
+			return "", false, &SizeError{ID: opts.ID, Size: st.Size, Asked: size} // as its run would say
 		}
 	} else if !errors.Is(err, ErrNotFound) {
 		return "", false, err

@@ -10,6 +10,7 @@ import (
 
 	"github.com/augceo/vibe/compose"
 	"github.com/augceo/vibe/jsonv"
+	"github.com/augceo/vibe/schema"
 )
 
 // steps is a process of n plain steps, each referencing the one before.
@@ -135,5 +136,68 @@ func TestBatchBound(t *testing.T) {
 	calls, err := p.BatchCalls(100, Limits{}, ProjectOptions{}, MultiplexOptions{})
 	if err != nil || len(calls) != 4 {
 		t.Errorf("BatchCalls(100): %d calls, %v", len(calls), err)
+	}
+}
+
+// TestInvalidSchemaRefused: a process whose schema the validator would
+// refuse to compile when the process runs — a pattern that is no regular
+// expression, a type that is no type, a minimum that is no number, in a
+// step of the process or of an instruction it references — is refused
+// when it is compiled, each problem at its path. A place the compiler
+// reports itself is not reported twice.
+func TestInvalidSchemaRefused(t *testing.T) {
+	tests := []struct {
+		name, doc string
+		want      []string
+	}{
+		{"a pattern that is no regular expression",
+			`{"properties": {"greet": {"type": "object", "properties": {"text": {"type": "string", "pattern": "(["}}}}}`,
+			[]string{"p.json: /properties/greet/properties/text/pattern: not a valid JSON Schema: '([' is not valid regex: error parsing regexp: missing closing ]: `[`"}},
+		{"a type that is no type",
+			`{"properties": {"greet": {"type": "object", "properties": {"text": {"type": "strng"}}}}}`,
+			[]string{"p.json: /properties/greet/properties/text/type: not a valid JSON Schema: value must be one of 'array', 'boolean', 'integer', 'null', 'number', 'object', 'string'"}},
+		{"a minimum that is no number",
+			`{"properties": {"llmContext1": {"properties": {"count": {"type": "object", "properties": {"n": {"type": "integer", "minimum": "5"}}}}}}}`,
+			[]string{"p.json: /properties/llmContext1/properties/count/properties/n/minimum: not a valid JSON Schema: got string, want number"}},
+		{"an output schema a person never sees",
+			`{"properties": {"look_Activity": {"properties": {"q": {"type": "string"}, "output": {"type": ["object", "null"], "properties": {"hits": {"type": "array", "maxItems": -1}}}}}}}`,
+			[]string{"p.json: /properties/look_Activity/properties/output/properties/hits/maxItems: not a valid JSON Schema: minimum: got -1, want 0"}},
+		{"said once where the compiler says it",
+			`{"properties": {"a": 42, "b": {"type": "object", "properties": {"x": {}}, "required": "x"}}}`,
+			[]string{
+				`p.json: /properties/a: step "a" must be an object schema, not 42`,
+				`p.json: /properties/b/required: required must be an array of property names, not "x"`,
+			}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := Compile(context.Background(), "p.json", parse(t, tt.doc), Options{})
+			var list schema.ErrorList
+			if !errors.As(err, &list) {
+				t.Fatalf("err = %v (%T), want a schema.ErrorList", err, err)
+			}
+			list.Sort()
+			if got := list.Error(); got != strings.Join(tt.want, "\n") {
+				t.Errorf("err:\n%s\nwant:\n%s", got, strings.Join(tt.want, "\n"))
+			}
+		})
+	}
+}
+
+// TestEmptyStepName: a step named "" is refused at its own path, in a
+// context and at the top, and the rest of the process is still checked.
+func TestEmptyStepName(t *testing.T) {
+	doc := parse(t, `{"properties": {
+		"llmContext1": {"properties": {"ok": {}, "": {"type": "object"}}},
+		"": {"type": "object"},
+		"later": {"references": ["missing"]}}}`)
+	_, err := Compile(context.Background(), "names.json", doc, Options{})
+	want := []string{
+		`names.json: /properties/llmContext1/properties/: a step's name is empty: a step needs a name, which its results and references go by`,
+		`names.json: /properties/: a step's name is empty: a step needs a name, which its results and references go by`,
+		`names.json: /properties/later/references/0: step "later" references "missing", which names no step`,
+	}
+	if err == nil || err.Error() != strings.Join(want, "\n") {
+		t.Errorf("err:\n%v\nwant:\n%s", err, strings.Join(want, "\n"))
 	}
 }

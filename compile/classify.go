@@ -131,9 +131,16 @@ func (c *compiler) collectSteps() {
 }
 
 // readable reports whether a context or step name reads as it is written
-// (schema.CheckName), and reports it at the properties holding it when
-// not. The path stops above the name: an error line never prints it raw.
+// (schema.CheckName) and is not empty, and reports it when not: an
+// unreadable name at the properties holding it — the path stops above the
+// name, so that an error line never prints it raw — and an empty one at
+// its own path (".../properties/").
 func (c *compiler) readable(what, name string, props jsonv.Pointer) bool {
+	if name == "" {
+		// Nothing to print raw: the path names the member.
+		c.errorf(props.Append(""), "a %s's name is empty: a %s needs a name, which its results and references go by", what, what)
+		return false
+	}
 	if err := schema.CheckName(name); err != nil {
 		c.errorf(props, "%s name %q %v: a %s's name must read as it is written", what, name, err, what)
 		return false

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/augceo/vibe/compose"
@@ -110,6 +111,11 @@ func compile(ctx context.Context, file string, doc jsonv.Value, opts Options) (*
 			break // what else is wrong can wait until the process has a sensible size
 		}
 	}
+	if !c.over {
+		if c.checkSchema(); c.stopped() {
+			return nil, stopped(ctx, file)
+		}
+	}
 	if err := c.errs.Err(); err != nil {
 		return nil, err
 	}
@@ -205,6 +211,123 @@ func (c *compiler) checkRequired() {
 		}
 		return nil
 	})
+}
+
+// checkSchema compiles the flattened document as a draft 2020-12 schema,
+// as the engine compiles the schemas it cuts from it when the process runs
+// (a chunk's, a step's output, a person's answer): a pattern that is no
+// regular expression, a "type" that is no type, a "minimum" that is no
+// number would otherwise fail the process later, at its first check. Each
+// problem is reported where it is, once — the first the validator gives:
+// a "type" of "strng" breaks both alternatives of the metaschema's, a type
+// name and an array of them, and the first says what was meant — but for
+// one at a place the compiler has reported already, which says it better.
+//
+// Each step's schema is compiled on its own, and what is left of the
+// document without them — its contexts, thinking fields and keywords —
+// after; each distinct schema once (validSchemas): a pipeline repeats its
+// instructions, and a server starts the same process again and again.
+func (c *compiler) checkSchema() {
+	var found []*schema.Error
+	// The steps (true) and the objects on the way to them (false).
+	way := make(map[jsonv.Pointer]bool, 2*len(c.steps))
+	for _, st := range c.steps {
+		if !c.alive() {
+			return
+		}
+		way[st.Path] = true
+		for p := st.Path.Parent(); ; p = p.Parent() {
+			if _, ok := way[p]; ok {
+				break
+			}
+			if way[p] = false; p == "" {
+				break
+			}
+		}
+		for _, e := range checkStep(st.Schema) {
+			found = append(found, &schema.Error{File: c.file, Path: st.Path + e.Path, Message: e.Message, Err: e.Err})
+		}
+	}
+	for _, e := range checkCached(withoutSteps(c.doc, "", way)) {
+		found = append(found, &schema.Error{File: c.file, Path: e.Path, Message: e.Message, Err: e.Err})
+	}
+	reported := make(map[jsonv.Pointer]bool, len(c.errs)+len(found))
+	for _, e := range c.errs {
+		reported[e.Path] = true
+	}
+	for _, e := range found {
+		if !reported[e.Path] {
+			c.errs = append(c.errs, e)
+			reported[e.Path] = true
+		}
+	}
+}
+
+// validSchemas are schemas the validator compiled, by their JSON: steps'
+// (without "references") and what is left of documents without them. It
+// is emptied when full, which bounds it without bookkeeping.
+var validSchemas struct {
+	sync.Mutex
+	m map[string]bool
+}
+
+const maxValidSchemas = 4096
+
+// checkStep compiles a step's schema and returns its problems, located
+// within it. "references" is no keyword of JSON Schema, and no two steps of
+// a pipeline share theirs: it is left out, so that the steps of one
+// instruction share one compilation.
+func checkStep(s jsonv.Value) []*schema.Error {
+	if o := s.Object(); o != nil && o.Has("references") {
+		bare := jsonv.NewObject(o.Len())
+		for _, m := range o.Members() {
+			if m.Name != "references" {
+				bare.Set(m.Name, m.Value)
+			}
+		}
+		s = bare.Value()
+	}
+	return checkCached(s)
+}
+
+// checkCached compiles s, once while it is in validSchemas, and returns
+// its problems, located within it.
+func checkCached(s jsonv.Value) []*schema.Error {
+	key := string(jsonv.Marshal(s))
+	validSchemas.Lock()
+	ok := validSchemas.m[key]
+	validSchemas.Unlock()
+	if ok {
+		return nil
+	}
+	if _, err := schema.NewValidator("", s, schema.ValidatorOptions{}); err != nil {
+		return schema.Errors(err, "")
+	}
+	validSchemas.Lock()
+	if validSchemas.m == nil || len(validSchemas.m) >= maxValidSchemas {
+		validSchemas.m = make(map[string]bool)
+	}
+	validSchemas.m[key] = true
+	validSchemas.Unlock()
+	return nil
+}
+
+// withoutSteps is v, at in the document, without the steps' schemas (way:
+// the steps, true, and the objects on the way to them, false): whether a
+// schema is valid is a matter of each keyword's value, so what is left is
+// checked as well without them. Only the objects on the way are copied.
+func withoutSteps(v jsonv.Value, at jsonv.Pointer, way map[jsonv.Pointer]bool) jsonv.Value {
+	o := v.Object()
+	if onWay, ok := way[at]; !ok || onWay || o == nil {
+		return v
+	}
+	out := jsonv.NewObject(o.Len())
+	for _, m := range o.Members() {
+		if p := at.Append(m.Name); !way[p] {
+			out.Set(m.Name, withoutSteps(m.Value, p, way))
+		}
+	}
+	return out.Value()
 }
 
 // errStop ends a walk the context ended.

@@ -35,6 +35,12 @@
 // "action" and "fireAndForget". Project removes every engine keyword from
 // what a model sees.
 //
+// The flattened document must be a valid draft 2020-12 schema, as the
+// engine's validator compiles the schemas cut from it when the process
+// runs: a "pattern" that is no regular expression, a "type" that is no
+// type, a "minimum" that is no number is a compile error at its path. So
+// is a step named "".
+//
 // Process state is one object: a context's step results under
 // state[context][step], a plain step's under state[step]. A reference
 // names a path in it, and MinimalContext builds, from the state and a

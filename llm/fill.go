@@ -135,7 +135,7 @@ func Repair(ctx context.Context, p Provider, t Task, answer string, parseErr err
 func fill(ctx context.Context, p Provider, t Task, req *Request, spent int, opts Options) (*Result, error) {
 	v, err := schema.Cached(t.Schema)
 	if err != nil {
-		return nil, fmt.Errorf("step %s: %w", t.Name, err)
+		return nil, fmt.Errorf("step %s: %w: %w", t.Name, ErrBadSchema, err)
 	}
 	repairs := opts.MaxRepairs
 	if repairs == 0 {

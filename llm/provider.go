@@ -98,6 +98,12 @@ type Response struct {
 // recording the answer against a live model can.
 var ErrNotRecorded = errors.New("no recorded answer")
 
+// ErrBadSchema is wrapped by Fill's error when the task's schema is no
+// schema the validator compiles (a pattern that is no regular expression,
+// a "type" that is no type): no answer can fit it, and trying again cannot
+// mend it. Nothing is sent.
+var ErrBadSchema = errors.New("the schema is invalid")
+
 // APIError is an error answer of a model endpoint, after the provider's own
 // retries gave up.
 type APIError struct {

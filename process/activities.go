@@ -141,7 +141,8 @@ func (a *Activities) FillChecked(ctx context.Context, in FillInput, check func(j
 // FillError is the error an activity that fills LLM chunks fails with,
 // for an error of llm.Fill (or ErrNoProvider): what trying again cannot
 // mend is non-retryable, of the type that says what it is — no provider
-// (ErrTypeNoProvider), no recorded answer (ErrTypeNotRecorded), an answer
+// (ErrTypeNoProvider), no recorded answer (ErrTypeNotRecorded), a schema
+// the validator refuses (ErrTypeBadSchema), an answer
 // that kept breaking its schema (ErrTypeInvalidAnswer, with the turns in
 // its details, so that the process shows what the model answered and what
 // was wrong with it, by path), a request the endpoint refuses
@@ -156,6 +157,8 @@ func FillError(err error) error {
 		return temporal.NewNonRetryableApplicationError(err.Error(), ErrTypeNoProvider, err)
 	case errors.Is(err, llm.ErrNotRecorded):
 		return temporal.NewNonRetryableApplicationError(err.Error(), ErrTypeNotRecorded, err)
+	case errors.Is(err, llm.ErrBadSchema):
+		return temporal.NewNonRetryableApplicationError(err.Error(), ErrTypeBadSchema, err)
 	case errors.As(err, &ie):
 		return temporal.NewNonRetryableApplicationError(err.Error(), ErrTypeInvalidAnswer, err,
 			FillOutput{Usage: ie.Usage, Requests: ie.Requests, Turns: ie.Turns})
@@ -324,5 +327,10 @@ type CheckInput struct {
 // validator itself. It returns the problems by path, none when the value
 // fits.
 func CheckValue(_ context.Context, in CheckInput) ([]schema.Invalid, error) {
-	return schema.Check(in.Schema, in.Value)
+	problems, err := schema.Check(in.Schema, in.Value)
+	if err != nil {
+		// The schema itself is wrong: checking again cannot mend it.
+		return nil, temporal.NewNonRetryableApplicationError(fmt.Sprintf("the schema to check against is invalid: %v", err), ErrTypeBadSchema, err)
+	}
+	return problems, nil
 }

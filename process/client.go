@@ -52,7 +52,9 @@ type Client struct {
 
 // StartOptions says which process to start and with what.
 type StartOptions struct {
-	// Process is a registry URI (aug:processes/schedule-meeting) …
+	// Process is a registry URI (aug:processes/schedule-meeting; with a
+	// fragment, #/json/pointer or #stepName, the part of the document it
+	// names) …
 	Process string
 	// … or Document an inline process schema (uncompiled), named File in
 	// errors, …
@@ -79,7 +81,8 @@ type Started struct {
 }
 
 // Start compiles the process and starts its workflow. A process that does
-// not compile gives the compiler's errors (schema.ErrorList), and so does
+// not compile gives the compiler's errors (schema.ErrorList) — a schema
+// the validator would refuse when the process runs is one — and so does
 // one whose steps' inputs do not fit what their actions declare they take
 // (an MCP tool's input schema), a located error per mismatch; a first value
 // the process does not take, a *FirstError; a start past the engine's
@@ -116,7 +119,8 @@ func (c *Client) Start(ctx context.Context, opts StartOptions) (*Started, error)
 }
 
 // Prepare compiles the process opts names and checks its steps against the
-// worker's actions, as Start does, and returns the workflow input that
+// worker's actions, as Start does (a process URI whose fragment names
+// nothing is an error wrapping registry.ErrNotFound), and returns the workflow input that
 // runs it (with opts' prompt, input, first value and system text) and
 // whether it is a direct server call. It starts nothing: a batch starts
 // one prepared process per item.
@@ -144,13 +148,16 @@ func (c *Client) Prepare(ctx context.Context, opts StartOptions) (Start, bool, e
 		if c.Registry == nil {
 			return Start{}, false, fmt.Errorf("cannot start %s: %w", opts.Process, registry.ErrNoRegistry)
 		}
-		var d *registry.Document
-		d, err = c.Registry.Document(opts.Process)
+		var (
+			d   *registry.Document
+			doc jsonv.Value
+		)
+		d, doc, file, err = c.resolve(opts.Process)
 		if err != nil {
 			return Start{}, false, err
 		}
-		name, file = path.Base(d.URI.Path), d.File
-		p, err = compile.Compile(ctx, d.File, d.Value, copts)
+		name = path.Base(d.URI.Path)
+		p, err = compile.Compile(ctx, file, doc, copts)
 	case opts.Document.Object() != nil:
 		name = wfid.Slug(opts.Document.Lookup("title").Str(), "process")
 		file = opts.File
@@ -171,6 +178,52 @@ func (c *Client) Prepare(ctx context.Context, opts StartOptions) (Start, bool, e
 		opts.Prompt = p.Prompt
 	}
 	return Start{Name: name, Program: p.Program(), Prompt: opts.Prompt, Input: opts.Input, First: opts.First, System: opts.System}, p.Direct != nil, nil
+}
+
+// resolve finds the process a registry URI names: its document, the
+// schema to compile and the name of that schema in errors. A URI with a
+// fragment (#/json/pointer, #stepName) names that part of the document,
+// which must exist: a fragment that names nothing is an error wrapping
+// registry.ErrNotFound, one that names no schema object a located error.
+// The part is compiled through a "$ref" to it, so that its own references
+// resolve in its document.
+func (c *Client) resolve(uri string) (*registry.Document, jsonv.Value, string, error) {
+	u, err := registry.ParseURI(uri)
+	if err != nil {
+		return nil, jsonv.Value{}, "", err
+	}
+	if u.Fragment == "" {
+		d, err := c.Registry.Document(uri)
+		if err != nil {
+			return nil, jsonv.Value{}, "", err
+		}
+		return d, d.Value, d.File, nil
+	}
+	t, err := c.Registry.Resolve(uri)
+	if err != nil {
+		if errors.Is(err, registry.ErrNotFound) {
+			return nil, jsonv.Value{}, "", fmt.Errorf("cannot start %s: %w", uri, err)
+		}
+		// An ambiguous step name, a malformed pointer: the URI's mistake.
+		return nil, jsonv.Value{}, "", &schema.Error{File: uri, Message: err.Error(), Err: err}
+	}
+	if t.Value.Object() == nil {
+		return nil, jsonv.Value{}, "", schema.Errorf(t.Document.File, t.Pointer, "%s names %s, not a process schema (an object)", uri, kindName(t.Value))
+	}
+	ref := registry.URI{Path: t.Document.URI.Path, Version: t.Document.URI.Version, Fragment: u.Fragment}.String()
+	return t.Document, jsonv.ObjectValue(jsonv.Member{Name: "$ref", Value: jsonv.StringValue(ref)}), uri, nil
+}
+
+// kindName is "a string", "an array", … for a value's kind, in errors.
+func kindName(v jsonv.Value) string {
+	switch k := v.Kind(); k {
+	case jsonv.KindArray, jsonv.KindObject:
+		return "an " + k.String()
+	case jsonv.KindNull:
+		return "null"
+	default:
+		return "a " + k.String()
+	}
 }
 
 // memoProcess reads the process name from a workflow's memo.

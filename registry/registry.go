@@ -282,7 +282,7 @@ func Fragment(doc jsonv.Value, frag string) (jsonv.Pointer, error) {
 			return "", err
 		}
 		if _, err := doc.At(p); err != nil {
-			return "", fmt.Errorf("fragment #%s: %w", frag, err)
+			return "", fmt.Errorf("fragment #%s: %w", frag, missing{err})
 		}
 		return p, nil
 	}
@@ -308,6 +308,13 @@ func Fragment(doc jsonv.Value, frag string) (jsonv.Pointer, error) {
 	}
 	return "", fmt.Errorf("step name %q is ambiguous: it names %d properties (%s); use a JSON Pointer fragment", frag, len(found), strings.Join(paths, ", "))
 }
+
+// missing is a JSON Pointer that names nothing in a document: a
+// jsonv.ErrNotFound, and an ErrNotFound of the registry too.
+type missing struct{ err error }
+
+func (m missing) Error() string   { return m.err.Error() }
+func (m missing) Unwrap() []error { return []error{m.err, ErrNotFound} }
 
 // Names lists the documents under folder (such as "instructions"), as paths
 // relative to it without ".json" or "@N", sorted and without duplicates.

@@ -165,8 +165,13 @@ func TestFragments(t *testing.T) {
 	if _, err := r.Resolve("aug:processes/p#identifyParticipants"); !errors.Is(err, ErrNotFound) {
 		t.Errorf("unknown step: %v", err)
 	}
-	if _, err := r.Resolve("aug:processes/p#/nope"); err == nil {
-		t.Error("unknown pointer accepted")
+	// A pointer that names nothing is not found, as a name is: the API
+	// answers 404 for either.
+	for _, ref := range []string{"aug:processes/p#/nope", "aug:processes/p#/properties/llmContext1/properties/x", "aug:processes/p#/properties/llmContext1/required/3"} {
+		_, err := r.Resolve(ref)
+		if !errors.Is(err, ErrNotFound) || !errors.Is(err, jsonv.ErrNotFound) || !strings.HasPrefix(err.Error(), ref+": fragment #") {
+			t.Errorf("%s: %v", ref, err)
+		}
 	}
 }
 

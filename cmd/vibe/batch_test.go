@@ -569,7 +569,10 @@ func TestBatchScaleOut(t *testing.T) {
 // process in the query, and JSON items with the process inline — kills the
 // serve while they run, starts it again, and reads each batch's status and
 // result lines: the spooled batches were resumed and every line has its
-// result once. The same JSON body given again names the same batch.
+// result once. The same JSON body given again names the same batch. A
+// batch whose process does not compile, or whose URI's fragment names
+// nothing, or that gives a process and a pipeline, is refused (422, 404,
+// 400) and not spooled.
 func TestBatchesAPI(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts vibe serve twice")
@@ -612,6 +615,26 @@ func TestBatchesAPI(t *testing.T) {
 	}
 	if status, got = post("application/json", "/v1/batches", `{"process": "aug:processes/moderate", "size": 0, "items": []}`); status != http.StatusBadRequest || !strings.Contains(fmt.Sprint(got), "/size") {
 		t.Errorf("a size of 0: %d %v", status, got)
+	}
+	// What its run would refuse is refused before the batch is taken, as
+	// POST /v1/processes refuses it, and nothing of it is spooled.
+	for body, want := range map[string]string{
+		`{"process": {"properties": {"a": {"type": "object", "properties": {"b": {"type": "string", "pattern": "(["}}}}}, "id": "bad-1", "items": ["x"]}`: "422 /properties/a/properties/b/pattern",
+		`{"process": "aug:processes/moderate#/nope/x", "id": "bad-2", "items": ["x"]}`:                                                                    "404 #/nope/x",
+		`{"process": "aug:processes/moderate", "pipeline": "\"x\" | Moderate", "id": "bad-3", "items": ["x"]}`:                                            "400 /pipeline",
+	} {
+		code, what, _ := strings.Cut(want, " ")
+		if status, got = post("application/json", "/v1/batches", body); strconv.Itoa(status) != code || !strings.Contains(fmt.Sprint(got), what) {
+			t.Errorf("%s: %d %v, want %s", body, status, got, want)
+		}
+	}
+	if spooled, _ := filepath.Glob(filepath.Join(data, "batches", "bad-*")); len(spooled) > 0 {
+		t.Errorf("refused batches were spooled: %v", spooled)
+	}
+	if resp, err := http.Get(base + "/v1/batches/bad-1"); err != nil {
+		t.Error(err)
+	} else if resp.Body.Close(); resp.StatusCode != http.StatusNotFound {
+		t.Errorf("GET a refused batch: %d, want 404", resp.StatusCode)
 	}
 
 	waitUntil(t, "a few model calls", time.Minute, func() bool { return model.Requests() >= 2 })
