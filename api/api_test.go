@@ -25,6 +25,8 @@ type fakeProcesses struct {
 	answers []string
 	// startErr, when set, is Start's error.
 	startErr error
+	// listErr, when set, is List's error, given with a page of one.
+	listErr error
 }
 
 func (f *fakeProcesses) Start(ctx context.Context, opts process.StartOptions) (*process.Started, error) {
@@ -55,6 +57,9 @@ func (f *fakeProcesses) Get(ctx context.Context, id string) (*process.Info, erro
 
 // List pages over five processes; its cursor is the offset.
 func (f *fakeProcesses) List(ctx context.Context, opts process.ListOptions) (process.Page, error) {
+	if f.listErr != nil {
+		return process.Page{Processes: []process.Summary{{ID: "p-5"}}}, f.listErr
+	}
 	all := []string{"p-5", "p-4", "p-3", "p-2", "p-1"}
 	from := 0
 	if opts.Cursor != "" {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/augceo/vibe/agent"
 	"github.com/augceo/vibe/batch"
+	"github.com/augceo/vibe/internal/diskspace"
 	"github.com/augceo/vibe/llm"
 	"github.com/augceo/vibe/process"
 	"github.com/augceo/vibe/registry"
@@ -48,7 +49,8 @@ func writeError(w http.ResponseWriter, status int, e *apiError) {
 
 // failed writes the error of a call to Processes: the caller's mistakes as
 // 4xx, each with what to change; the engine's own failures as 503 (it may
-// pass) or 500, logged.
+// pass) or 500, and a full disk under the engine ("no space left on
+// device", SQLite's "database or disk is full") as 507, logged.
 func (s *server) failed(w http.ResponseWriter, r *http.Request, err error) {
 	var (
 		list       schema.ErrorList
@@ -116,6 +118,11 @@ func (s *server) failed(w http.ResponseWriter, r *http.Request, err error) {
 		writeError(w, http.StatusUnprocessableEntity, e)
 	case errors.Is(err, llm.ErrNotRecorded):
 		writeError(w, http.StatusUnprocessableEntity, &apiError{Error: err.Error()})
+	case diskspace.Is(err):
+		// The engine's disk is full: the operator's to fix, and said as
+		// such, not as a timeout or an empty list.
+		s.opts.Logger.Error("api: request failed", "method", r.Method, "path", r.URL.Path, "err", err)
+		writeError(w, http.StatusInsufficientStorage, &apiError{Error: err.Error()})
 	default:
 		status := engineStatus(err)
 		switch {

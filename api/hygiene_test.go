@@ -5,10 +5,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"syscall"
 	"testing"
 
 	"go.temporal.io/api/serviceerror"
@@ -197,6 +199,9 @@ func TestStartErrors(t *testing.T) {
 		{"the engine down", serviceerror.NewUnavailable("connection refused"), 503, "connection refused", "", nil},
 		{"the engine too slow", context.DeadlineExceeded, 503, "deadline", "", nil},
 		{"anything else", errors.New("disk on fire"), 500, "disk on fire", "", nil},
+		{"a full disk under the engine", fmt.Errorf("start x: %w", serviceerror.NewFailedPrecondition("no space left on device on /data (0 B free): the engine cannot write temporal.db; free some space there, then try again")), 507, "start x: no space left on device on /data", "", nil},
+		{"SQLite's full disk", serviceerror.NewUnavailable("database or disk is full (13)"), 507, "database or disk is full", "", nil},
+		{"ENOSPC", &fs.PathError{Op: "write", Path: "/data/batches/b.jsonl", Err: syscall.ENOSPC}, 507, "/data/batches/b.jsonl: no space left on device", "", nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -301,6 +306,32 @@ func TestLoopbackGuard(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestListErrors: a list that fails is answered with its error and a
+// 5xx — 507 for a full disk, 503 for an engine that may come back, 500
+// otherwise — never as 200 with the page that came with it, or an empty
+// one.
+func TestListErrors(t *testing.T) {
+	tests := []struct {
+		err  error
+		code int
+	}{
+		{fmt.Errorf("list processes: %w", serviceerror.NewFailedPrecondition("no space left on device on /data (1 MiB free): the engine cannot record what happens to processes, so a list now may miss some; free some space there, then try again")), 507},
+		{fmt.Errorf("list processes: %w", serviceerror.NewUnavailable("connection refused")), 503},
+		{fmt.Errorf("list processes: %w", context.DeadlineExceeded), 503},
+		{fmt.Errorf("list processes: %w", serviceerror.NewInternal("sql: no rows")), 500},
+	}
+	for _, tt := range tests {
+		h := Handler(&fakeProcesses{listErr: tt.err}, quiet())
+		code, out, raw := call(t, h, "GET", "/v1/processes", "", "")
+		if code != tt.code || out["error"] != tt.err.Error() {
+			t.Errorf("%v: %d %s, want %d with the error", tt.err, code, raw, tt.code)
+		}
+		if _, ok := out["processes"]; ok {
+			t.Errorf("%v: answered a list: %s", tt.err, raw)
+		}
 	}
 }
 

@@ -52,6 +52,29 @@
 // never migrated, so the server version is pinned by go.mod and an upgrade of
 // go.temporal.io/server needs a plan for existing files.
 //
+// # A full disk, a damaged database
+//
+// On a full disk Temporal retries its database writes and never says why:
+// a client's start times out ("context deadline exceeded" after 10 s),
+// and its lists leave out the workflows whose records it could not write.
+// So the client of the embedded engine (and of Attach) reads the free
+// space of the data directory's filesystem: while it is under 4 MiB,
+// starts, signals, updates (a person's answer), cancels and lists are
+// refused at once with a FailedPrecondition error that says "no space left
+// on device on DIR (N free)", and a read of one workflow that fails
+// meanwhile says so too. Reads that succeed are answered: a workflow's own
+// state is right on a full disk. The start logs a warning when the disk is
+// full.
+//
+// SQLite reads a damaged page only when a query needs it, so the server
+// would start on a damaged temporal.db and its processes on the damaged
+// pages would time out one by one. Start therefore runs PRAGMA
+// quick_check on temporal.db before the server opens it, every time, and
+// refuses a file that fails it with [ErrDamagedDB]: the error names the
+// file and says what the check found and what to do. The check reads the
+// whole file: 5 ms on a new one, about 0.1 s on 70 MB (3,000 finished
+// workflows) from the page cache, 0.3 s from disk.
+//
 // # Why a lock file
 //
 // SQLite would let two processes open temporal.db, but two Temporal servers

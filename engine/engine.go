@@ -22,6 +22,8 @@ import (
 	sdktemporal "go.temporal.io/sdk/temporal"
 	"go.temporal.io/server/temporal"
 	"google.golang.org/grpc"
+
+	"github.com/augceo/vibe/internal/diskspace"
 )
 
 // Defaults for the zero Options.
@@ -128,6 +130,10 @@ type Options struct {
 	// the engine, and ConnectionOptions.TLS by the embedded engine, Attach
 	// and a non-nil TLS; a nil Logger is replaced by one writing to Logger.
 	ClientOptions client.Options
+
+	// freeSpace reads the free space of DataDir's filesystem; nil means
+	// diskspace.Free. Tests set it to simulate a full disk.
+	freeSpace diskspace.FreeFunc
 }
 
 // ErrNotRunning is returned (wrapped) by Attach when no engine runs on the
@@ -159,6 +165,12 @@ type Engine struct {
 // A data directory can be used by one engine at a time; Start fails if
 // another process (or another Engine in this process) has it. Use Attach to
 // connect to that engine instead.
+//
+// The embedded engine refuses a temporal.db that fails SQLite's
+// quick_check (ErrDamagedDB), and its client refuses to start, signal,
+// update, cancel or list workflows while the data directory's disk is
+// full; see "A full disk, a damaged database" in the package
+// documentation.
 func Start(ctx context.Context, opts Options) (*Engine, error) {
 	if opts.Namespace == "" {
 		opts.Namespace = DefaultNamespace
@@ -234,6 +246,9 @@ func startEmbedded(ctx context.Context, opts Options, co client.Options) (_ *Eng
 			_ = e.close()
 		}
 	}()
+	if full := diskspace.Check(opts.freeSpace, dir, ""); full != nil {
+		opts.Logger.Warn("the data dir's disk is full: processes cannot be started, answered, cancelled or listed until it has room", "err", full)
+	}
 	files, err := tightenDataFiles(dir)
 	if err != nil {
 		return nil, err
@@ -260,6 +275,7 @@ func startEmbedded(ctx context.Context, opts Options, co client.Options) (_ *Eng
 
 	co.HostPort = hostPort
 	co.ConnectionOptions.TLS = certs.clientConfig()
+	co = withSpaceGuard(co, dir, opts.freeSpace)
 	if e.client, err = client.NewLazyClient(co); err != nil {
 		return nil, fmt.Errorf("create temporal client: %w", err)
 	}
@@ -320,6 +336,7 @@ func Attach(ctx context.Context, opts Options) (*Engine, error) {
 			var d net.Dialer
 			return d.DialContext(ctx, "tcp", addr)
 		}))
+	opts.ClientOptions = withSpaceGuard(opts.ClientOptions, opts.DataDir, opts.freeSpace)
 	return Start(ctx, opts)
 }
 

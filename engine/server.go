@@ -276,10 +276,11 @@ func dynamicConfig(noSystemWorkers bool) dynamicconfig.StaticClient {
 	return dc
 }
 
-// prepareDB creates the schema if the database file is new, and the
-// namespace with Vibe's search attributes if it does not exist. Both must
-// happen before the server starts: the server neither creates a schema nor
-// sees a namespace inserted behind its back until its cache refreshes.
+// prepareDB checks an existing database file (checkDB) or creates the
+// schema in a new one, and creates the namespace with Vibe's search
+// attributes if it does not exist. All must happen before the server
+// starts: the server neither creates a schema nor sees a namespace
+// inserted behind its back until its cache refreshes.
 func prepareDB(sqlCfg *config.SQL, opts Options) error {
 	isNew, err := createDBFile(sqlCfg.DatabaseName)
 	if err != nil {
@@ -293,6 +294,8 @@ func prepareDB(sqlCfg *config.SQL, opts Options) error {
 			}
 			return fmt.Errorf("create sqlite schema in %s: %w", sqlCfg.DatabaseName, err)
 		}
+	} else if err := checkDB(sqlCfg.DatabaseName); err != nil {
+		return err
 	}
 
 	ns, err := sqlite.NewNamespaceConfig(clusterName, opts.Namespace, false, searchAttributeTypes(opts.SearchAttributes))
