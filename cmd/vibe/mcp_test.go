@@ -100,6 +100,22 @@ func TestMCPStdio(t *testing.T) {
 	id := <-ids
 
 	cs = vibeMCP(t, nil, args...)
+	// An answer past process.MaxAnswerSize is refused by name, and the
+	// process goes on waiting for a good one.
+	huge := map[string]any{"confirmInvitation": map[string]any{"decision": "Approve", "note": strings.Repeat("x", process.MaxAnswerSize)}}
+	res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "answer_process", Arguments: map[string]any{"id": id, "answer": huge}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var said strings.Builder
+	for _, c := range res.Content {
+		if tc, ok := c.(*mcp.TextContent); ok {
+			said.WriteString(tc.Text)
+		}
+	}
+	if !res.IsError || !strings.Contains(said.String(), "past the limit of 512 KiB on an answer") {
+		t.Errorf("an answer too large: %v %s", res.IsError, said.String())
+	}
 	res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "answer_process", Arguments: map[string]any{"id": id, "answer": map[string]any{"confirmInvitation": map[string]any{"decision": "Approve"}}}})
 	if err != nil {
 		t.Fatal(err)
