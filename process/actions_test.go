@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
 
 	"github.com/augceo/vibe/action"
@@ -70,5 +71,22 @@ func TestRunActions(t *testing.T) {
 		if got != want[k] {
 			t.Errorf("call %d: %s, want %s", k, got, want[k])
 		}
+	}
+}
+
+// TestFillTooLarge: a model's answer that, with its turns, is past
+// MaxResultSize fails the fill at once, non-retryably, by name, instead
+// of being refused by the engine and retried until the step times out.
+func TestFillTooLarge(t *testing.T) {
+	big := `{"note":{"text":"` + strings.Repeat("x", MaxResultSize/2) + `"}}`
+	a := &Activities{Provider: &scripted{answers: map[string]string{"LLM_c": big}}, Logger: quietLogger()}
+	var s testsuite.WorkflowTestSuite
+	env := s.NewTestActivityEnvironment()
+	env.RegisterActivityWithOptions(a.Fill, activity.RegisterOptions{Name: FillName})
+	schema := jsonv.ObjectValue(jsonv.Member{Name: "type", Value: jsonv.StringValue("object")})
+	_, err := env.ExecuteActivity(FillName, FillInput{Chunk: "LLM_c", Schema: schema, Context: jsonv.NewObject(0).Value()})
+	var app *temporal.ApplicationError
+	if !errors.As(err, &app) || app.Type() != ErrTypeTooLarge || !app.NonRetryable() || !strings.Contains(err.Error(), "chunk LLM_c: the model's answer with its turns is") {
+		t.Fatalf("a fill past the limit: %v", err)
 	}
 }
