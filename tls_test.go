@@ -1,55 +1,18 @@
 package vibe
 
 import (
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/sha256"
 	"crypto/tls"
 	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"io"
-	"math/big"
 	"net/http"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
-)
 
-// selfSigned writes a self-signed certificate for vibe.test, valid from
-// notBefore to notAfter, and its key to dir, and returns the files and the
-// certificate.
-func selfSigned(t *testing.T, dir string, notBefore, notAfter time.Time) (certFile, keyFile string, cert *x509.Certificate) {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(time.Now().UnixNano()), Subject: pkix.Name{CommonName: "vibe.test"},
-		DNSNames: []string{"vibe.test"}, NotBefore: notBefore, NotAfter: notAfter,
-		KeyUsage: x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-		BasicConstraintsValid: true, IsCA: true}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	keyDER, err := x509.MarshalPKCS8PrivateKey(key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	certFile, keyFile = filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
-	if err := os.WriteFile(certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: keyDER}), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	cert, _ = x509.ParseCertificate(der)
-	return certFile, keyFile, cert
-}
+	"github.com/augceo/vibe/internal/tlstest"
+)
 
 // TestServeTLS: with ServeOptions.TLS, Serve speaks HTTPS only, TLS 1.2 at
 // least, to a client that trusts the certificate; the address file says
@@ -58,7 +21,7 @@ func selfSigned(t *testing.T, dir string, notBefore, notAfter time.Time) (certFi
 // server with another certificate.
 func TestServeTLS(t *testing.T) {
 	dir := t.TempDir()
-	certFile, keyFile, cert := selfSigned(t, dir, time.Now().Add(-time.Hour), time.Now().Add(time.Hour))
+	certFile, keyFile, cert := tlstest.SelfSigned(t, dir, time.Now().Add(-time.Hour), time.Now().Add(time.Hour))
 	cfg, err := ServerTLS(certFile, keyFile)
 	if err != nil {
 		t.Fatal(err)
@@ -116,11 +79,11 @@ func TestServeTLS(t *testing.T) {
 // TestServerTLSErrors: what is wrong names its file.
 func TestServerTLSErrors(t *testing.T) {
 	dir := t.TempDir()
-	certFile, keyFile, _ := selfSigned(t, dir, time.Now().Add(-time.Hour), time.Now().Add(time.Hour))
+	certFile, keyFile, _ := tlstest.SelfSigned(t, dir, time.Now().Add(-time.Hour), time.Now().Add(time.Hour))
 	other := t.TempDir()
-	_, otherKey, _ := selfSigned(t, other, time.Now().Add(-time.Hour), time.Now().Add(time.Hour))
+	_, otherKey, _ := tlstest.SelfSigned(t, other, time.Now().Add(-time.Hour), time.Now().Add(time.Hour))
 	old := t.TempDir()
-	oldCert, oldKey, _ := selfSigned(t, old, time.Now().Add(-48*time.Hour), time.Now().Add(-24*time.Hour))
+	oldCert, oldKey, _ := tlstest.SelfSigned(t, old, time.Now().Add(-48*time.Hour), time.Now().Add(-24*time.Hour))
 	missing := filepath.Join(dir, "missing.pem")
 	for _, tt := range []struct{ cert, key, want string }{
 		{missing, keyFile, "certificate: open " + missing},

@@ -2,26 +2,21 @@ package main
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
 	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
-	"crypto/x509/pkix"
 	"encoding/base64"
 	"encoding/hex"
-	"encoding/pem"
-	"math/big"
 	"net"
 	"net/http"
 	"net/url"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/augceo/vibe/api"
+	"github.com/augceo/vibe/internal/tlstest"
 	"github.com/augceo/vibe/process"
 )
 
@@ -85,37 +80,6 @@ func TestServeFlags(t *testing.T) {
 	}
 }
 
-// selfSigned writes a self-signed certificate for vibe.test and its key to
-// dir, and returns the files and the certificate.
-func selfSigned(t *testing.T, dir string) (certFile, keyFile string, cert *x509.Certificate) {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "vibe.test"}, DNSNames: []string{"vibe.test"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
-		KeyUsage: x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-		BasicConstraintsValid: true, IsCA: true}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	keyDER, err := x509.MarshalPKCS8PrivateKey(key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	certFile, keyFile = filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
-	if err := os.WriteFile(certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: keyDER}), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	cert, _ = x509.ParseCertificate(der)
-	return certFile, keyFile, cert
-}
-
 // TestServeHTTPS: vibe serve --https-cert --https-key, off loopback,
 // serves the API and the console over HTTPS only, to a client that trusts
 // the certificate, and says so without the cleartext warning; the
@@ -126,7 +90,7 @@ func TestServeHTTPS(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts vibe serve")
 	}
-	certFile, keyFile, cert := selfSigned(t, t.TempDir())
+	certFile, keyFile, cert := tlstest.SelfSigned(t, t.TempDir(), time.Now().Add(-time.Hour), time.Now().Add(24*time.Hour))
 	data := t.TempDir()
 	_, port, _ := net.SplitHostPort(freeAddr(t))
 	_, out := child(t, "serve", "--data", data, "--addr", "0.0.0.0:"+port, "--token", testToken, "--https-cert", certFile, "--https-key", keyFile, "--ui-listen", "")
