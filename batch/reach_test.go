@@ -21,6 +21,8 @@ func TestUnreachable(t *testing.T) {
 		{serviceerror.NewUnavailable("connection refused"), true},
 		{fmt.Errorf("read: %w", serviceerror.NewDeadlineExceeded("slow")), true},
 		{context.DeadlineExceeded, true},
+		{serviceerror.NewFailedPrecondition("no space left on device on .vibe (1.2 MiB free): the engine cannot write temporal.db"), true},
+		{serviceerror.NewFailedPrecondition("something else"), false},
 		{serviceerror.NewInvalidArgument("bad"), false},
 		{serviceerror.NewNotFound("no such workflow"), false},
 		{temporal.NewApplicationError("the group failed", "x"), false},

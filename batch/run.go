@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"sync"
 	"time"
 
@@ -340,8 +341,9 @@ func untilReachable(ctx context.Context, notify func(error), f func() error) err
 }
 
 // Unreachable reports whether err says the engine could not be reached or
-// did not answer in time — it is down, or being restarted — rather than
-// that the call itself failed: such a call may succeed when tried again.
+// did not answer in time — it is down, or being restarted — or that its
+// disk is full, rather than that the call itself failed: such a call may
+// succeed when tried again.
 func Unreachable(err error) bool {
 	if err == nil {
 		return false
@@ -352,9 +354,14 @@ func Unreachable(err error) bool {
 	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
 		return true
 	}
-	switch serviceerror.ToStatus(err).Code() {
+	st := serviceerror.ToStatus(err)
+	switch st.Code() {
 	case codes.Unavailable, codes.DeadlineExceeded, codes.Canceled, codes.Aborted, codes.ResourceExhausted:
 		return true
+	case codes.FailedPrecondition:
+		// The engine's disk is full (engine's space guard): it cannot
+		// write until someone frees space, then it can.
+		return strings.Contains(st.Message(), "no space left on device")
 	}
 	return false
 }
