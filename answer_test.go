@@ -27,7 +27,9 @@ const approve = `{"type": "object", "properties": {
 // TestAnswerBound: an answer up to process.MaxAnswerSize is taken and the
 // process completes; one past it — 1.6 MiB killed the waiting process
 // before the bound — is refused with a *TooLargeError (HTTP 413) and the
-// process goes on waiting, then takes a good answer.
+// process goes on waiting, then takes a good answer. A start just under
+// the engine's payload limit runs and takes its answer; one over it is
+// refused.
 func TestAnswerBound(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts an embedded engine")
@@ -86,6 +88,40 @@ func TestAnswerBound(t *testing.T) {
 			t.Fatalf("after an answer of %d bytes: %v %v", n, info, err)
 		}
 	}
+	// A start just under the engine's payload limit runs (its prompt in
+	// the workflow's input, its view and the model's context), and one
+	// just over it is refused before anything starts.
+	if _, err := rt.Processes.Start(ctx, process.StartOptions{Document: doc, First: first, Prompt: strings.Repeat("p", process.MaxPayloadSize)}); !errors.As(err, new(*process.TooLargeError)) {
+		t.Errorf("a start past the payload limit: %v", err)
+	}
+	resp, err := http.Post(srv.URL+"/v1/processes", "application/json", strings.NewReader(fmt.Sprintf(`{"process": %s, "first": {"draft": {"text": "Hello"}}, "prompt": %q}`,
+		approve, strings.Repeat("p", process.MaxPayloadSize-64<<10))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusCreated {
+		t.Errorf("a start just under the payload limit: %s", resp.Status)
+	}
+	big, err := rt.Processes.Start(ctx, process.StartOptions{Document: doc, First: first, Prompt: strings.Repeat("p", process.MaxPayloadSize-64<<10)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for info, err := range rt.Processes.Watch(ctx, big.ID, process.WatchOptions{}) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if info.Status == process.Waiting {
+			break
+		}
+		if info.Status != process.Running {
+			t.Fatalf("a start just under the payload limit: %s", info.Status)
+		}
+	}
+	if _, err := rt.Processes.Answer(ctx, big.ID, note(16)); err != nil {
+		t.Fatalf("the answer to a large start: %v", err)
+	}
+
 	// Just under it: taken, and the process completes.
 	under := process.MaxAnswerSize - 1024
 	if _, err := rt.Processes.Answer(ctx, id, note(under)); err != nil {
