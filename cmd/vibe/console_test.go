@@ -7,9 +7,12 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/cookiejar"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -300,4 +303,61 @@ func TestConsoleRefused(t *testing.T) {
 	if resp, err := http.DefaultClient.Do(req); err != nil || resp.StatusCode != 200 {
 		t.Errorf("with the token: %v %v", resp, err)
 	}
+}
+
+// TestInboxAnswerTooLarge: an answer past process.MaxAnswerSize posted
+// from the console's inbox form is refused with 413 and the limit, and the
+// process keeps waiting; a good answer then completes it.
+func TestInboxAnswerTooLarge(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts vibe serve")
+	}
+	addr := freeAddr(t)
+	child(t, "serve", "--data", t.TempDir(), "--addr", addr)
+	c := &api.Client{BaseURL: "http://" + addr}
+	ctx := context.Background()
+	waitUntil(t, "vibe serve", time.Minute, func() bool { _, err := c.List(ctx, process.ListOptions{Limit: 1}); return err == nil })
+	doc := mustJSON(t, `{"type":"object","properties":{"draft":{"type":"object","properties":{"text":{"type":"string"}},"required":["text"]},`+
+		`"approve_User":{"type":"object","references":["draft"],"properties":{"note":{"type":"string"}},"required":["note"]}}}`)
+	st, err := c.Start(ctx, process.StartOptions{Document: doc, First: mustJSON(t, `{"draft":{"text":"hello"}}`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitStatus(t, c, st.ID, process.Waiting)
+	jar, _ := cookiejar.New(nil)
+	hc := &http.Client{Jar: jar, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	resp, err := hc.Get("http://" + addr + "/inbox")
+	if err != nil {
+		t.Fatal(err)
+	}
+	page, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	m := regexp.MustCompile(`name="csrf" value="([^"]+)"`).FindSubmatch(page)
+	if m == nil {
+		t.Fatalf("no CSRF token on the inbox:\n%s", page)
+	}
+	post := func(note string) (int, string) {
+		t.Helper()
+		form := url.Values{"csrf": {string(m[1])}, "from": {"inbox"}, "/approve_User/note": {note}}
+		req, _ := http.NewRequest(http.MethodPost, "http://"+addr+"/processes/"+st.ID+"/answer", strings.NewReader(form.Encode()))
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		req.Header.Set("Origin", "http://"+addr)
+		resp, err := hc.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(body)
+	}
+	if status, body := post(strings.Repeat("x", process.MaxAnswerSize)); status != http.StatusRequestEntityTooLarge || !strings.Contains(body, "past the limit of 512 KiB on an answer") {
+		t.Fatalf("an answer too large: %d\n%.2000s", status, body)
+	}
+	if info, err := c.Get(ctx, st.ID); err != nil || info.Status != process.Waiting {
+		t.Fatalf("after an answer too large: %v %v", info, err)
+	}
+	if status, body := post("looks good"); status != http.StatusSeeOther {
+		t.Fatalf("a good answer: %d\n%.2000s", status, body)
+	}
+	waitStatus(t, c, st.ID, process.Completed)
 }
