@@ -276,10 +276,11 @@ func TestApportion(t *testing.T) {
 		weights []int
 		want    string
 	}{
-		{llm.Usage{PromptTokens: 100, CompletionTokens: 10}, []int{1, 1}, "[{50 5} {50 5}]"},
-		{llm.Usage{PromptTokens: 100, CompletionTokens: 10}, []int{3, 1}, "[{75 8} {25 2}]"},
-		{llm.Usage{PromptTokens: 10, CompletionTokens: 1}, []int{1, 1, 1}, "[{4 1} {3 0} {3 0}]"},
-		{llm.Usage{PromptTokens: 7, CompletionTokens: 3}, []int{0, 0}, "[{4 2} {3 1}]"},
+		{llm.Usage{PromptTokens: 100, CompletionTokens: 10}, []int{1, 1}, "[{50 5 0 0} {50 5 0 0}]"},
+		{llm.Usage{PromptTokens: 100, CompletionTokens: 10}, []int{3, 1}, "[{75 8 0 0} {25 2 0 0}]"},
+		{llm.Usage{PromptTokens: 10, CompletionTokens: 1}, []int{1, 1, 1}, "[{4 1 0 0} {3 0 0 0} {3 0 0 0}]"},
+		{llm.Usage{PromptTokens: 7, CompletionTokens: 3}, []int{0, 0}, "[{4 2 0 0} {3 1 0 0}]"},
+		{llm.Usage{PromptTokens: 100, CompletionTokens: 10, CachedPromptTokens: 60, CacheWriteTokens: 9}, []int{1, 2}, "[{33 3 20 3} {67 7 40 6}]"},
 		{llm.Usage{PromptTokens: 5}, nil, "[]"},
 	} {
 		got := llm.Apportion(c.u, c.weights)

@@ -60,15 +60,28 @@ type Request struct {
 
 // Usage counts the tokens of one request.
 type Usage struct {
+	// PromptTokens are all the prompt's tokens, those read from or
+	// written to the provider's prompt cache included.
 	PromptTokens     int64 `json:"promptTokens"`
 	CompletionTokens int64 `json:"completionTokens"`
+	// CachedPromptTokens are the prompt's tokens the provider read from
+	// its prompt cache, at its lower price (OpenAI's
+	// prompt_tokens_details.cached_tokens, Anthropic's
+	// cache_read_input_tokens); 0 when it reports none.
+	CachedPromptTokens int64 `json:"cachedPromptTokens,omitempty"`
+	// CacheWriteTokens are the prompt's tokens the provider wrote to its
+	// prompt cache, at its higher price (Anthropic's
+	// cache_creation_input_tokens).
+	CacheWriteTokens int64 `json:"cacheWriteTokens,omitempty"`
 }
 
 // Add returns the sum of two usages.
 func (u Usage) Add(v Usage) Usage {
 	return Usage{
-		PromptTokens:     u.PromptTokens + v.PromptTokens,
-		CompletionTokens: u.CompletionTokens + v.CompletionTokens,
+		PromptTokens:       u.PromptTokens + v.PromptTokens,
+		CompletionTokens:   u.CompletionTokens + v.CompletionTokens,
+		CachedPromptTokens: u.CachedPromptTokens + v.CachedPromptTokens,
+		CacheWriteTokens:   u.CacheWriteTokens + v.CacheWriteTokens,
 	}
 }
 
@@ -226,8 +239,9 @@ func Apportion(u Usage, weights []int) []Usage {
 		return shares
 	}
 	p, c := split(u.PromptTokens), split(u.CompletionTokens)
+	cached, written := split(u.CachedPromptTokens), split(u.CacheWriteTokens)
 	for i := range out {
-		out[i] = Usage{PromptTokens: p[i], CompletionTokens: c[i]}
+		out[i] = Usage{PromptTokens: p[i], CompletionTokens: c[i], CachedPromptTokens: cached[i], CacheWriteTokens: written[i]}
 	}
 	return out
 }

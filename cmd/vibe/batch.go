@@ -29,6 +29,7 @@ import (
 	"github.com/augceo/vibe/compile"
 	"github.com/augceo/vibe/engine"
 	"github.com/augceo/vibe/internal/wfid"
+	"github.com/augceo/vibe/llm"
 	"github.com/augceo/vibe/process"
 	"github.com/augceo/vibe/registry"
 )
@@ -209,8 +210,8 @@ otherwise it starts the embedded engine itself, or joins --temporal.`,
 			// The whole batch, earlier runs' lines included.
 			failed, lines := sum.Failed, sum.Lines
 			if now != nil && (opts.After > 0 || before != nil) {
-				fmt.Fprintf(io.err, "vibe: batch %s in all: %d items, %d ok, %d failed; %d LLM requests; %d prompt + %d completion tokens\n",
-					now.ID, now.Items, now.Done, now.Failed, now.Requests, now.Usage.PromptTokens, now.Usage.CompletionTokens)
+				fmt.Fprintf(io.err, "vibe: batch %s in all: %d items, %d ok, %d failed; %d LLM requests; %s\n",
+					now.ID, now.Items, now.Done, now.Failed, now.Requests, tokens(now.Usage))
 				failed, lines = now.Failed, now.Items
 			}
 			if failed > 0 {
@@ -258,8 +259,10 @@ func report(w goio.Writer, sum *batch.Summary, err error, out string, after int,
 			requests -= before.Requests
 			usage.PromptTokens -= before.Usage.PromptTokens
 			usage.CompletionTokens -= before.Usage.CompletionTokens
+			usage.CachedPromptTokens -= before.Usage.CachedPromptTokens
+			usage.CacheWriteTokens -= before.Usage.CacheWriteTokens
 		}
-		counts += fmt.Sprintf("; %d new LLM requests; %d prompt + %d completion tokens", requests, usage.PromptTokens, usage.CompletionTokens)
+		counts += fmt.Sprintf("; %d new LLM requests; %s", requests, tokens(usage))
 	}
 	fmt.Fprintf(w, "vibe: batch %s: %s; %s\n", sum.ID, counts, sum.Elapsed.Round(time.Millisecond))
 }
@@ -665,4 +668,14 @@ func connectEngine(ctx context.Context, io stdio, ef *engineFlags) (*process.Cli
 		return nil, nil, err
 	}
 	return l.Processes, func() { l.Close() }, nil
+}
+
+// tokens says what a usage counts: "P prompt + C completion tokens", and
+// the prompt's share the provider read from its cache when there is one.
+func tokens(u llm.Usage) string {
+	s := fmt.Sprintf("%d prompt + %d completion tokens", u.PromptTokens, u.CompletionTokens)
+	if u.CachedPromptTokens > 0 {
+		s += fmt.Sprintf(" (%d of the prompt's from the provider's cache, %.0f%%)", u.CachedPromptTokens, 100*float64(u.CachedPromptTokens)/float64(max(u.PromptTokens, 1)))
+	}
+	return s
 }

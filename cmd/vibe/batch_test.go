@@ -167,7 +167,7 @@ func TestBatchCommand(t *testing.T) {
 	}
 	bad := map[int]string{5: `{"prompt": 3}`, 9: `{not json`}
 	dir, led := batchSetup(t, 70, bad, 0)
-	model := llmtest.NewServer(t, llmtest.Multiplexed(verdict), llmtest.Options{})
+	model := llmtest.NewServer(t, llmtest.Multiplexed(verdict), llmtest.Options{Cached: 0.5})
 	out := filepath.Join(dir, "out.jsonl")
 	args := []string{"batch", filepath.Join(dir, "moderate.json"), "--in", filepath.Join(dir, "items.jsonl"), "--out", out,
 		"--batch-size", "8", "--concurrency", "2", "--data", filepath.Join(dir, "data"),
@@ -176,6 +176,10 @@ func TestBatchCommand(t *testing.T) {
 	if status != exitError || !strings.Contains(stderr, "this run wrote 70 results, 68 ok, 2 failed; 9 new LLM requests; ") ||
 		!strings.Contains(stderr, "2 of 70 items failed") || strings.Contains(stderr, "in all") {
 		t.Fatalf("status %d, stderr:\n%s", status, stderr)
+	}
+	// The provider said half of each prompt came from its cache.
+	if !strings.Contains(stderr, "900 prompt + 270 completion tokens (450 of the prompt's from the provider's cache, 50%)") {
+		t.Errorf("no cached share in the summary:\n%s", stderr)
 	}
 	results := readResults(t, out)
 	checkResults(t, results, 70, bad)

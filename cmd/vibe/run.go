@@ -245,9 +245,9 @@ func follow(ctx context.Context, io stdio, p processes, id string, answer jsonv.
 		}
 		switch info.Status {
 		case process.Completed:
-			fmt.Fprintf(io.err, "vibe: %s completed (%d prompt + %d completion tokens in all)\n", id, info.Usage.PromptTokens, info.Usage.CompletionTokens)
+			fmt.Fprintf(io.err, "vibe: %s completed (%s in all)\n", id, tokens(info.Usage))
 			for _, u := range info.StepUsage {
-				fmt.Fprintf(io.err, "vibe:   %s: %d prompt + %d completion tokens\n", u.Step, u.PromptTokens, u.CompletionTokens)
+				fmt.Fprintf(io.err, "vibe:   %s: %s\n", u.Step, tokens(u.Usage))
 			}
 			if info.Direct != nil {
 				return writeAny(io, info.Direct)

@@ -59,6 +59,9 @@ type Options struct {
 	// PerToken is added to Delay for each completion token of the answer
 	// (its bytes / 4), as a model takes longer to write more.
 	PerToken time.Duration
+	// Cached is the share of each prompt's tokens the server reports as
+	// read from its prompt cache (usage.prompt_tokens_details.cached_tokens).
+	Cached float64
 }
 
 // NewServer starts a test model with opts.
@@ -130,7 +133,8 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "application/json")
 	fmt.Fprintf(w, `{"id":"chatcmpl-test","object":"chat.completion","created":1,"model":%s,`+
 		`"choices":[{"index":0,"message":{"role":"assistant","content":%s},"finish_reason":"stop"}],`+
-		`"usage":{"prompt_tokens":%d,"completion_tokens":%d,"total_tokens":%d}}`, model, content, prompt, completion, prompt+completion)
+		`"usage":{"prompt_tokens":%d,"completion_tokens":%d,"total_tokens":%d,"prompt_tokens_details":{"cached_tokens":%d}}}`,
+		model, content, prompt, completion, prompt+completion, int(s.opts.Cached*float64(prompt)))
 }
 
 // Requests counts the requests so far.

@@ -109,7 +109,10 @@ func (p *Provider) Complete(ctx context.Context, req *llm.Request) (*llm.Respons
 	return &llm.Response{
 		Content: content,
 		Model:   string(msg.Model),
-		Usage:   llm.Usage{PromptTokens: msg.Usage.InputTokens, CompletionTokens: msg.Usage.OutputTokens},
+		// Anthropic's input_tokens leave out those read from or written to
+		// its prompt cache: the prompt is all three.
+		Usage: llm.Usage{PromptTokens: msg.Usage.InputTokens + msg.Usage.CacheReadInputTokens + msg.Usage.CacheCreationInputTokens,
+			CompletionTokens: msg.Usage.OutputTokens, CachedPromptTokens: msg.Usage.CacheReadInputTokens, CacheWriteTokens: msg.Usage.CacheCreationInputTokens},
 		Latency: latency,
 	}, nil
 }

@@ -74,7 +74,7 @@ func message(content, stop string) func(w http.ResponseWriter) {
 	return func(w http.ResponseWriter) {
 		io.WriteString(w, `{"id":"msg_01","type":"message","role":"assistant","model":"claude-sonnet-4-5-20250929",`+
 			`"content":`+content+`,"stop_reason":"`+stop+`","stop_sequence":null,`+
-			`"usage":{"input_tokens":120,"output_tokens":31,"cache_creation_input_tokens":0,"cache_read_input_tokens":0}}`)
+			`"usage":{"input_tokens":120,"output_tokens":31,"cache_creation_input_tokens":50,"cache_read_input_tokens":1000}}`)
 	}
 }
 
@@ -110,7 +110,9 @@ func TestForcedToolUse(t *testing.T) {
 	if resp.Content != `{"zeta":"z","alpha":{"yy":1,"bb":"b"}}` || resp.Model != "claude-sonnet-4-5-20250929" || resp.Replayed {
 		t.Errorf("response %+v", resp)
 	}
-	if resp.Usage != (llm.Usage{PromptTokens: 120, CompletionTokens: 31}) || resp.Latency <= 0 {
+	// Anthropic's input_tokens leave the cache's out: the prompt is all of
+	// them, the cached ones counted apart.
+	if resp.Usage != (llm.Usage{PromptTokens: 1170, CompletionTokens: 31, CachedPromptTokens: 1000, CacheWriteTokens: 50}) || resp.Latency <= 0 {
 		t.Errorf("usage %+v latency %v", resp.Usage, resp.Latency)
 	}
 	if srv.lines[0] != "POST /v1/messages" || srv.headers[0].Get("X-Api-Key") != "sk-ant-test" || srv.headers[0].Get("Anthropic-Version") == "" {

@@ -152,7 +152,8 @@ func (p *Provider) Complete(ctx context.Context, req *llm.Request) (*llm.Respons
 	return &llm.Response{
 		Content: content,
 		Model:   resp.Model,
-		Usage:   llm.Usage{PromptTokens: resp.Usage.PromptTokens, CompletionTokens: resp.Usage.CompletionTokens},
+		Usage: llm.Usage{PromptTokens: resp.Usage.PromptTokens, CompletionTokens: resp.Usage.CompletionTokens,
+			CachedPromptTokens: resp.Usage.PromptTokensDetails.CachedTokens},
 		Latency: latency,
 	}, nil
 }
