@@ -44,6 +44,7 @@ func newBatchCmd(io stdio) *cobra.Command {
 		window                    time.Duration
 		inline                    bool
 		maxProps, maxDepth        int
+		pf                        pricesFlag
 	)
 	cmd := &cobra.Command{
 		Use:   "batch PROCESS|--pipeline EXPR --in FILE.jsonl|- [--out FILE.jsonl] [--batch-size K] [--concurrency C] [--id BATCH]",
@@ -93,6 +94,10 @@ otherwise it starts the embedded engine itself, or joins --temporal.`,
 				return usageError{errors.New("--batch-size and --concurrency are counts: 1 or more (0 for the default)")}
 			}
 			reg, err := openRegistry(regDir)
+			if err != nil {
+				return err
+			}
+			cost, err := pf.pricing(wf.llm.model())
 			if err != nil {
 				return err
 			}
@@ -199,7 +204,7 @@ otherwise it starts the embedded engine itself, or joins --temporal.`,
 				now, _ = c.Status(ctx, opts.ID)
 			}
 			if sum != nil {
-				report(io.err, sum, err, out, opts.After, before, now)
+				report(io.err, sum, err, out, opts.After, before, now, cost)
 			}
 			if err != nil {
 				if errors.Is(err, batch.ErrStopped) || ctx.Err() != nil {
@@ -210,8 +215,8 @@ otherwise it starts the embedded engine itself, or joins --temporal.`,
 			// The whole batch, earlier runs' lines included.
 			failed, lines := sum.Failed, sum.Lines
 			if now != nil && (opts.After > 0 || before != nil) {
-				fmt.Fprintf(io.err, "vibe: batch %s in all: %d items, %d ok, %d failed; %d LLM requests; %s\n",
-					now.ID, now.Items, now.Done, now.Failed, now.Requests, tokens(now.Usage))
+				fmt.Fprintf(io.err, "vibe: batch %s in all: %d items, %d ok, %d failed; %d LLM requests; %s%s\n",
+					now.ID, now.Items, now.Done, now.Failed, now.Requests, tokens(now.Usage), cost(now.Usage))
 				failed, lines = now.Failed, now.Items
 			}
 			if failed > 0 {
@@ -222,6 +227,7 @@ otherwise it starts the embedded engine itself, or joins --temporal.`,
 	}
 	ef.add(cmd)
 	wf.add(cmd)
+	pf.add(cmd)
 	registryFlag(cmd, &regDir)
 	cmd.Flags().StringVar(&pipeline, "pipeline", "", "run this pipeline expression over the items")
 	cmd.Flags().StringVar(&in, "in", "", "the items: a JSONL `FILE`, or - for stdin")
@@ -241,7 +247,7 @@ otherwise it starts the embedded engine itself, or joins --temporal.`,
 // report prints what a run did: the results it wrote and the model
 // requests made for the batch since it began (the batch's status before
 // and now; nil when unknown), or that there was nothing to do.
-func report(w goio.Writer, sum *batch.Summary, err error, out string, after int, before, now *batch.Status) {
+func report(w goio.Writer, sum *batch.Summary, err error, out string, after int, before, now *batch.Status, cost func(llm.Usage) string) {
 	if err == nil && sum.Lines == 0 {
 		where := "the input holds no items"
 		if after > 0 {
@@ -262,7 +268,7 @@ func report(w goio.Writer, sum *batch.Summary, err error, out string, after int,
 			usage.CachedPromptTokens -= before.Usage.CachedPromptTokens
 			usage.CacheWriteTokens -= before.Usage.CacheWriteTokens
 		}
-		counts += fmt.Sprintf("; %d new LLM requests; %s", requests, tokens(usage))
+		counts += fmt.Sprintf("; %d new LLM requests; %s%s", requests, tokens(usage), cost(usage))
 	}
 	fmt.Fprintf(w, "vibe: batch %s: %s; %s\n", sum.ID, counts, sum.Elapsed.Round(time.Millisecond))
 }
@@ -678,4 +684,49 @@ func tokens(u llm.Usage) string {
 		s += fmt.Sprintf(" (%d of the prompt's from the provider's cache, %.0f%%)", u.CachedPromptTokens, 100*float64(u.CachedPromptTokens)/float64(max(u.PromptTokens, 1)))
 	}
 	return s
+}
+
+// pricesFlag is --prices: the prices file that turns tokens into money.
+type pricesFlag struct{ file string }
+
+func (f *pricesFlag) add(cmd *cobra.Command) {
+	cmd.Flags().StringVar(&f.file, "prices", os.Getenv("VIBE_PRICES"), "a prices `FILE` (per model and million tokens: input, cachedInput, cacheWrite, output, batchDiscount) to show what the tokens cost; default $VIBE_PRICES, else "+defaultPricesFile()+" when it exists")
+}
+
+// defaultPricesFile is where a prices file is looked for when --prices
+// and $VIBE_PRICES give none: vibe/prices.json in the user's config
+// directory.
+func defaultPricesFile() string {
+	dir, err := os.UserConfigDir()
+	if err != nil {
+		return "~/.config/vibe/prices.json"
+	}
+	return filepath.Join(dir, "vibe", "prices.json")
+}
+
+// pricing reads the prices file and returns what a usage of model costs,
+// as the words a summary ends with: "; cost 0.0123 USD (prices …)", or
+// why it has no cost. With no prices file, and no model, it says nothing.
+func (f *pricesFlag) pricing(model string) (func(llm.Usage) string, error) {
+	file := f.file
+	if file == "" {
+		if _, err := os.Stat(defaultPricesFile()); err != nil {
+			return func(llm.Usage) string { return "" }, nil
+		}
+		file = defaultPricesFile()
+	}
+	p, err := llm.LoadPrices(file)
+	if err != nil {
+		return nil, err
+	}
+	return func(u llm.Usage) string {
+		if model == "" {
+			return ""
+		}
+		c, ok := p.Cost(model, u, false)
+		if !ok {
+			return fmt.Sprintf("; no price for %s in %s", model, p.File)
+		}
+		return fmt.Sprintf("; cost %s (prices: %s)", p.Format(c), p.File)
+	}, nil
 }

@@ -169,17 +169,20 @@ func TestBatchCommand(t *testing.T) {
 	dir, led := batchSetup(t, 70, bad, 0)
 	model := llmtest.NewServer(t, llmtest.Multiplexed(verdict), llmtest.Options{Cached: 0.5})
 	out := filepath.Join(dir, "out.jsonl")
+	prices := filepath.Join(dir, "prices.json")
+	os.WriteFile(prices, []byte(`{"models": {"test-model": {"input": 1, "cachedInput": 0.5, "output": 2}}}`), 0o600)
 	args := []string{"batch", filepath.Join(dir, "moderate.json"), "--in", filepath.Join(dir, "items.jsonl"), "--out", out,
-		"--batch-size", "8", "--concurrency", "2", "--data", filepath.Join(dir, "data"),
+		"--batch-size", "8", "--concurrency", "2", "--data", filepath.Join(dir, "data"), "--prices", prices,
 		"--actions-file", filepath.Join(dir, "actions.json"), "--llm", "openai:test-model", "--llm-base-url", model.URL}
 	status, _, stderr := run(t, "", args...)
 	if status != exitError || !strings.Contains(stderr, "this run wrote 70 results, 68 ok, 2 failed; 9 new LLM requests; ") ||
 		!strings.Contains(stderr, "2 of 70 items failed") || strings.Contains(stderr, "in all") {
 		t.Fatalf("status %d, stderr:\n%s", status, stderr)
 	}
-	// The provider said half of each prompt came from its cache.
-	if !strings.Contains(stderr, "900 prompt + 270 completion tokens (450 of the prompt's from the provider's cache, 50%)") {
-		t.Errorf("no cached share in the summary:\n%s", stderr)
+	// The provider said half of each prompt came from its cache, and the
+	// prices file says what that costs: (450 × 1 + 450 × 0.5 + 270 × 2) / 1e6.
+	if !strings.Contains(stderr, "900 prompt + 270 completion tokens (450 of the prompt's from the provider's cache, 50%); cost 0.001215 USD (prices: "+prices+")") {
+		t.Errorf("no cached share or cost in the summary:\n%s", stderr)
 	}
 	results := readResults(t, out)
 	checkResults(t, results, 70, bad)

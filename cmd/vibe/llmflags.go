@@ -25,6 +25,16 @@ type llmFlags struct {
 	tools, strict bool
 }
 
+// model is the model the flags name ("gpt-4o-mini" of openai:gpt-4o-mini),
+// or "" for a recording or none.
+func (f *llmFlags) model() string {
+	kind, name, ok := strings.Cut(f.spec, ":")
+	if !ok || (kind != "openai" && kind != "anthropic") {
+		return ""
+	}
+	return name
+}
+
 func (f *llmFlags) add(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&f.spec, "llm", os.Getenv("VIBE_LLM"), "the model: openai:MODEL, anthropic:MODEL or replay:FILE (default $VIBE_LLM)")
 	cmd.Flags().StringVar(&f.baseURL, "llm-base-url", os.Getenv("VIBE_LLM_BASE_URL"), "the endpoint of an OpenAI-compatible server (vLLM, Ollama, llama.cpp) or an Anthropic proxy (default $VIBE_LLM_BASE_URL)")
