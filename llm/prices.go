@@ -26,7 +26,7 @@ type Price struct {
 type Prices struct {
 	// Currency names it, "USD" by default; File is where they were read.
 	Currency, File string
-	Models     map[string]Price
+	Models         map[string]Price
 }
 
 // Cost is what usage u of model costs at p, and whether p knows the
