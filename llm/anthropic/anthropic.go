@@ -37,10 +37,29 @@ type Options struct {
 	Timeout time.Duration
 	// HTTPClient replaces the client's HTTP client (tests, proxies).
 	HTTPClient *http.Client
+	// CacheMinTokens is the shortest prefix of a request — its tool (the
+	// schema) and system text, in tokens estimated as bytes / 4 — that is
+	// marked for Anthropic's prompt cache (cache_control); 0 is
+	// DefaultCacheMinTokens, a negative value never marks one.
+	CacheMinTokens int
 }
 
 // DefaultMaxTokens is the answer cap when Options.MaxTokens is 0.
 const DefaultMaxTokens = 4096
+
+// DefaultCacheMinTokens is the shortest prefix (tool and system text, in
+// tokens, estimated as bytes / 4) marked for the prompt cache when
+// Options.CacheMinTokens is 0: Anthropic's minimum for its Sonnet and Opus
+// models. Haiku models cache from 2,048 tokens; set it for them.
+const DefaultCacheMinTokens = 1024
+
+// cacheMin is the shortest prefix marked for the prompt cache.
+func (p *Provider) cacheMin() int {
+	if p.opts.CacheMinTokens != 0 {
+		return p.opts.CacheMinTokens
+	}
+	return DefaultCacheMinTokens
+}
 
 // Provider fills schemas through Anthropic's Messages API. It is safe for
 // concurrent use.
@@ -96,8 +115,21 @@ func (p *Provider) Complete(ctx context.Context, req *llm.Request) (*llm.Respons
 			params.Messages = append(params.Messages, sdk.NewUserMessage(block))
 		}
 	}
+	ropts := []option.RequestOption{option.WithJSONSet("tools.0.input_schema", json.RawMessage(schema))}
+	// The tool (the schema) and the system text come first in Anthropic's
+	// prompt and are the same for every call of a chunk, a batch's groups
+	// included: a cache breakpoint after them lets later calls read them
+	// from the prompt cache, when they are long enough to be cached at all
+	// (a breakpoint on a shorter prefix is ignored, so none is set).
+	if min := p.cacheMin(); min > 0 && (len(schema)+len(req.System))/4 >= min {
+		if len(params.System) > 0 {
+			params.System[len(params.System)-1].CacheControl = sdk.NewCacheControlEphemeralParam()
+		} else {
+			ropts = append(ropts, option.WithJSONSet("tools.0.cache_control", map[string]string{"type": "ephemeral"}))
+		}
+	}
 	start := time.Now()
-	msg, err := p.client.Messages.New(ctx, params, option.WithJSONSet("tools.0.input_schema", json.RawMessage(schema)))
+	msg, err := p.client.Messages.New(ctx, params, ropts...)
 	latency := time.Since(start)
 	if err != nil {
 		return nil, apiError(ctx, err)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -349,5 +350,73 @@ func TestCancel(t *testing.T) {
 	}
 	if n := srv.count.Load(); n != 1 {
 		t.Errorf("%d requests: a cancelled request is not retried", n)
+	}
+}
+
+// TestPromptCache: a request whose tool and system text are long enough
+// to be cached gets a cache breakpoint after them — on the system text,
+// or on the tool when there is none — and a short one gets none, since
+// Anthropic ignores a breakpoint on a prefix under its minimum.
+func TestPromptCache(t *testing.T) {
+	var long strings.Builder
+	long.WriteString(`{"type":"object","properties":{`)
+	for i := range 400 {
+		if i > 0 {
+			long.WriteString(",")
+		}
+		fmt.Fprintf(&long, `"a%d":{"type":"string","description":"item %d's value"}`, i, i)
+	}
+	long.WriteString(`}}`)
+	srv := newFake(t, toolUse("step1_draft", `{"a0":"x"}`))
+	p := provider(srv, Options{})
+	ctx := context.Background()
+	for _, c := range []struct {
+		schema, system string
+		want           []string // JSON paths of the breakpoints
+	}{
+		{long.String(), "You fill in JSON.", []string{"system.0"}},
+		{long.String(), "", []string{"tools.0"}},
+		{schemaText, "You fill in JSON.", nil},
+	} {
+		req := request(c.schema)
+		req.System = c.system
+		if _, err := p.Complete(ctx, req); err != nil {
+			t.Fatal(err)
+		}
+		srv.mu.Lock()
+		body := srv.bodies[len(srv.bodies)-1]
+		srv.mu.Unlock()
+		var sent struct {
+			System []map[string]json.RawMessage `json:"system"`
+			Tools  []map[string]json.RawMessage `json:"tools"`
+		}
+		if err := json.Unmarshal(body, &sent); err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for i, b := range sent.System {
+			if _, ok := b["cache_control"]; ok {
+				got = append(got, fmt.Sprintf("system.%d", i))
+			}
+		}
+		for i, b := range sent.Tools {
+			if _, ok := b["cache_control"]; ok {
+				got = append(got, fmt.Sprintf("tools.%d", i))
+			}
+		}
+		if fmt.Sprint(got) != fmt.Sprint(c.want) {
+			t.Errorf("schema of %d bytes, system %q: breakpoints %v, want %v", len(c.schema), c.system, got, c.want)
+		}
+	}
+	// Never, when told so.
+	p = provider(srv, Options{CacheMinTokens: -1})
+	if _, err := p.Complete(ctx, request(long.String())); err != nil {
+		t.Fatal(err)
+	}
+	srv.mu.Lock()
+	body := string(srv.bodies[len(srv.bodies)-1])
+	srv.mu.Unlock()
+	if strings.Contains(body, "cache_control") {
+		t.Errorf("a breakpoint though CacheMinTokens < 0: %.300s", body)
 	}
 }
