@@ -81,6 +81,9 @@ func (w *Workflows) Batch(ctx workflow.Context, in RecordInput) (Status, error) 
 			st.Failed += r.Failed
 			st.Usage = st.Usage.Add(r.Usage)
 			st.Requests += r.Requests
+			if st.Model == "" {
+				st.Model = r.Model
+			}
 		}
 	}
 	sel := workflow.NewSelector(ctx)

@@ -24,6 +24,9 @@ type Status struct {
 	// included).
 	Usage    llm.Usage `json:"usage"`
 	Requests int       `json:"requests"`
+	// Model is the model that answered, as the provider named it: what
+	// the usage is priced by (llm.Prices); "" before any call.
+	Model string `json:"model,omitempty"`
 	// Groups counts the groups started; Ended is set once the input ended,
 	// when the batch knows how many items it has.
 	Groups int `json:"groups"`

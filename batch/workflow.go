@@ -60,6 +60,9 @@ type GroupResult struct {
 	Results  []Result  `json:"results"`
 	Usage    llm.Usage `json:"usage"`
 	Requests int       `json:"requests"`
+	// Model is the model that answered the group's calls, as the provider
+	// named it ("" when none was made).
+	Model string `json:"model,omitempty"`
 }
 
 // GroupReport is what a group tells its batch (SignalGroup): that it
@@ -76,6 +79,7 @@ type GroupReport struct {
 	Failed   int       `json:"failed,omitempty"`
 	Usage    llm.Usage `json:"usage,omitzero"`
 	Requests int       `json:"requests,omitempty"`
+	Model    string    `json:"model,omitempty"`
 }
 
 // Workflows holds the batch runtime's workflow functions; they need the
@@ -164,7 +168,7 @@ func (w *Workflows) Group(ctx workflow.Context, in GroupInput) (GroupResult, err
 		g.sel.Select(ctx)
 		g.dispatch(ctx)
 	}
-	rep := GroupReport{Index: in.Index, Items: n, Finished: true, Usage: g.res.Usage, Requests: g.res.Requests}
+	rep := GroupReport{Index: in.Index, Items: n, Finished: true, Usage: g.res.Usage, Requests: g.res.Requests, Model: g.res.Model}
 	for _, r := range g.res.Results {
 		if r.Status == StatusCompleted {
 			rep.Done++
@@ -514,6 +518,9 @@ func (g *group) fill(ctx workflow.Context, c int, items []int) {
 				perr = temporal.NewNonRetryableApplicationError(out.Items[k].Error, process.ErrTypeGroupFill, nil)
 			case k < len(out.Items):
 				part = out.Items[k].Output
+				if g.res.Model == "" {
+					g.res.Model = part.Model
+				}
 			default:
 				perr = temporal.NewNonRetryableApplicationError("the batch call gave no answer for this item", process.ErrTypeGroupFill, nil)
 			}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"strconv"
+	"strings"
 
 	"github.com/augceo/vibe/jsonv"
 	"github.com/augceo/vibe/schema"
@@ -35,7 +36,7 @@ func (p *Prices) Cost(model string, u Usage, batch bool) (float64, bool) {
 	if p == nil {
 		return 0, false
 	}
-	pr, ok := p.Models[model]
+	pr, ok := p.price(model)
 	if !ok {
 		return 0, false
 	}
@@ -53,6 +54,22 @@ func (p *Prices) Cost(model string, u Usage, batch bool) (float64, bool) {
 		cost *= 1 - pr.BatchDiscount
 	}
 	return cost, true
+}
+
+// price is model's price: its own, else that of the longest name in p
+// that model starts with followed by "-" — a provider names a dated
+// snapshot ("gpt-4o-mini-2024-07-18") of the model a prices file names.
+func (p *Prices) price(model string) (Price, bool) {
+	if pr, ok := p.Models[model]; ok {
+		return pr, true
+	}
+	best, found := "", false
+	for name := range p.Models {
+		if strings.HasPrefix(model, name+"-") && len(name) > len(best) {
+			best, found = name, true
+		}
+	}
+	return p.Models[best], found
 }
 
 // LoadPrices reads a prices file: a JSON object

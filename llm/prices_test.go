@@ -34,6 +34,8 @@ func TestPrices(t *testing.T) {
 		{"m", true, (1 + 0.2 + 0.25 + 0.8) / 2, true},
 		{"plain", false, 0.5 + 0.4 + 0.1 + 0.4, true}, // cached and written at the input price
 		{"unknown", false, 0, false},
+		{"plain-2025-01-01", false, 0.5 + 0.4 + 0.1 + 0.4, true}, // a dated snapshot of a priced model
+		{"plainer", false, 0, false},
 	} {
 		got, ok := p.Cost(c.model, u, c.batch)
 		if ok != c.known || (got-c.want) > 1e-9 || (c.want-got) > 1e-9 {

@@ -97,7 +97,7 @@ otherwise it starts the embedded engine itself, or joins --temporal.`,
 			if err != nil {
 				return err
 			}
-			cost, err := pf.pricing(wf.llm.model())
+			prices, err := pf.load()
 			if err != nil {
 				return err
 			}
@@ -204,7 +204,13 @@ otherwise it starts the embedded engine itself, or joins --temporal.`,
 				now, _ = c.Status(ctx, opts.ID)
 			}
 			if sum != nil {
-				report(io.err, sum, err, out, opts.After, before, now, cost)
+				report(io.err, sum, err, out, opts.After, before, now, func(u llm.Usage) string {
+					model := wf.llm.model()
+					if model == "" && now != nil {
+						model = now.Model // the serve's worker answered
+					}
+					return costWords(prices, model, u)
+				})
 			}
 			if err != nil {
 				if errors.Is(err, batch.ErrStopped) || ctx.Err() != nil {
@@ -216,7 +222,7 @@ otherwise it starts the embedded engine itself, or joins --temporal.`,
 			failed, lines := sum.Failed, sum.Lines
 			if now != nil && (opts.After > 0 || before != nil) {
 				fmt.Fprintf(io.err, "vibe: batch %s in all: %d items, %d ok, %d failed; %d LLM requests; %s%s\n",
-					now.ID, now.Items, now.Done, now.Failed, now.Requests, tokens(now.Usage), cost(now.Usage))
+					now.ID, now.Items, now.Done, now.Failed, now.Requests, tokens(now.Usage), costWords(prices, cmp.Or(wf.llm.model(), now.Model), now.Usage))
 				failed, lines = now.Failed, now.Items
 			}
 			if failed > 0 {
@@ -612,6 +618,7 @@ func newBatchesCmd(io stdio) *cobra.Command {
 		ef      engineFlags
 		results bool
 		after   int
+		pf      pricesFlag
 	)
 	cmd := &cobra.Command{
 		Use:   "batches [ID] [--results]",
@@ -625,6 +632,10 @@ func newBatchesCmd(io stdio) *cobra.Command {
 			}
 			defer done()
 			c := &batch.Client{Processes: p}
+			prices, err := pf.load()
+			if err != nil {
+				return err
+			}
 			switch {
 			case len(args) == 0:
 				list, _, err := c.List(ctx, process.ListOptions{})
@@ -632,9 +643,21 @@ func newBatchesCmd(io stdio) *cobra.Command {
 					return err
 				}
 				tw := tabwriter.NewWriter(io.out, 0, 4, 2, ' ', 0)
-				fmt.Fprintln(tw, "ID\tPROCESS\tSTATUS\tITEMS\tDONE\tFAILED\tWAITING\tREQUESTS\tSTARTED")
+				head := "ID\tPROCESS\tSTATUS\tITEMS\tDONE\tFAILED\tWAITING\tREQUESTS\tSTARTED"
+				if prices != nil {
+					head += "\tCOST (" + prices.Currency + ")"
+				}
+				fmt.Fprintln(tw, head)
 				for _, s := range list {
-					fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t%d\t%d\t%s\n", s.ID, s.Process, s.Status, s.Items, s.Done, s.Failed, s.Waiting, s.Requests, s.StartedAt.Local().Format(time.DateTime))
+					fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t%d\t%d\t%s", s.ID, s.Process, s.Status, s.Items, s.Done, s.Failed, s.Waiting, s.Requests, s.StartedAt.Local().Format(time.DateTime))
+					if prices != nil {
+						cost := "-"
+						if c, ok := prices.Cost(s.Model, s.Usage, false); ok {
+							cost = strings.TrimSuffix(prices.Format(c), " "+prices.Currency)
+						}
+						fmt.Fprintf(tw, "\t%s", cost)
+					}
+					fmt.Fprintln(tw)
 				}
 				return tw.Flush()
 			case results:
@@ -646,12 +669,18 @@ func newBatchesCmd(io stdio) *cobra.Command {
 					return err
 				}
 				b, _ := jsonMarshalIndent(st)
-				_, err = fmt.Fprintln(io.out, string(b))
-				return err
+				if _, err = fmt.Fprintln(io.out, string(b)); err != nil {
+					return err
+				}
+				if words := costWords(prices, st.Model, st.Usage); words != "" {
+					fmt.Fprintf(io.err, "vibe: batch %s: %s\n", st.ID, strings.TrimPrefix(words, "; "))
+				}
+				return nil
 			}
 		},
 	}
 	ef.add(cmd)
+	pf.add(cmd)
 	cmd.Flags().BoolVar(&results, "results", false, "print the batch's result lines (JSONL), waiting for those still running")
 	cmd.Flags().IntVar(&after, "after", 0, "with --results: start after this input line")
 	return cmd
@@ -704,29 +733,29 @@ func defaultPricesFile() string {
 	return filepath.Join(dir, "vibe", "prices.json")
 }
 
-// pricing reads the prices file and returns what a usage of model costs,
-// as the words a summary ends with: "; cost 0.0123 USD (prices …)", or
-// why it has no cost. With no prices file, and no model, it says nothing.
-func (f *pricesFlag) pricing(model string) (func(llm.Usage) string, error) {
+// load reads the prices file: --prices, $VIBE_PRICES or the default one
+// when it exists; nil when there is none.
+func (f *pricesFlag) load() (*llm.Prices, error) {
 	file := f.file
 	if file == "" {
 		if _, err := os.Stat(defaultPricesFile()); err != nil {
-			return func(llm.Usage) string { return "" }, nil
+			return nil, nil
 		}
 		file = defaultPricesFile()
 	}
-	p, err := llm.LoadPrices(file)
-	if err != nil {
-		return nil, err
+	return llm.LoadPrices(file)
+}
+
+// costWords says what usage u of model costs at p, as the words a summary
+// ends with: "; cost 0.0123 USD (prices …)", or why there is no cost;
+// nothing without prices or a model.
+func costWords(p *llm.Prices, model string, u llm.Usage) string {
+	if p == nil || model == "" {
+		return ""
 	}
-	return func(u llm.Usage) string {
-		if model == "" {
-			return ""
-		}
-		c, ok := p.Cost(model, u, false)
-		if !ok {
-			return fmt.Sprintf("; no price for %s in %s", model, p.File)
-		}
-		return fmt.Sprintf("; cost %s (prices: %s)", p.Format(c), p.File)
-	}, nil
+	c, ok := p.Cost(model, u, false)
+	if !ok {
+		return fmt.Sprintf("; no price for %s in %s", model, p.File)
+	}
+	return fmt.Sprintf("; cost %s (prices: %s)", p.Format(c), p.File)
 }

@@ -184,6 +184,19 @@ func TestBatchCommand(t *testing.T) {
 	if !strings.Contains(stderr, "900 prompt + 270 completion tokens (450 of the prompt's from the provider's cache, 50%); cost 0.001215 USD (prices: "+prices+")") {
 		t.Errorf("no cached share or cost in the summary:\n%s", stderr)
 	}
+	// vibe batches prices the batch by the model its record names.
+	if m := regexp.MustCompile(`vibe: batch (\S+): this run`).FindStringSubmatch(stderr); m == nil {
+		t.Errorf("no batch id in\n%s", stderr)
+	} else {
+		_, stdout, berr := run(t, "", "batches", m[1], "--data", filepath.Join(dir, "data"), "--prices", prices)
+		if !strings.Contains(stdout, `"model": "test-model"`) || !strings.Contains(berr, "cost 0.001215 USD") {
+			t.Errorf("vibe batches %s: %s\n%s", m[1], stdout, berr)
+		}
+		_, stdout, _ = run(t, "", "batches", "--data", filepath.Join(dir, "data"), "--prices", prices)
+		if !strings.Contains(stdout, "COST (USD)") || !strings.Contains(stdout, "0.001215") {
+			t.Errorf("vibe batches: %s", stdout)
+		}
+	}
 	results := readResults(t, out)
 	checkResults(t, results, 70, bad)
 	if e := results[4].Error; !strings.Contains(e, "items.jsonl:5: /prompt: must be a string") {
