@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -14,6 +15,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/augceo/vibe/jsonv"
+	"github.com/augceo/vibe/llm"
 	"github.com/augceo/vibe/process"
 	"github.com/augceo/vibe/registry"
 	"github.com/augceo/vibe/schema"
@@ -138,14 +140,46 @@ process keeps waiting. Then it follows the process until it waits again or ends.
 }
 
 func newShowCmd(io stdio) *cobra.Command {
-	return readCmd(io, "show ID", "Print a process: status, what it waits for, state, usage", exactArgs(1),
+	var pf pricesFlag
+	cmd := readCmd(io, "show ID", "Print a process: status, what it waits for, state, usage", exactArgs(1),
 		func(ctx context.Context, p processes, args []string) error {
+			prices, err := pf.load()
+			if err != nil {
+				return err
+			}
 			info, err := p.Get(ctx, args[0])
 			if err != nil {
 				return err
 			}
-			return writeAny(io, info)
+			if err := writeAny(io, info); err != nil {
+				return err
+			}
+			if prices != nil {
+				fmt.Fprintf(io.err, "vibe: %s: %s\n", info.ID, callsCost(prices, info.Calls))
+			}
+			return nil
 		})
+	pf.add(cmd)
+	return cmd
+}
+
+// callsCost says what a process's model calls cost at p, each by the model
+// that answered it, and which models p has no price for.
+func callsCost(p *llm.Prices, calls []process.ModelCall) string {
+	var total float64
+	var unpriced []string
+	for _, c := range calls {
+		if cost, ok := p.Cost(c.Model, c.Usage, false); ok {
+			total += cost
+		} else if !slices.Contains(unpriced, c.Model) {
+			unpriced = append(unpriced, c.Model)
+		}
+	}
+	s := fmt.Sprintf("%d model calls cost %s (prices: %s)", len(calls), p.Format(total), p.File)
+	if len(unpriced) > 0 {
+		s += fmt.Sprintf("; no price for %s, left out", strings.Join(unpriced, ", "))
+	}
+	return s
 }
 
 func newPsCmd(io stdio) *cobra.Command {

@@ -279,9 +279,15 @@ func TestRunEmbedded(t *testing.T) {
 	if status != 0 || !strings.Contains(stderr, "completed") || !strings.Contains(stdout, `"status": "sent"`) {
 		t.Fatalf("answer: %d\n%s%s", status, stdout, stderr)
 	}
-	status, stdout, _ = run(t, "", "show", id, "--data", data)
+	prices := filepath.Join(t.TempDir(), "prices.json")
+	os.WriteFile(prices, []byte(`{"models": {"test-model": {"input": 1, "output": 2}}}`), 0o600)
+	status, stdout, stderr = run(t, "", "show", id, "--data", data, "--prices", prices)
 	if status != 0 || !strings.Contains(stdout, `"status": "completed"`) || !strings.Contains(stdout, `"sendInvitation"`) {
 		t.Errorf("show: %d\n%s", status, stdout)
+	}
+	// Two calls of 100 prompt and 30 completion tokens each: (200 × 1 + 60 × 2) / 1e6.
+	if want := "vibe: " + id + ": 2 model calls cost 0.000320 USD (prices: " + prices + ")"; !strings.Contains(stderr, want) {
+		t.Errorf("show's cost: %s, want %s", stderr, want)
 	}
 	status, stdout, _ = run(t, "", "ps", "--data", data)
 	if status != 0 || !strings.Contains(stdout, id) {
