@@ -24,20 +24,10 @@ func TestReplayHistories(t *testing.T) {
 	if golden.Update() {
 		recordHistories(t)
 	}
-	files, err := filepath.Glob("testdata/histories/*.json")
-	if err != nil || len(files) == 0 {
-		t.Fatalf("no recorded histories (%v): run go test ./batch -run TestReplayHistories -update", err)
-	}
 	r := worker.NewWorkflowReplayer()
 	batch.RegisterWorkflows(r, nil)
 	process.RegisterWorkflows(r, nil)
-	for _, f := range files {
-		t.Run(filepath.Base(f), func(t *testing.T) {
-			if err := r.ReplayWorkflowHistoryFromJSONFile(nil, f); err != nil {
-				t.Errorf("replay of %s: %v", f, err)
-			}
-		})
-	}
+	golden.ReplayHistories(t, "./batch", r)
 }
 
 // recordHistories runs two batches on the embedded engine — the moderate

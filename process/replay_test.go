@@ -21,19 +21,9 @@ func TestReplayHistories(t *testing.T) {
 	if golden.Update() {
 		recordHistories(t)
 	}
-	files, err := filepath.Glob("testdata/histories/*.json")
-	if err != nil || len(files) == 0 {
-		t.Fatalf("no recorded histories (%v): run go test ./process -run TestReplayHistories -update", err)
-	}
 	r := worker.NewWorkflowReplayer()
 	RegisterWorkflows(r, nil)
-	for _, f := range files {
-		t.Run(filepath.Base(f), func(t *testing.T) {
-			if err := r.ReplayWorkflowHistoryFromJSONFile(nil, f); err != nil {
-				t.Errorf("replay of %s: %v", f, err)
-			}
-		})
-	}
+	golden.ReplayHistories(t, "./process", r)
 }
 
 // recordHistories runs schedule-meeting on the embedded engine — once

@@ -3,10 +3,12 @@ package golden
 import (
 	"context"
 	"os"
+	"path/filepath"
 	"testing"
 
 	historypb "go.temporal.io/api/history/v1"
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/worker"
 	"google.golang.org/protobuf/encoding/protojson"
 )
 
@@ -30,5 +32,23 @@ func WriteHistory(t testing.TB, ctx context.Context, c client.Client, id, path s
 	}
 	if err := os.WriteFile(path, b, 0o644); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// ReplayHistories replays every history under testdata/histories of the
+// package pkg ("./batch") with r, which has today's workflow code
+// registered: one subtest per file, failing on a nondeterministic change.
+func ReplayHistories(t *testing.T, pkg string, r worker.WorkflowReplayer) {
+	t.Helper()
+	files, err := filepath.Glob("testdata/histories/*.json")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no recorded histories (%v): run go test %s -run TestReplayHistories -update", err, pkg)
+	}
+	for _, f := range files {
+		t.Run(filepath.Base(f), func(t *testing.T) {
+			if err := r.ReplayWorkflowHistoryFromJSONFile(nil, f); err != nil {
+				t.Errorf("replay of %s: %v", f, err)
+			}
+		})
 	}
 }
