@@ -380,6 +380,33 @@ func itemsAsked(model *llmtest.Server) map[string]int {
 	return asked
 }
 
+// serveBatch is a batch of n comments for vibe batch to run on a vibe
+// serve, both as child processes for a test to kill: a test model that
+// takes 150 ms a call, the record action's tally, and their command lines.
+type serveBatch struct {
+	dir, data, out       string
+	led                  *tally
+	model                *llmtest.Server
+	serveArgs, batchArgs []string
+	ready                func() bool // the serve answers its API
+}
+
+func newServeBatch(t *testing.T, n int) *serveBatch {
+	t.Helper()
+	dir, led := batchSetup(t, n, nil, 20*time.Millisecond)
+	model := llmtest.NewServer(t, llmtest.Multiplexed(verdict), llmtest.Options{Delay: 150 * time.Millisecond})
+	data, addr := filepath.Join(dir, "data"), freeAddr(t)
+	out := filepath.Join(dir, "out.jsonl")
+	c := &api.Client{BaseURL: "http://" + addr}
+	return &serveBatch{dir: dir, data: data, out: out, led: led, model: model,
+		serveArgs: []string{"serve", "--data", data, "--addr", addr, "--actions-file", filepath.Join(dir, "actions.json"),
+			"--llm", "openai:test-model", "--llm-base-url", model.URL},
+		batchArgs: []string{"batch", filepath.Join(dir, "moderate.json"), "--in", filepath.Join(dir, "items.jsonl"), "--out", out,
+			"--batch-size", "16", "--concurrency", "4", "--data", data},
+		ready: func() bool { _, err := c.List(context.Background(), process.ListOptions{Limit: 1}); return err == nil },
+	}
+}
+
 // TestBatchCrash SIGKILLs vibe serve and the vibe batch that feeds it in
 // the middle of a 500-item batch, starts the serve again and reruns the
 // same command: the output holds each item once, in order; the record
@@ -390,19 +417,8 @@ func TestBatchCrash(t *testing.T) {
 		t.Skip("kills and restarts vibe serve")
 	}
 	const n = 500
-	dir, led := batchSetup(t, n, nil, 20*time.Millisecond)
-	model := llmtest.NewServer(t, llmtest.Multiplexed(verdict), llmtest.Options{Delay: 150 * time.Millisecond})
-	data, addr := filepath.Join(dir, "data"), freeAddr(t)
-	serveArgs := []string{"serve", "--data", data, "--addr", addr, "--actions-file", filepath.Join(dir, "actions.json"),
-		"--llm", "openai:test-model", "--llm-base-url", model.URL}
-	out := filepath.Join(dir, "out.jsonl")
-	batchArgs := []string{"batch", filepath.Join(dir, "moderate.json"), "--in", filepath.Join(dir, "items.jsonl"), "--out", out,
-		"--batch-size", "16", "--concurrency", "4", "--data", data}
-	api := &api.Client{BaseURL: "http://" + addr}
-	ready := func() bool {
-		_, err := api.List(context.Background(), process.ListOptions{Limit: 1})
-		return err == nil
-	}
+	sb := newServeBatch(t, n)
+	led, model, out, serveArgs, batchArgs, ready := sb.led, sb.model, sb.out, sb.serveArgs, sb.batchArgs, sb.ready
 
 	serve, _ := child(t, serveArgs...)
 	waitUntil(t, "vibe serve", time.Minute, ready)
@@ -463,20 +479,13 @@ func TestBatchOutlivesServer(t *testing.T) {
 		t.Skip("kills and restarts vibe serve")
 	}
 	const n = 300
-	dir, led := batchSetup(t, n, nil, 20*time.Millisecond)
-	model := llmtest.NewServer(t, llmtest.Multiplexed(verdict), llmtest.Options{Delay: 150 * time.Millisecond})
-	data, addr := filepath.Join(dir, "data"), freeAddr(t)
-	serveArgs := []string{"serve", "--data", data, "--addr", addr, "--actions-file", filepath.Join(dir, "actions.json"),
-		"--llm", "openai:test-model", "--llm-base-url", model.URL}
-	out := filepath.Join(dir, "out.jsonl")
-	c := &api.Client{BaseURL: "http://" + addr}
-	ready := func() bool { _, err := c.List(context.Background(), process.ListOptions{Limit: 1}); return err == nil }
+	sb := newServeBatch(t, n)
+	led, model, data, out, serveArgs, batchArgs, ready := sb.led, sb.model, sb.data, sb.out, sb.serveArgs, sb.batchArgs, sb.ready
 
 	serve, _ := child(t, serveArgs...)
 	waitUntil(t, "vibe serve", time.Minute, ready)
 	before, _ := os.ReadFile(filepath.Join(data, "engine.addr"))
-	feeder, feederOut := child(t, "batch", filepath.Join(dir, "moderate.json"), "--in", filepath.Join(dir, "items.jsonl"), "--out", out,
-		"--batch-size", "16", "--concurrency", "4", "--data", data)
+	feeder, feederOut := child(t, batchArgs...)
 	waitUntil(t, "a fifth of the results", 2*time.Minute, func() bool { return completeLines(out) >= n/5 })
 	serve.Process.Signal(syscall.SIGKILL)
 	serve.Wait()
@@ -511,8 +520,7 @@ func TestBatchOutlivesServer(t *testing.T) {
 	}
 	os.WriteFile(out, mended.Bytes(), 0o644)
 	requests := model.Requests()
-	status, _, stderr := run(t, "", "batch", filepath.Join(dir, "moderate.json"), "--in", filepath.Join(dir, "items.jsonl"), "--out", out,
-		"--batch-size", "16", "--concurrency", "4", "--data", data)
+	status, _, stderr := run(t, "", batchArgs...)
 	if status != 0 || !strings.Contains(stderr, "3 lines said failed for items that completed; rewritten from the batch's record") {
 		t.Errorf("the rerun: %d\n%s", status, stderr)
 	}
