@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"strings"
 	"sync"
 	"time"
 
@@ -15,6 +14,7 @@ import (
 	"google.golang.org/grpc/codes"
 
 	"github.com/augceo/vibe/compile"
+	"github.com/augceo/vibe/internal/diskspace"
 	"github.com/augceo/vibe/internal/execution"
 	"github.com/augceo/vibe/internal/wfid"
 	"github.com/augceo/vibe/llm"
@@ -351,17 +351,12 @@ func Unreachable(err error) bool {
 	if _, ok := errors.AsType[*temporal.WorkflowExecutionError](err); ok {
 		return false
 	}
-	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
-		return true
+	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) || diskspace.Is(err) {
+		return true // a full disk: the engine writes again once space is freed
 	}
-	st := serviceerror.ToStatus(err)
-	switch st.Code() {
+	switch serviceerror.ToStatus(err).Code() {
 	case codes.Unavailable, codes.DeadlineExceeded, codes.Canceled, codes.Aborted, codes.ResourceExhausted:
 		return true
-	case codes.FailedPrecondition:
-		// The engine's disk is full (engine's space guard): it cannot
-		// write until someone frees space, then it can.
-		return strings.Contains(st.Message(), "no space left on device")
 	}
 	return false
 }
