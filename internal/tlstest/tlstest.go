@@ -1,4 +1,3 @@
-// Package tlstest makes certificates for tests of HTTPS servers.
 package tlstest
 
 import (

@@ -1,0 +1,2 @@
+// Package tlstest makes certificates for tests of HTTPS servers.
+package tlstest
