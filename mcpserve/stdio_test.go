@@ -23,14 +23,30 @@ func TestStdioGarbage(t *testing.T) {
 	srv := mcp.NewServer(&mcp.Implementation{Name: "test", Version: "1"}, nil)
 	done := make(chan error, 1)
 	go func() { done <- srv.Run(ctx, StdioTransport(inR, outW)) }()
-	out := bufio.NewReader(outR)
+	lines := make(chan string)
+	go func() {
+		out := bufio.NewReader(outR)
+		for {
+			line, err := out.ReadString('\n')
+			if err != nil {
+				close(lines)
+				return
+			}
+			lines <- line
+		}
+	}()
 	read := func() string {
 		t.Helper()
-		line, err := out.ReadString('\n')
-		if err != nil {
-			t.Fatalf("read: %v", err)
+		select {
+		case line, ok := <-lines:
+			if !ok {
+				t.Fatal("the session's output ended")
+			}
+			return line
+		case <-ctx.Done():
+			t.Fatal("no answer: the session stopped answering")
 		}
-		return line
+		return ""
 	}
 	send := func(s string) {
 		io.WriteString(inW, s+"\n") // a failed write shows as a missing answer
