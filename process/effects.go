@@ -2,6 +2,7 @@ package process
 
 import (
 	"context"
+	"net/http/httptrace"
 	"sync/atomic"
 	"time"
 
@@ -85,13 +86,28 @@ func CountSent(ctx context.Context, p llm.Provider) *Sent {
 	return s
 }
 
-// Complete counts the request, heartbeats the count, and sends it.
+// Complete sends the request, and counts it and heartbeats the count once
+// it is on the wire (its HTTP request written): a request the process was
+// killed before sending is not counted, one the model may have received
+// is. A provider that answers without HTTP (a recording) has its request
+// counted when it answers.
 func (s *Sent) Complete(ctx context.Context, req *llm.Request) (*llm.Response, error) {
-	n := s.n.Add(1)
-	if activity.IsActivity(s.ctx) {
-		activity.RecordHeartbeat(s.ctx, s.earlier+n)
+	var counted atomic.Bool
+	count := func() {
+		if !counted.CompareAndSwap(false, true) {
+			return
+		}
+		n := s.n.Add(1)
+		if activity.IsActivity(s.ctx) {
+			activity.RecordHeartbeat(s.ctx, s.earlier+n)
+		}
 	}
-	return s.Provider.Complete(ctx, req)
+	ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{WroteRequest: func(httptrace.WroteRequestInfo) { count() }})
+	resp, err := s.Provider.Complete(ctx, req)
+	if err == nil {
+		count()
+	}
+	return resp, err
 }
 
 // System and Model are the wrapped provider's, when it says (llm.Describer).
