@@ -30,6 +30,36 @@ type Batches interface {
 	Results(ctx context.Context, id string, opts batch.ResultsOptions, emit func(batch.Result) error) error
 }
 
+// BatchCanceler is what a Batches may also do: cancel a batch
+// (batch.Runner does). The API serves POST /v1/batches/{id}/cancel when
+// it can.
+type BatchCanceler interface {
+	Cancel(ctx context.Context, id string) error
+}
+
+// cancelBatch cancels a batch and answers with its status.
+func (s *server) cancelBatch(w http.ResponseWriter, r *http.Request) {
+	id, ok := pathID(w, r, "batch")
+	if !ok {
+		return
+	}
+	c, ok := s.opts.Batches.(BatchCanceler)
+	if !ok {
+		writeError(w, http.StatusNotImplemented, &apiError{Error: "this server cannot cancel batches"})
+		return
+	}
+	if err := c.Cancel(r.Context(), id); err != nil {
+		s.failed(w, r, err)
+		return
+	}
+	st, err := s.opts.Batches.Status(r.Context(), id)
+	if err != nil {
+		s.failed(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, st)
+}
+
 // DefaultMaxBatchBody bounds a batch's JSONL body when
 // Options.MaxBatchBody is 0: 1 GiB, spooled to disk, not held.
 const DefaultMaxBatchBody = 1 << 30
@@ -39,7 +69,7 @@ const BatchReadTimeout = time.Hour
 
 // batchParams are the parts of a POST /v1/batches besides its items:
 // members of a JSON body, or the query of a JSONL one.
-var batchParams = "process, pipeline, system, id, size, concurrency"
+var batchParams = "process, pipeline, system, id, size, concurrency, providerBatch, providerBatchFallback"
 
 // startBatch is POST /v1/batches: a JSONL body (application/x-ndjson or
 // application/jsonl) with the batch's parameters in the query, or a JSON
@@ -178,6 +208,19 @@ func batchParam(opts *batch.Options, at, name string, v jsonv.Value, fromQuery b
 		return num(&opts.Size, 10_000)
 	case "concurrency":
 		return num(&opts.Concurrency, 1_000)
+	case "providerBatch", "providerBatchFallback":
+		on := v.Kind() == jsonv.KindBool && v.Bool()
+		switch {
+		case fromQuery && (v.Str() == "true" || v.Str() == "false"):
+			on = v.Str() == "true"
+		case fromQuery || v.Kind() != jsonv.KindBool:
+			return []detail{{Path: at, Message: name + " must be true or false"}}
+		}
+		if name == "providerBatch" {
+			opts.Call.ProviderBatch = on
+		} else {
+			opts.Call.ProviderFallback = on
+		}
 	default:
 		return []detail{{Path: at, Message: fmt.Sprintf("unknown field %q (want %s, items)", name, batchParams)}}
 	}

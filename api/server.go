@@ -85,6 +85,7 @@ func Handler(p Processes, opts Options) http.Handler {
 		mux.HandleFunc("GET /v1/batches", s.listBatches)
 		mux.HandleFunc("GET /v1/batches/{id}", s.getBatch)
 		mux.HandleFunc("GET /v1/batches/{id}/results", s.batchResults)
+		mux.HandleFunc("POST /v1/batches/{id}/cancel", s.cancelBatch)
 	}
 	if opts.Requests != nil {
 		mux.HandleFunc("POST /v1/requests", s.startRequest)

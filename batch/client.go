@@ -63,7 +63,72 @@ func (c *Client) Status(ctx context.Context, id string) (*Status, error) {
 			st.Waiting = int(n.GetCount())
 		}
 	}
+	st.Provider = c.provider(ctx, id)
 	return &st, nil
+}
+
+// provider is the state of batch id's provider batches, nil when it has
+// none (or they cannot be read: the status is shown without them).
+func (c *Client) provider(ctx context.Context, id string) *ProviderState {
+	ex, err := execution.Describe(ctx, c.temporal(), ProviderID(id), ErrNotFound, ProviderName)
+	if err != nil {
+		return nil
+	}
+	var ps ProviderState
+	switch ex.GetStatus() {
+	case enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING:
+		v, err := c.temporal().QueryWorkflow(ctx, ProviderID(id), "", QueryProvider)
+		if err != nil || v.Get(&ps) != nil {
+			return nil
+		}
+	case enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED:
+		if c.temporal().GetWorkflow(ctx, ProviderID(id), "").Get(ctx, &ps) != nil {
+			return nil
+		}
+	default:
+		return nil
+	}
+	return &ps
+}
+
+// Cancel cancels batch id: its groups (their items fail as cancelled),
+// its provider batches (each one the provider still runs is cancelled
+// there, CancelBatch), and its record. A batch that already finished is
+// no error.
+func (c *Client) Cancel(ctx context.Context, id string) error {
+	if _, err := execution.Describe(ctx, c.temporal(), id, ErrNotFound, BatchName); err != nil {
+		return err
+	}
+	var errs []error
+	cancel := func(wid string) {
+		err := c.temporal().CancelWorkflow(ctx, wid, "")
+		if err != nil && !execution.IsNotFound(err) && !isDone(err) {
+			errs = append(errs, fmt.Errorf("cancel %s: %w", wid, err))
+		}
+	}
+	cancel(ProviderID(id))
+	next := []byte(nil)
+	for {
+		resp, err := c.temporal().ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{NextPageToken: next,
+			Query: fmt.Sprintf("%s = '%s' AND WorkflowType = '%s' AND ExecutionStatus = 'Running'", process.BatchAttribute.GetName(), id, GroupName)})
+		if err != nil {
+			return fmt.Errorf("cancel batch %s: list its groups: %w", id, err)
+		}
+		for _, e := range resp.GetExecutions() {
+			cancel(e.GetExecution().GetWorkflowId())
+		}
+		if next = resp.GetNextPageToken(); len(next) == 0 {
+			break
+		}
+	}
+	cancel(id)
+	return errors.Join(errs...)
+}
+
+// isDone reports whether err says the workflow already finished.
+func isDone(err error) bool {
+	var done *serviceerror.NotFound
+	return errors.As(err, &done) || strings.Contains(err.Error(), "already completed")
 }
 
 // List returns a page of batches, newest first, with their status.

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
+	"time"
 
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
@@ -25,6 +27,19 @@ type CallOptions struct {
 	// Inline copies each step's schema into every item's property, for
 	// providers that take no "$ref" (compile.MultiplexOptions).
 	Inline bool `json:"inline,omitempty"`
+	// ProviderBatch sends the calls through the provider's Batch API
+	// (llm.BatchAPI) instead of one HTTP request each: at the provider's
+	// discount, answered within its window (24 hours, most within the
+	// hour). See ProviderBatches.
+	ProviderBatch bool `json:"providerBatch,omitempty"`
+	// ProviderFallback sends a call that a provider batch did not answer
+	// (it failed, expired or was cancelled) as a direct call, instead of
+	// in the next provider batch.
+	ProviderFallback bool `json:"providerBatchFallback,omitempty"`
+	// ProviderWindow is DefaultProviderWindow when 0, ProviderPoll
+	// DefaultProviderPoll.
+	ProviderWindow time.Duration `json:"providerWindow,omitempty"`
+	ProviderPoll   time.Duration `json:"providerPoll,omitempty"`
 }
 
 // FillInput is one LLM chunk to fill for several items of a group.
@@ -60,6 +75,9 @@ type FillOutput struct {
 type ItemFill struct {
 	Output process.FillOutput `json:"output"`
 	Error  string             `json:"error,omitempty"`
+	// Unanswered says the item's call went through a provider batch that
+	// did not answer it (Activities.Collect): it may be sent again.
+	Unanswered bool `json:"unanswered,omitempty"`
 }
 
 // Fill fills one LLM chunk for many items: the items go to p in calls of
@@ -71,45 +89,69 @@ type ItemFill struct {
 // plus its repairs. An error is returned only when a call itself failed
 // (the provider's error): then no item has a value.
 func Fill(ctx context.Context, p llm.Provider, t FillInput, opts llm.Options) (*FillOutput, error) {
-	mopts := compile.MultiplexOptions{Inline: t.Call.Inline}
 	out := &FillOutput{Items: make([]ItemFill, len(t.Items))}
-	if len(t.Items) == 0 {
-		return out, nil
-	}
-	calls, err := compile.Batches(t.Schema, len(t.Items), t.Call.Limits, mopts)
+	calls, err := plan(t)
 	if err != nil {
 		for i := range out.Items {
-			out.Items[i].Error = fmt.Sprintf("chunk %s: %v", t.Chunk, err)
+			out.Items[i].Error = err.Error()
 		}
 		return out, nil
 	}
-	steps := schema.Properties(t.Schema).Names()
-	for _, b := range calls {
-		if err := fillCall(ctx, p, t, t.Items[b.First:b.First+b.Count], steps, mopts, opts, out, b.First); err != nil {
+	for _, c := range calls {
+		resp, err := llm.Complete(ctx, p, c.req)
+		if err != nil {
+			return nil, fmt.Errorf("chunk %s, %d items: %w", t.Chunk, c.count, err)
+		}
+		if err := absorb(ctx, p, t, c, resp, opts, out); err != nil {
 			return nil, err
 		}
 	}
 	return out, nil
 }
 
-// fillCall makes one multiplexed call for items, which start at first.
-func fillCall(ctx context.Context, p llm.Provider, t FillInput, items []FillItem, steps []string, mopts compile.MultiplexOptions, opts llm.Options, out *FillOutput, first int) error {
-	m, err := compile.Multiplex(t.Schema, len(items), mopts)
+// call is one multiplexed model call of a FillInput: the items from first
+// on, count of them, and its request.
+type call struct {
+	first, count int
+	steps        []string
+	req          *llm.Request
+}
+
+// plan cuts t's items into calls within t.Call's limits, each with its
+// multiplexed request: the same calls every time for the same t.
+func plan(t FillInput) ([]call, error) {
+	if len(t.Items) == 0 {
+		return nil, nil
+	}
+	mopts := compile.MultiplexOptions{Inline: t.Call.Inline}
+	batches, err := compile.Batches(t.Schema, len(t.Items), t.Call.Limits, mopts)
 	if err != nil {
-		return fmt.Errorf("chunk %s: %w", t.Chunk, err)
+		return nil, fmt.Errorf("chunk %s: %w", t.Chunk, err)
 	}
-	bt := llm.BatchTask{Name: t.Chunk, System: t.System, Schema: m, Steps: make([]llm.BatchStep, len(steps)), Items: make([]llm.BatchItem, len(items))}
-	for k, s := range steps {
-		bt.Steps[k] = llm.BatchStep{Name: s, Prefix: compile.StepPrefix(k)}
+	steps := schema.Properties(t.Schema).Names()
+	calls := make([]call, len(batches))
+	for n, b := range batches {
+		m, err := compile.Multiplex(t.Schema, b.Count, mopts)
+		if err != nil {
+			return nil, fmt.Errorf("chunk %s: %w", t.Chunk, err)
+		}
+		bt := llm.BatchTask{Name: t.Chunk, System: t.System, Schema: m, Steps: make([]llm.BatchStep, len(steps)), Items: make([]llm.BatchItem, b.Count)}
+		for k, s := range steps {
+			bt.Steps[k] = llm.BatchStep{Name: s, Prefix: compile.StepPrefix(k)}
+		}
+		for i, it := range t.Items[b.First : b.First+b.Count] {
+			bt.Items[i] = llm.BatchItem{Prompt: it.Prompt, Context: it.Context}
+		}
+		calls[n] = call{first: b.First, count: b.Count, steps: steps, req: llm.NewBatchRequest(bt)}
 	}
-	for i, it := range items {
-		bt.Items[i] = llm.BatchItem{Prompt: it.Prompt, Context: it.Context}
-	}
-	req := llm.NewBatchRequest(bt)
-	resp, err := llm.Complete(ctx, p, req)
-	if err != nil {
-		return fmt.Errorf("chunk %s, %d items: %w", t.Chunk, len(items), err)
-	}
+	return calls, nil
+}
+
+// absorb takes the answer resp to call c into out: each item's part is
+// split out and checked on its own, and a part that breaks the chunk's
+// schema is repaired alone through p.
+func absorb(ctx context.Context, p llm.Provider, t FillInput, c call, resp *llm.Response, opts llm.Options, out *FillOutput) error {
+	items, steps := t.Items[c.first:c.first+c.count], c.steps
 	out.Requests++
 	out.Usage = out.Usage.Add(resp.Usage)
 	answer, parseErr := llm.ParseAnswer(resp.Content)
@@ -144,7 +186,7 @@ func fillCall(ctx context.Context, p llm.Provider, t FillInput, items []FillItem
 		turn.Problems = problems
 		fo.Turns = []llm.Turn{turn}
 		if parseErr == nil && problems == nil {
-			out.Items[first+i] = ItemFill{Output: fo}
+			out.Items[c.first+i] = ItemFill{Output: fo}
 			continue
 		}
 		// This item alone is asked again, with its own part and errors.
@@ -157,9 +199,9 @@ func fillCall(ctx context.Context, p llm.Provider, t FillInput, items []FillItem
 		case errors.As(err, &ie):
 			out.Requests += ie.Requests
 			out.Usage = out.Usage.Add(ie.Usage)
-			out.Items[first+i] = ItemFill{Error: err.Error()}
+			out.Items[c.first+i] = ItemFill{Error: err.Error()}
 		case err != nil:
-			out.Items[first+i] = ItemFill{Error: fmt.Sprintf("chunk %s: repair of its part of the batch's answer: %v", t.Chunk, err)}
+			out.Items[c.first+i] = ItemFill{Error: fmt.Sprintf("chunk %s: repair of its part of the batch's answer: %v", t.Chunk, err)}
 		default:
 			out.Requests += res.Requests
 			out.Usage = out.Usage.Add(res.Usage)
@@ -167,7 +209,7 @@ func fillCall(ctx context.Context, p llm.Provider, t FillInput, items []FillItem
 			fo.Split, fo.Thinking, fo.Metrics = true, res.Thinking, res.Metrics // as llm.Repair split it
 			fo.Requests += res.Requests
 			fo.Turns = append(fo.Turns, res.Turns...)
-			out.Items[first+i] = ItemFill{Output: fo}
+			out.Items[c.first+i] = ItemFill{Output: fo}
 		}
 	}
 	return nil
@@ -185,6 +227,18 @@ type Activities struct {
 	Metrics *llm.Metrics
 	// MaxRepairs is llm.Options.MaxRepairs, for each item's repairs.
 	MaxRepairs int
+
+	mu    sync.Mutex
+	read  map[string]*readResults // provider batches' answers, by id
+	order []string                // their ids, oldest first
+}
+
+// logger is a.Logger, or slog.Default().
+func (a *Activities) logger() *slog.Logger {
+	if a.Logger != nil {
+		return a.Logger
+	}
+	return slog.Default()
 }
 
 // Fill is the activity of a group's multiplexed call: Fill on the

@@ -18,6 +18,27 @@ const (
 	// (Activities.Fill).
 	FillName = "vibe.FillBatch"
 
+	// ProviderName is the workflow type of a batch's provider batches
+	// (Workflows.ProviderBatches, ProviderID).
+	ProviderName = "vibe.ProviderBatches"
+	// SubmitName, StatusName, CancelName and CollectName are the activity
+	// types of a provider batch's submission, look, cancellation and of a
+	// group's reading of its answers (Activities.Submit, Status, Cancel,
+	// Collect).
+	SubmitName  = "vibe.ProviderSubmit"
+	StatusName  = "vibe.ProviderStatus"
+	CancelName  = "vibe.ProviderCancel"
+	CollectName = "vibe.ProviderCollect"
+	// SignalProviderRequest hands a group's fill to the provider batches,
+	// a ProviderRequest; SignalProviderDone tells the group its provider
+	// batch ended, a ProviderDone; SignalProviderEnd tells the provider
+	// batches the batch's input ended and every group finished.
+	SignalProviderRequest = "vibe.provider.request"
+	SignalProviderDone    = "vibe.provider.done"
+	SignalProviderEnd     = "vibe.provider.end"
+	// QueryProvider returns the provider batches' ProviderState.
+	QueryProvider = "provider"
+
 	// SignalGroup is what a group tells its batch when it starts and when
 	// it ends, a GroupReport.
 	SignalGroup = "vibe.group"

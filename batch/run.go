@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.temporal.io/api/serviceerror"
@@ -27,6 +28,10 @@ const (
 	DefaultSize = compile.DefaultMaxItems
 	// DefaultConcurrency is the groups in flight, C.
 	DefaultConcurrency = 4
+	// DefaultProviderConcurrency bounds the groups in flight with provider
+	// batches (CallOptions.ProviderBatch): as many as one provider batch
+	// holds, up to this.
+	DefaultProviderConcurrency = 1024
 )
 
 // Options configures Run. The zero value of each field is a sensible
@@ -87,6 +92,10 @@ const MaxUnreachable = 10 * time.Minute
 // its input; the summary says what was emitted.
 var ErrStopped = errors.New("stopped before the end of the input")
 
+// ErrCancelled is Run's error when the batch was cancelled
+// (Client.Cancel) while it ran: it reads no further.
+var ErrCancelled = errors.New("the batch was cancelled")
+
 // Summary is what a run did.
 type Summary struct {
 	ID string `json:"id"`
@@ -121,7 +130,13 @@ func (c *Client) Run(ctx context.Context, in io.Reader, emit func(Result) error,
 		return nil, err
 	}
 	size, conc := groupSize(opts), opts.Concurrency
-	if conc <= 0 {
+	switch {
+	case conc > 0:
+	case opts.Call.ProviderBatch:
+		// As many groups as one provider batch holds: their calls wait
+		// together, for the provider, not one another.
+		conc = min(MaxProviderRequests/size, DefaultProviderConcurrency)
+	default:
 		conc = DefaultConcurrency
 	}
 	if opts.File == "" {
@@ -131,6 +146,13 @@ func (c *Client) Run(ctx context.Context, in io.Reader, emit func(Result) error,
 		Memo: map[string]any{process.MemoProcess: start.Name}}, BatchName, RecordInput{Status: Status{ID: opts.ID, Process: start.Name, Size: size, Total: max(opts.Total, 0), StartedAt: began.UTC()}})
 	if err != nil {
 		return nil, fmt.Errorf("start batch %s: %w", opts.ID, err)
+	}
+	if opts.Call.ProviderBatch {
+		_, err = c.startOrAttach(ctx, client.StartWorkflowOptions{ID: ProviderID(opts.ID), TypedSearchAttributes: batchAttribute(opts.ID),
+			Memo: map[string]any{process.MemoProcess: start.Name}}, ProviderName, ProviderInput{Batch: opts.ID, Call: opts.Call})
+		if err != nil {
+			return nil, fmt.Errorf("start batch %s's provider batches: %w", opts.ID, err)
+		}
 	}
 	// A batch that ran before was cut into groups of its own size: cut
 	// another way, a group's id would name other lines than it holds.
@@ -148,8 +170,9 @@ func (c *Client) Run(ctx context.Context, in io.Reader, emit func(Result) error,
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var (
-		wg       sync.WaitGroup
-		writeErr error
+		wg        sync.WaitGroup
+		writeErr  error
+		cancelled atomic.Bool
 	)
 	wg.Add(1)
 	go func() { // the writer: results in input order
@@ -174,6 +197,9 @@ func (c *Client) Run(ctx context.Context, in io.Reader, emit func(Result) error,
 			}
 			sum.Requests += p.res.Requests
 			sum.Usage = sum.Usage.Add(p.res.Usage)
+			if p.res.Cancelled {
+				cancelled.Store(true)
+			}
 			<-slots
 			if err != nil && writeErr == nil {
 				writeErr = err
@@ -195,7 +221,7 @@ func (c *Client) Run(ctx context.Context, in io.Reader, emit func(Result) error,
 		case <-opts.Stop:
 			return true
 		default:
-			return false
+			return cancelled.Load()
 		}
 	}
 	stopped := false
@@ -250,6 +276,8 @@ func (c *Client) Run(ctx context.Context, in io.Reader, emit func(Result) error,
 		return sum, readErr
 	case ctx.Err() != nil:
 		return sum, ctx.Err()
+	case cancelled.Load():
+		return sum, ErrCancelled
 	case stopped:
 		return sum, ErrStopped // the batch has not ended: no End
 	}
@@ -258,6 +286,14 @@ func (c *Client) Run(ctx context.Context, in io.Reader, emit func(Result) error,
 	})
 	if err != nil && !execution.IsNotFound(err) { // not found: it ended on an earlier run
 		return sum, fmt.Errorf("end batch %s: %w", opts.ID, err)
+	}
+	if opts.Call.ProviderBatch {
+		err = untilReachable(ctx, opts.Unreachable, func() error {
+			return c.temporal().SignalWorkflow(ctx, ProviderID(opts.ID), "", SignalProviderEnd, nil)
+		})
+		if err != nil && !execution.IsNotFound(err) {
+			return sum, fmt.Errorf("end batch %s's provider batches: %w", opts.ID, err)
+		}
 	}
 	return sum, nil
 }

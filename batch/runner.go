@@ -35,7 +35,7 @@ type Runner struct {
 	Logger *slog.Logger
 
 	mu      sync.Mutex
-	running map[string]bool
+	running map[string]context.CancelFunc // the batches running here
 	wg      sync.WaitGroup
 	base    context.Context // the runs' lifetime, Resume's ctx
 }
@@ -91,7 +91,7 @@ func (r *Runner) Start(ctx context.Context, opts Options, in io.Reader) (id stri
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.running[opts.ID] {
+	if r.running[opts.ID] != nil {
 		return opts.ID, false, nil
 	}
 	if st, err := r.Client.Status(ctx, opts.ID); err == nil {
@@ -147,7 +147,7 @@ func (r *Runner) Resume(ctx context.Context) error {
 	var errs []error
 	for _, m := range metas {
 		id := strings.TrimSuffix(filepath.Base(m), ".json")
-		if r.running[id] {
+		if r.running[id] != nil {
 			continue
 		}
 		data, err := os.ReadFile(m)
@@ -167,13 +167,13 @@ func (r *Runner) Resume(ctx context.Context) error {
 // launch runs a spooled batch in the background; r.mu is held.
 func (r *Runner) launch(opts Options) {
 	if r.running == nil {
-		r.running = map[string]bool{}
+		r.running = map[string]context.CancelFunc{}
 	}
-	r.running[opts.ID] = true
 	if r.base == nil {
 		r.base = context.Background()
 	}
-	base := r.base
+	base, stop := context.WithCancel(r.base)
+	r.running[opts.ID] = stop
 	r.wg.Add(1)
 	go func() {
 		defer r.wg.Done()
@@ -185,6 +185,10 @@ func (r *Runner) launch(opts Options) {
 		r.mu.Lock()
 		delete(r.running, opts.ID)
 		r.mu.Unlock()
+		stop()
+		if errors.Is(err, ErrCancelled) {
+			err = nil // its spool goes
+		}
 		if err != nil {
 			logger.Error("batch", "id", opts.ID, "error", err)
 			return
@@ -203,6 +207,22 @@ func (r *Runner) run(ctx context.Context, opts Options) error {
 	opts.File = opts.ID + ".jsonl"
 	_, err = r.Client.Run(ctx, f, func(Result) error { return nil }, opts)
 	return err
+}
+
+// Cancel cancels batch id (Client.Cancel): its run here, if any, stops
+// reading, and its spooled input goes.
+func (r *Runner) Cancel(ctx context.Context, id string) error {
+	if err := r.Client.Cancel(ctx, id); err != nil {
+		return err
+	}
+	r.mu.Lock()
+	stop := r.running[id]
+	r.mu.Unlock()
+	if stop == nil {
+		os.Remove(r.path(id, ".jsonl"))
+		os.Remove(r.path(id, ".json"))
+	}
+	return nil
 }
 
 // Wait waits for the running batches to finish or ctx to end.

@@ -41,6 +41,10 @@ type Status struct {
 	Ended      bool       `json:"ended"`
 	StartedAt  time.Time  `json:"startedAt"`
 	FinishedAt *time.Time `json:"finishedAt,omitempty"`
+	// Provider is where the batch's provider batches are, for a batch
+	// that sends its calls through the provider's Batch API
+	// (CallOptions.ProviderBatch); nil for one that does not.
+	Provider *ProviderState `json:"provider,omitempty"`
 }
 
 // An item's status in its result line.

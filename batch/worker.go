@@ -17,6 +17,7 @@ func RegisterWorkflows(w worker.WorkflowRegistry, actions *action.Registry) {
 	wf := &Workflows{Actions: actions}
 	w.RegisterWorkflowWithOptions(wf.Group, workflow.RegisterOptions{Name: GroupName})
 	w.RegisterWorkflowWithOptions(wf.Batch, workflow.RegisterOptions{Name: BatchName})
+	w.RegisterWorkflowWithOptions(wf.ProviderBatches, workflow.RegisterOptions{Name: ProviderName})
 }
 
 // Register registers the batch workflows and acts's activity on a worker,
@@ -25,4 +26,8 @@ func RegisterWorkflows(w worker.WorkflowRegistry, actions *action.Registry) {
 func Register(w worker.Registry, acts *Activities, actions *action.Registry) {
 	RegisterWorkflows(w, actions)
 	w.RegisterActivityWithOptions(acts.Fill, activity.RegisterOptions{Name: FillName})
+	w.RegisterActivityWithOptions(acts.Submit, activity.RegisterOptions{Name: SubmitName})
+	w.RegisterActivityWithOptions(acts.Status, activity.RegisterOptions{Name: StatusName})
+	w.RegisterActivityWithOptions(acts.Cancel, activity.RegisterOptions{Name: CancelName})
+	w.RegisterActivityWithOptions(acts.Collect, activity.RegisterOptions{Name: CollectName})
 }

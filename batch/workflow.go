@@ -63,6 +63,9 @@ type GroupResult struct {
 	// Model is the model that answered the group's calls, as the provider
 	// named it ("" when none was made).
 	Model string `json:"model,omitempty"`
+	// Cancelled says the batch was cancelled (Client.Cancel) before or
+	// while the group ran: a run stops reading its input.
+	Cancelled bool `json:"cancelled,omitempty"`
 }
 
 // GroupReport is what a group tells its batch (SignalGroup): that it
@@ -129,6 +132,19 @@ type group struct {
 	gen      int
 	cancel   workflow.CancelFunc
 	lastAsk  time.Time
+	// Fills handed to the provider batches (CallOptions.ProviderBatch),
+	// by key; pseq numbers them.
+	prov map[string]*provFill
+	pseq int
+}
+
+// provFill is a fill a group handed to its batch's provider batches: the
+// input, the group's items it is for (parallel to in.Items), and the
+// provider batches it has been in.
+type provFill struct {
+	in      FillInput
+	items   []int
+	attempt int
 }
 
 // Group runs a group of a batch: each item's process (ItemID) is
@@ -156,11 +172,27 @@ func (w *Workflows) Group(ctx workflow.Context, in GroupInput) (GroupResult, err
 	if err := g.handlers(ctx); err != nil {
 		return g.res, err
 	}
-	g.report(ctx, GroupReport{Index: in.Index, Items: n, First: in.Items[0].Line, Last: in.Items[n-1].Line})
+	if err := g.report(ctx, GroupReport{Index: in.Index, Items: n, First: in.Items[0].Line, Last: in.Items[n-1].Line}); err != nil {
+		// The batch's record is gone: it was cancelled (or finished, and
+		// these lines are new to it). Nothing of the group runs.
+		g.res.Cancelled = true
+		for i, it := range in.Items {
+			g.res.Results[i] = Result{Line: it.Line, Status: StatusFailed, Error: fmt.Sprintf("batch %s was cancelled (or had finished) before this group began", in.Batch)}
+		}
+		return g.res, nil
+	}
 	g.sel.AddReceive(g.poke, func(c workflow.ReceiveChannel, _ bool) {
 		for c.ReceiveAsync(nil) {
 		}
 	})
+	if in.Call.ProviderBatch {
+		g.prov = map[string]*provFill{}
+		g.sel.AddReceive(workflow.GetSignalChannel(ctx, SignalProviderDone), func(c workflow.ReceiveChannel, _ bool) {
+			var d ProviderDone
+			c.Receive(ctx, &d)
+			g.collect(ctx, d)
+		})
+	}
 	for i, it := range in.Items {
 		g.start(ctx, i, it)
 	}
@@ -176,7 +208,8 @@ func (w *Workflows) Group(ctx workflow.Context, in GroupInput) (GroupResult, err
 			rep.Failed++
 		}
 	}
-	g.report(ctx, rep)
+	_ = g.report(ctx, rep)
+	g.res.Cancelled = ctx.Err() != nil
 	g.trim()
 	return g.res, nil
 }
@@ -501,42 +534,123 @@ func (g *group) fill(ctx workflow.Context, c int, items []int) {
 		g.state[i] = inflight
 		g.context[i] = jsonv.Value{}
 	}
+	if g.in.Call.ProviderBatch {
+		g.handOver(ctx, in, items, 1)
+		return
+	}
+	g.direct(ctx, in, items)
+}
+
+// direct fills in for items with one activity (FillName) that calls the
+// model itself.
+func (g *group) direct(ctx workflow.Context, in FillInput, items []int) {
 	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{StartToCloseTimeout: process.FillTimeout,
 		HeartbeatTimeout: process.HeartbeatTimeout, RetryPolicy: process.FillRetry})
 	g.sel.AddFuture(workflow.ExecuteActivity(actx, FillName, in), func(f workflow.Future) {
 		var out FillOutput
 		err := f.Get(ctx, &out)
-		g.res.Usage = g.res.Usage.Add(out.Usage)
-		g.res.Requests += out.Requests
-		for k, i := range items {
-			var part process.FillOutput
-			var perr error
-			switch {
-			case err != nil:
-				perr = err
-			case k < len(out.Items) && out.Items[k].Error != "":
-				perr = temporal.NewNonRetryableApplicationError(out.Items[k].Error, process.ErrTypeGroupFill, nil)
-			case k < len(out.Items):
-				part = out.Items[k].Output
-				if g.res.Model == "" {
-					g.res.Model = part.Model
-				}
-			default:
-				perr = temporal.NewNonRetryableApplicationError("the batch call gave no answer for this item", process.ErrTypeGroupFill, nil)
+		g.deliver(ctx, items, &out, err)
+	})
+}
+
+// deliver hands each of items its part of out, or err.
+func (g *group) deliver(ctx workflow.Context, items []int, out *FillOutput, err error) {
+	g.res.Usage = g.res.Usage.Add(out.Usage)
+	g.res.Requests += out.Requests
+	for k, i := range items {
+		var part process.FillOutput
+		var perr error
+		switch {
+		case err != nil:
+			perr = err
+		case k < len(out.Items) && out.Items[k].Error != "":
+			perr = temporal.NewNonRetryableApplicationError(out.Items[k].Error, process.ErrTypeGroupFill, nil)
+		case k < len(out.Items):
+			part = out.Items[k].Output
+			if g.res.Model == "" {
+				g.res.Model = part.Model
 			}
-			if g.state[i] == inflight {
-				g.state[i] = running
-			}
-			g.reply[i].Set(part, perr)
-			g.reply[i] = nil
+		default:
+			perr = temporal.NewNonRetryableApplicationError("the batch call gave no answer for this item", process.ErrTypeGroupFill, nil)
+		}
+		if g.state[i] == inflight {
+			g.state[i] = running
+		}
+		g.reply[i].Set(part, perr)
+		g.reply[i] = nil
+	}
+}
+
+// handOver hands the fill in for items to the batch's provider batches
+// (SignalProviderRequest); the answer comes as a SignalProviderDone
+// (collect). If they cannot be reached, the fill goes direct.
+func (g *group) handOver(ctx workflow.Context, in FillInput, items []int, attempt int) {
+	key := fmt.Sprintf("%s.f%d", g.id, g.pseq)
+	g.pseq++
+	g.prov[key] = &provFill{in: in, items: items, attempt: attempt}
+	calls := 1
+	if b, err := compile.Batches(in.Schema, len(in.Items), in.Call.Limits, compile.MultiplexOptions{Inline: in.Call.Inline}); err == nil {
+		calls = len(b)
+	}
+	req := ProviderRequest{Key: key, Group: g.id, Fill: in, Calls: calls}
+	g.sel.AddFuture(workflow.SignalExternalWorkflow(ctx, ProviderID(g.in.Batch), "", SignalProviderRequest, req), func(f workflow.Future) {
+		if f.Get(ctx, nil) != nil {
+			delete(g.prov, key)
+			g.direct(ctx, in, items)
 		}
 	})
 }
 
-// report tells the batch what the group did; a batch that is gone (its
-// record finished or was never started) is not the group's concern.
-func (g *group) report(ctx workflow.Context, r GroupReport) {
-	_ = workflow.SignalExternalWorkflow(ctx, g.in.Batch, "", SignalGroup, r).Get(ctx, nil)
+// collect reads the fill of a provider batch that ended (Activities.
+// Collect) and hands each item its part; the items it did not answer are
+// handed over again, go direct (CallOptions.ProviderFallback), or fail
+// once they have been in ProviderAttempts provider batches.
+func (g *group) collect(ctx workflow.Context, d ProviderDone) {
+	pf, ok := g.prov[d.Key]
+	if !ok {
+		return // told twice
+	}
+	delete(g.prov, d.Key)
+	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{StartToCloseTimeout: process.FillTimeout,
+		HeartbeatTimeout: process.HeartbeatTimeout, RetryPolicy: process.FillRetry})
+	g.sel.AddFuture(workflow.ExecuteActivity(actx, CollectName, CollectInput{Key: d.Key, Done: d, Fill: pf.in}), func(f workflow.Future) {
+		var out FillOutput
+		err := f.Get(ctx, &out)
+		if err != nil {
+			g.deliver(ctx, pf.items, &out, err)
+			return
+		}
+		var again FillInput
+		var items, agains []int
+		var parts []ItemFill
+		for k, it := range out.Items {
+			if it.Unanswered && (g.in.Call.ProviderFallback || (!d.Final && pf.attempt < ProviderAttempts)) {
+				again.Items = append(again.Items, pf.in.Items[k])
+				agains = append(agains, pf.items[k])
+				continue
+			}
+			items = append(items, pf.items[k])
+			parts = append(parts, it)
+		}
+		out.Items = parts
+		g.deliver(ctx, items, &out, nil)
+		if len(agains) == 0 {
+			return
+		}
+		in := pf.in
+		in.Items = again.Items
+		if g.in.Call.ProviderFallback {
+			g.direct(ctx, in, agains)
+		} else {
+			g.handOver(ctx, in, agains, pf.attempt+1)
+		}
+	})
+}
+
+// report tells the batch what the group did; the error says its record
+// is gone (it was cancelled, or finished).
+func (g *group) report(ctx workflow.Context, r GroupReport) error {
+	return workflow.SignalExternalWorkflow(ctx, g.in.Batch, "", SignalGroup, r).Get(ctx, nil)
 }
 
 // trim keeps the result within the engine's payload limit: past it, the

@@ -20,6 +20,8 @@ type batchRow struct {
 	// the end, once it has ended).
 	PerSecond float64
 	Elapsed   time.Duration
+	// Cost is what its tokens cost at the console's prices ("" without).
+	Cost string
 }
 
 func rowOf(s batch.Status, now time.Time) batchRow {
@@ -43,8 +45,9 @@ func rowOf(s batch.Status, now time.Time) batchRow {
 
 // batchList is the batches page.
 type batchList struct {
-	Rows []batchRow
-	Now  time.Time
+	Rows   []batchRow
+	Now    time.Time
+	Priced bool // a cost column
 }
 
 func (batchList) title() string { return "Batches" }
@@ -57,8 +60,11 @@ func (c *console) batches(r *http.Request) (any, error) {
 	now := c.now()
 	data := batchList{Now: now}
 	for _, s := range list {
-		data.Rows = append(data.Rows, rowOf(s, now))
+		row := rowOf(s, now)
+		row.Cost = c.cost(s.Model, s.Usage)
+		data.Rows = append(data.Rows, row)
 	}
+	data.Priced = c.opts.Prices != nil
 	return data, nil
 }
 
@@ -80,6 +86,7 @@ func (c *console) batch(r *http.Request) (any, error) {
 	}
 	now := c.now()
 	page := batchPage{Batch: rowOf(s, now), Limit: failedLimit, Now: now}
+	page.Batch.Cost = c.cost(s.Model, s.Usage)
 	if s.Failed > 0 {
 		if page.Failed, err = c.opts.Batches.Results(r.Context(), id, true, failedLimit); err != nil {
 			return nil, err

@@ -6,6 +6,7 @@ import (
 	"embed"
 	"errors"
 	"fmt"
+	"github.com/augceo/vibe/llm"
 	"html/template"
 	"io/fs"
 	"log/slog"
@@ -85,6 +86,19 @@ type Options struct {
 	// Poll is how often an event stream looks for changes; 0 means one
 	// second.
 	Poll time.Duration
+	// Prices, when set, turn tokens into money: each process, model call
+	// and batch shows its cost (with the batch discount for calls that
+	// went through a provider's Batch API).
+	Prices *llm.Prices
+}
+
+// cost says what usage u of model costs at the console's prices, "" when
+// it has none for it.
+func (c *console) cost(model string, u llm.Usage) string {
+	if amount, ok := c.opts.Prices.Cost(model, u, false); ok {
+		return c.opts.Prices.Format(amount)
+	}
+	return ""
 }
 
 // The console's own bounds.

@@ -131,6 +131,9 @@ type processPage struct {
 	// by path, when a model's answers kept breaking the schema.
 	Failure []schema.Invalid
 	Now     time.Time
+	// Cost is what the process's model calls cost at the console's
+	// prices ("" without).
+	Cost string
 }
 
 func (p processPage) title() string { return p.Info.Process + " " + p.Info.ID }
@@ -202,7 +205,7 @@ func (c *console) process(r *http.Request) (any, error) {
 // processPage shows info; form, when set, is the answer form as posted
 // (with its problems).
 func (c *console) processPage(ctx context.Context, info *process.Info, form *answerForm) (processPage, error) {
-	page := processPage{Info: info, Temporal: c.temporalLink(info.ID), Now: c.now(), Form: form}
+	page := processPage{Info: info, Temporal: c.temporalLink(info.ID), Now: c.now(), Form: form, Cost: c.callsCost(info.Calls)}
 	if page.Form == nil && waiting(info) {
 		page.Form = newAnswerForm(info, jsonv.Value{}, nil, "")
 	}
@@ -228,6 +231,23 @@ func (c *console) processPage(ctx context.Context, info *process.Info, form *ans
 		}
 	}
 	return page, nil
+}
+
+// callsCost is what calls cost at the console's prices, each by its own
+// model; "" when a call's model has no price.
+func (c *console) callsCost(calls []process.ModelCall) string {
+	if c.opts.Prices == nil || len(calls) == 0 {
+		return ""
+	}
+	total := 0.0
+	for _, call := range calls {
+		amount, ok := c.opts.Prices.Cost(call.Model, call.Usage, false)
+		if !ok {
+			return ""
+		}
+		total += amount
+	}
+	return c.opts.Prices.Format(total)
 }
 
 // chunkViews lays out what each chunk did, in execution order.

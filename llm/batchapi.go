@@ -90,3 +90,25 @@ type BatchLimits struct {
 	MaxRequests int
 	MaxBytes    int64
 }
+
+// Wrapper is a Provider that wraps another (a recorder, a counter): its
+// Unwrap returns the provider it wraps.
+type Wrapper interface {
+	Unwrap() Provider
+}
+
+// BatchAPIOf is the Batch API of p, or of the provider p wraps
+// (Wrapper), and whether it has one.
+func BatchAPIOf(p Provider) (BatchAPI, bool) {
+	for p != nil {
+		if b, ok := p.(BatchAPI); ok {
+			return b, true
+		}
+		w, ok := p.(Wrapper)
+		if !ok {
+			break
+		}
+		p = w.Unwrap()
+	}
+	return nil, false
+}

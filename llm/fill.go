@@ -220,6 +220,8 @@ func Complete(ctx context.Context, p Provider, req *Request) (*Response, error) 
 	span.SetAttributes(attribute.String("gen_ai.response.model", resp.Model),
 		attribute.Int64("gen_ai.usage.input_tokens", resp.Usage.PromptTokens),
 		attribute.Int64("gen_ai.usage.output_tokens", resp.Usage.CompletionTokens),
+		attribute.Int64("gen_ai.usage.cache_read.input_tokens", resp.Usage.CachedPromptTokens),
+		attribute.Int64("gen_ai.usage.cache_creation.input_tokens", resp.Usage.CacheWriteTokens),
 		attribute.Bool("vibe.replayed", resp.Replayed))
 	return resp, nil
 }

@@ -31,7 +31,9 @@ type Prices struct {
 }
 
 // Cost is what usage u of model costs at p, and whether p knows the
-// model. batch says the requests went through the provider's Batch API.
+// model. Its Batched part costs the price less the model's batch
+// discount; batch says all of u went through the provider's Batch API (an
+// estimate's).
 func (p *Prices) Cost(model string, u Usage, batch bool) (float64, bool) {
 	if p == nil {
 		return 0, false
@@ -40,6 +42,18 @@ func (p *Prices) Cost(model string, u Usage, batch bool) (float64, bool) {
 	if !ok {
 		return 0, false
 	}
+	cost := pr.cost(u)
+	switch {
+	case batch:
+		cost *= 1 - pr.BatchDiscount
+	case u.Batched != nil:
+		cost -= pr.cost(*u.Batched) * pr.BatchDiscount
+	}
+	return cost, true
+}
+
+// cost is what u costs at pr's full prices.
+func (pr Price) cost(u Usage) float64 {
 	cached, written := pr.CachedInput, pr.CacheWrite
 	if cached == 0 {
 		cached = pr.Input
@@ -48,12 +62,8 @@ func (p *Prices) Cost(model string, u Usage, batch bool) (float64, bool) {
 		written = pr.Input
 	}
 	plain := max(u.PromptTokens-u.CachedPromptTokens-u.CacheWriteTokens, 0)
-	cost := (float64(plain)*pr.Input + float64(u.CachedPromptTokens)*cached + float64(u.CacheWriteTokens)*written +
+	return (float64(plain)*pr.Input + float64(u.CachedPromptTokens)*cached + float64(u.CacheWriteTokens)*written +
 		float64(u.CompletionTokens)*pr.Output) / 1e6
-	if batch {
-		cost *= 1 - pr.BatchDiscount
-	}
-	return cost, true
 }
 
 // price is model's price: its own, else that of the longest name in p

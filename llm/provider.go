@@ -73,16 +73,41 @@ type Usage struct {
 	// prompt cache, at its higher price (Anthropic's
 	// cache_creation_input_tokens).
 	CacheWriteTokens int64 `json:"cacheWriteTokens,omitempty"`
+	// Batched is the part of this usage whose requests went through a
+	// provider's Batch API, at its discount (BatchAPI); it is counted in
+	// the fields above too. Nil when none did.
+	Batched *Usage `json:"batched,omitempty"`
 }
 
 // Add returns the sum of two usages.
 func (u Usage) Add(v Usage) Usage {
-	return Usage{
+	sum := Usage{
 		PromptTokens:       u.PromptTokens + v.PromptTokens,
 		CompletionTokens:   u.CompletionTokens + v.CompletionTokens,
 		CachedPromptTokens: u.CachedPromptTokens + v.CachedPromptTokens,
 		CacheWriteTokens:   u.CacheWriteTokens + v.CacheWriteTokens,
 	}
+	if u.Batched != nil || v.Batched != nil {
+		b := u.Batched.orZero().Add(v.Batched.orZero())
+		sum.Batched = &b
+	}
+	return sum
+}
+
+// AsBatched is u, all of it marked as sent through a provider's Batch API.
+func (u Usage) AsBatched() Usage {
+	b := u
+	b.Batched = nil
+	u.Batched = &b
+	return u
+}
+
+// orZero is *u, or the zero Usage for nil.
+func (u *Usage) orZero() Usage {
+	if u == nil {
+		return Usage{}
+	}
+	return *u
 }
 
 // Total is the prompt and completion tokens together.
@@ -240,8 +265,15 @@ func Apportion(u Usage, weights []int) []Usage {
 	}
 	p, c := split(u.PromptTokens), split(u.CompletionTokens)
 	cached, written := split(u.CachedPromptTokens), split(u.CacheWriteTokens)
+	var batched []Usage
+	if u.Batched != nil {
+		batched = Apportion(*u.Batched, weights)
+	}
 	for i := range out {
 		out[i] = Usage{PromptTokens: p[i], CompletionTokens: c[i], CachedPromptTokens: cached[i], CacheWriteTokens: written[i]}
+		if batched != nil {
+			out[i].Batched = &batched[i]
+		}
 	}
 	return out
 }

@@ -126,6 +126,9 @@ func (s *Sent) Model() string {
 	return ""
 }
 
+// Unwrap is the provider s counts for (llm.Wrapper).
+func (s *Sent) Unwrap() llm.Provider { return s.Provider }
+
 // Details is what the activity's heartbeats carry: the requests sent so
 // far, by every attempt.
 func (s *Sent) Details() any { return s.earlier + s.n.Load() }

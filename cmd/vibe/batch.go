@@ -45,6 +45,9 @@ func newBatchCmd(io stdio) *cobra.Command {
 		inline                    bool
 		maxProps, maxDepth        int
 		pf                        pricesFlag
+		provider, fallback        bool
+		dryRun                    bool
+		poll                      time.Duration
 	)
 	cmd := &cobra.Command{
 		Use:   "batch PROCESS|--pipeline EXPR --in FILE.jsonl|- [--out FILE.jsonl] [--batch-size K] [--concurrency C] [--id BATCH]",
@@ -59,6 +62,19 @@ model call (split further when the provider's limits need it), each item's part
 of the answer checked on its own and, when wrong, repaired on its own. Server
 and person steps run per item. At most C groups (--concurrency) are in flight,
 and the input is read no further ahead than (C+1)×K lines, whatever its size.
+
+--provider-batch sends the model calls through the provider's own Batch API
+(OpenAI's Batch API, Anthropic's Message Batches) instead of one HTTP request
+each: half the price at both, answered within 24 hours (most within the hour).
+The calls of every group that is ready go in one provider batch; the engine waits
+for it on a timer, at no cost, and a restart of anything finds it again — nothing
+is submitted twice. Calls a provider batch does not answer go in the next one, or
+directly with --provider-batch-fallback. With it, C defaults to as many groups as
+one provider batch holds (up to 1024).
+
+--dry-run reads the input and says, before any call, how many model requests the
+batch makes at its first LLM chunk, their prompt tokens (an estimate: 4 bytes a
+token) and, with --prices, their cost.
 
 One result line per item goes to --out (default stdout), in input order:
   {"line": N, "id": ITEM, "status": "completed"|"failed", "output" | "error"}
@@ -103,7 +119,8 @@ otherwise it starts the embedded engine itself, or joins --temporal.`,
 			}
 			opts := batch.Options{Process: process.StartOptions{Pipeline: pipeline, Prompt: prompt, System: system},
 				ID: id, Size: size, Concurrency: concurrency, Window: window, File: inputName(in),
-				Call: batch.CallOptions{Inline: inline, Limits: compile.Limits{MaxProperties: maxProps, MaxDepth: maxDepth}}}
+				Call: batch.CallOptions{Inline: inline, Limits: compile.Limits{MaxProperties: maxProps, MaxDepth: maxDepth},
+					ProviderBatch: provider || fallback, ProviderFallback: fallback, ProviderPoll: poll}}
 			spec := pipeline
 			if len(args) == 1 {
 				spec = args[0]
@@ -135,6 +152,9 @@ otherwise it starts the embedded engine itself, or joins --temporal.`,
 			}
 			if err := batch.CheckID(opts.ID); err != nil {
 				return usageError{err}
+			}
+			if dryRun {
+				return dryRunBatch(ctx, io, reg, input, opts, prices, wf.llm.model())
 			}
 			// The first Ctrl-C stops the reading and lets the groups in
 			// flight finish; the second ends ctx.
@@ -246,6 +266,10 @@ otherwise it starts the embedded engine itself, or joins --temporal.`,
 	cmd.Flags().DurationVar(&window, "window", 0, fmt.Sprintf("how long a group waits for items still at their actions once the others asked for the next chunk (default %s)", batch.DefaultWindow))
 	cmd.Flags().IntVar(&maxProps, "max-properties", 0, "the most object properties the provider takes in one schema, all levels counted (default 5000, OpenAI's): a group's call is split to keep within it")
 	cmd.Flags().IntVar(&maxDepth, "max-depth", 0, "the deepest nesting of objects the provider takes (default 10, OpenAI's)")
+	cmd.Flags().BoolVar(&provider, "provider-batch", false, "send the model calls through the provider's Batch API (OpenAI, Anthropic): half price, answered within 24 hours")
+	cmd.Flags().BoolVar(&fallback, "provider-batch-fallback", false, "with --provider-batch: send a call a provider batch did not answer (failed, expired, cancelled) directly, not in the next provider batch")
+	cmd.Flags().DurationVar(&poll, "provider-batch-poll", 0, fmt.Sprintf("with --provider-batch: the first wait between looks at a provider batch, growing by half each time up to %s (default %s)", batch.MaxProviderPoll, batch.DefaultProviderPoll))
+	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "estimate the batch's model requests, prompt tokens and cost (with --prices) without running it")
 	cmd.Flags().BoolVar(&inline, "inline-schemas", false, "copy the step schemas into every item's property instead of sharing them with $ref, for providers without $ref")
 	return cmd
 }
@@ -613,16 +637,59 @@ func (p *progress) finish() {
 	}
 }
 
+// dryRunBatch prints what the batch would ask of the model — requests and
+// prompt tokens per LLM chunk, and their cost at prices — without running
+// anything or starting an engine.
+func dryRunBatch(ctx context.Context, io stdio, reg *registry.Registry, in goio.Reader, opts batch.Options, prices *llm.Prices, model string) error {
+	c := batch.NewClient(&process.Client{Registry: reg})
+	est, err := c.Estimate(ctx, in, opts)
+	if err != nil {
+		return err
+	}
+	how := "one HTTP request each"
+	if opts.Call.ProviderBatch {
+		how = "through the provider's Batch API"
+	}
+	fmt.Fprintf(io.out, "batch %s: %d items in %d groups of up to %d; the model calls go %s\n", opts.ID, est.Items, est.Groups, cmp.Or(opts.Size, batch.DefaultSize), how)
+	tw := tabwriter.NewWriter(io.out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "CHUNK\tREQUESTS\tPROMPT TOKENS (est.)")
+	for _, ch := range est.Chunks {
+		note := ""
+		if ch.Partial {
+			note = " + what earlier steps answer"
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%d%s\n", ch.Chunk, ch.Requests, ch.PromptTokens, note)
+	}
+	fmt.Fprintf(tw, "total\t%d\t%d\n", est.Requests, est.PromptTokens)
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintln(io.out, "Tokens are estimated at 4 bytes of the prompt's text a token; repairs and completion tokens are not known before the model answers.")
+	switch {
+	case prices == nil:
+	case model == "":
+		fmt.Fprintln(io.out, "No cost: give --llm openai:MODEL or anthropic:MODEL to price the prompt tokens.")
+	default:
+		if cost, ok := prices.Cost(model, llm.Usage{PromptTokens: est.PromptTokens}, opts.Call.ProviderBatch); ok {
+			fmt.Fprintf(io.out, "Prompt cost at %s's prices in %s: %s%s\n", model, prices.File, prices.Format(cost), map[bool]string{true: ", with the batch discount", false: ""}[opts.Call.ProviderBatch])
+		} else {
+			fmt.Fprintf(io.out, "No cost: %s has no price for %s.\n", prices.File, model)
+		}
+	}
+	return nil
+}
+
 func newBatchesCmd(io stdio) *cobra.Command {
 	var (
 		ef      engineFlags
 		results bool
 		after   int
 		pf      pricesFlag
+		cancel  bool
 	)
 	cmd := &cobra.Command{
-		Use:   "batches [ID] [--results]",
-		Short: "List batches, show one, or print its result lines",
+		Use:   "batches [ID] [--results | --cancel]",
+		Short: "List batches, show one, print its result lines, or cancel it",
 		Args:  cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
@@ -660,6 +727,12 @@ func newBatchesCmd(io stdio) *cobra.Command {
 					fmt.Fprintln(tw)
 				}
 				return tw.Flush()
+			case cancel:
+				if err := c.Cancel(ctx, args[0]); err != nil {
+					return err
+				}
+				fmt.Fprintf(io.err, "vibe: batch %s cancelled: its groups, its provider batches and its record; a vibe batch still reading its input stops at its next group\n", args[0])
+				return nil
 			case results:
 				enc := json.NewEncoder(io.out)
 				return c.Results(ctx, args[0], batch.ResultsOptions{After: after}, func(r batch.Result) error { return enc.Encode(r) })
@@ -683,6 +756,7 @@ func newBatchesCmd(io stdio) *cobra.Command {
 	pf.add(cmd)
 	cmd.Flags().BoolVar(&results, "results", false, "print the batch's result lines (JSONL), waiting for those still running")
 	cmd.Flags().IntVar(&after, "after", 0, "with --results: start after this input line")
+	cmd.Flags().BoolVar(&cancel, "cancel", false, "cancel the batch: its items stop, its provider batches are cancelled at the provider")
 	return cmd
 }
 

@@ -22,6 +22,7 @@ import (
 	"github.com/augceo/vibe/api"
 	"github.com/augceo/vibe/engine"
 	"github.com/augceo/vibe/jsonv"
+	"github.com/augceo/vibe/llm"
 	"github.com/augceo/vibe/process"
 	"github.com/augceo/vibe/registry"
 	"github.com/augceo/vibe/schema"
@@ -227,6 +228,13 @@ func (f *workerFlags) options(io stdio, reg *registry.Registry, logger *slog.Log
 		p, err := f.llm.provider(io)
 		if err != nil {
 			return opts, err
+		}
+		// With a prices file ($VIBE_PRICES or the default one), each
+		// model call's span carries its cost.
+		if prices, err := (&pricesFlag{file: os.Getenv("VIBE_PRICES")}).load(); err != nil {
+			return opts, err
+		} else if prices != nil {
+			p = llm.Priced{Provider: p, Prices: prices}
 		}
 		opts.Provider = p
 	}

@@ -35,6 +35,7 @@ func newServeCmd(io stdio) *cobra.Command {
 		// --tls-key, which are the client certificate that reaches a
 		// Temporal cluster.
 		httpsCert, httpsKey string
+		pf                  pricesFlag
 	)
 	cmd := &cobra.Command{
 		Use:   "serve --registry DIR [--addr 127.0.0.1:8080] [--token T] [--https-cert F --https-key F] [--data DIR] [--actions-file F] [--llm …]",
@@ -127,6 +128,10 @@ another matter: the client certificate that reaches a --temporal cluster.)`,
 			if err != nil {
 				return err
 			}
+			prices, err := pf.load()
+			if err != nil {
+				return err
+			}
 			if uiListen != "" && !vibe.IsLoopback(uiListen) {
 				return usageError{fmt.Errorf("--ui-listen %s is not on loopback: Temporal's UI has no sign-in of its own, and can cancel and terminate workflows", uiListen)}
 			}
@@ -165,7 +170,7 @@ another matter: the client certificate that reaches a --temporal cluster.)`,
 				}
 			}
 			web := console.Handler(console.Options{Token: ef.token, Processes: l.Processes, Requests: l.Requests, Batches: consoleBatches{batches.Client}, TemporalUI: ui,
-				Namespace: l.Engine.Namespace(), Logger: logger, Stop: ctx.Done()})
+				Namespace: l.Engine.Namespace(), Logger: logger, Stop: ctx.Done(), Prices: prices})
 			h := api.Handler(l.Processes, api.Options{Token: ef.token, Logger: logger, Requests: l.Requests, Batches: batches,
 				Mounts: map[string]http.Handler{"/mcp": mcpSrv.Handler(), "/": web}})
 			return vibe.Serve(ctx, h, vibe.ServeOptions{Addr: addr, DataDir: dataDir, TLS: tlsConfig, Ready: func(a net.Addr) {
@@ -193,6 +198,7 @@ another matter: the client certificate that reaches a --temporal cluster.)`,
 		},
 	}
 	ef.add(cmd)
+	pf.add(cmd)
 	wf.add(cmd)
 	bounds.add(cmd)
 	registryFlag(cmd, &regDir)

@@ -222,6 +222,10 @@ func (r *Recorder) Complete(ctx context.Context, req *llm.Request) (*llm.Respons
 	return resp, nil
 }
 
+// Unwrap is the provider r records (llm.Wrapper). A provider batch sent
+// through it (llm.BatchAPIOf) is not recorded.
+func (r *Recorder) Unwrap() llm.Provider { return r.p }
+
 // Close closes the recording. Later calls of Complete fail.
 func (r *Recorder) Close() error {
 	r.mu.Lock()
