@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"sync"
 	"time"
 
 	"go.temporal.io/sdk/activity"
@@ -227,10 +226,6 @@ type Activities struct {
 	Metrics *llm.Metrics
 	// MaxRepairs is llm.Options.MaxRepairs, for each item's repairs.
 	MaxRepairs int
-
-	mu    sync.Mutex
-	read  map[string]*readResults // provider batches' answers, by id
-	order []string                // their ids, oldest first
 }
 
 // logger is a.Logger, or slog.Default().

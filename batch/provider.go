@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-	"sync"
 	"time"
 
 	"go.temporal.io/sdk/activity"
@@ -537,7 +536,11 @@ func (a *Activities) Collect(ctx context.Context, in CollectInput) (*FillOutput,
 		if err != nil {
 			return nil, err
 		}
-		if results, err = a.results(ctx, api, in.Done.ID); err != nil {
+		reqs := make([]llm.BatchRequest, len(calls))
+		for n, c := range calls {
+			reqs[n] = llm.BatchRequest{ID: requestID(in.Key, n), Request: c.req}
+		}
+		if results, err = api.BatchResults(ctx, in.Done.ID, reqs); err != nil {
 			return nil, process.FillError(err)
 		}
 	}
@@ -570,41 +573,4 @@ func (a *Activities) Collect(ctx context.Context, in CollectInput) (*FillOutput,
 	}
 	out.Requests += sent.Earlier()
 	return out, nil
-}
-
-// results reads a provider batch's answers once for all the groups that
-// ask for them at about the same time: the few batches read last are
-// kept.
-func (a *Activities) results(ctx context.Context, api llm.BatchAPI, id string) (map[string]llm.BatchResult, error) {
-	a.mu.Lock()
-	if a.read == nil {
-		a.read = map[string]*readResults{}
-	}
-	r, ok := a.read[id]
-	if !ok {
-		r = &readResults{}
-		a.read[id] = r
-		a.order = append(a.order, id)
-		if len(a.order) > 8 {
-			delete(a.read, a.order[0])
-			a.order = a.order[1:]
-		}
-	}
-	a.mu.Unlock()
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.res == nil {
-		res, err := api.BatchResults(ctx, id)
-		if err != nil {
-			return nil, err // not kept: the next asks again
-		}
-		r.res = res
-	}
-	return r.res, nil
-}
-
-// readResults are a provider batch's answers, read once.
-type readResults struct {
-	mu  sync.Mutex
-	res map[string]llm.BatchResult
 }

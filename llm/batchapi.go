@@ -2,6 +2,7 @@ package llm
 
 import (
 	"context"
+	"fmt"
 	"time"
 )
 
@@ -21,8 +22,12 @@ type BatchAPI interface {
 	// BatchStatus reports where a provider batch is.
 	BatchStatus(ctx context.Context, id string) (*BatchStatus, error)
 	// BatchResults reads the answers of an ended batch by request id. A
-	// request the batch has no answer for is absent.
-	BatchResults(ctx context.Context, id string) (map[string]BatchResult, error)
+	// request the batch has no answer for is absent. requests are the
+	// batch's requests as submitted (BatchSubmission.Requests): a provider
+	// that adapted a request for its wire (OpenAI's strict mode) needs the
+	// original to undo that on the answer, and the provider keeps nothing
+	// between calls — a durable caller may ask from another process.
+	BatchResults(ctx context.Context, id string, requests []BatchRequest) (map[string]BatchResult, error)
 	// CancelBatch asks the provider to cancel a batch; one that already
 	// ended is no error.
 	CancelBatch(ctx context.Context, id string) error
@@ -111,4 +116,48 @@ func BatchAPIOf(p Provider) (BatchAPI, bool) {
 		p = w.Unwrap()
 	}
 	return nil, false
+}
+
+// Check reports whether s fits limits: a valid key, at least one request
+// and no more than limits.MaxRequests, each with a valid id unique within
+// the submission and a request. The size in bytes is the provider's to
+// check, on what it sends.
+func (s BatchSubmission) Check(limits BatchLimits) error {
+	if !batchName(s.Key) {
+		return fmt.Errorf("batch key %q: want 1 to 64 letters, digits, '-' or '_'", s.Key)
+	}
+	if len(s.Requests) == 0 {
+		return fmt.Errorf("batch %s: no requests", s.Key)
+	}
+	if limits.MaxRequests > 0 && len(s.Requests) > limits.MaxRequests {
+		return fmt.Errorf("batch %s: %d requests, over the provider's limit of %d", s.Key, len(s.Requests), limits.MaxRequests)
+	}
+	seen := make(map[string]bool, len(s.Requests))
+	for i, r := range s.Requests {
+		switch {
+		case !batchName(r.ID):
+			return fmt.Errorf("batch %s: request %d: id %q: want 1 to 64 letters, digits, '-' or '_'", s.Key, i, r.ID)
+		case seen[r.ID]:
+			return fmt.Errorf("batch %s: request %d: id %q is not unique", s.Key, i, r.ID)
+		case r.Request == nil:
+			return fmt.Errorf("batch %s: request %s: no request", s.Key, r.ID)
+		}
+		seen[r.ID] = true
+	}
+	return nil
+}
+
+// batchName reports whether s is a valid batch key or request id: 1 to 64
+// letters, digits, '-' or '_' (Anthropic's custom_id).
+func batchName(s string) bool {
+	if s == "" || len(s) > 64 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_') {
+			return false
+		}
+	}
+	return true
 }

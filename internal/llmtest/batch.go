@@ -28,25 +28,20 @@ type Request struct {
 	Steps   map[string]string
 }
 
-// Read reads a chat request's body.
+// Read reads a request's body: an OpenAI chat request (the schema in its
+// response_format, or its forced tool's parameters) or an Anthropic
+// Messages request (the schema in its tool's input_schema; messages of
+// text or of text blocks).
 func Read(body string) Request {
-	var req struct {
-		Messages []struct {
-			Role    string `json:"role"`
-			Content string `json:"content"`
-		} `json:"messages"`
-		ResponseFormat struct {
-			JSONSchema struct {
-				Schema json.RawMessage `json:"schema"`
-			} `json:"json_schema"`
-		} `json:"response_format"`
-	}
+	var req wireBody
 	if err := json.Unmarshal([]byte(body), &req); err != nil {
 		panic(err)
 	}
-	s, _ := jsonv.Parse(req.ResponseFormat.JSONSchema.Schema)
+	_, schema := req.schema()
+	s, _ := jsonv.Parse(schema)
 	r := Request{Props: s.Lookup("properties").Object().Names(), Prompts: map[int]string{}, Steps: map[string]string{}}
-	for _, m := range req.Messages {
+	for _, msg := range req.Messages {
+		m := struct{ Role, Content string }{msg.Role, text(msg.Content)}
 		if m.Role == "assistant" {
 			r.Repair = true
 		}
@@ -67,6 +62,75 @@ func Read(body string) Request {
 		}
 	}
 	return r
+}
+
+// wireBody is what a test model reads of a request of either wire.
+type wireBody struct {
+	// System is Anthropic's system prompt: text, or text blocks.
+	System   json.RawMessage `json:"system"`
+	Messages []struct {
+		Role string `json:"role"`
+		// Content is text, or (Anthropic) content blocks.
+		Content json.RawMessage `json:"content"`
+	} `json:"messages"`
+	ResponseFormat struct {
+		JSONSchema struct {
+			Name   string          `json:"name"`
+			Schema json.RawMessage `json:"schema"`
+		} `json:"json_schema"`
+	} `json:"response_format"`
+	Tools []struct {
+		Name        string          `json:"name"`         // Anthropic
+		InputSchema json.RawMessage `json:"input_schema"` // Anthropic
+		Function    struct {
+			Name       string          `json:"name"`
+			Parameters json.RawMessage `json:"parameters"`
+		} `json:"function"` // OpenAI
+	} `json:"tools"`
+}
+
+// schema is the request's schema and its name: the response format's, or
+// the first tool's.
+func (b *wireBody) schema() (string, json.RawMessage) {
+	if rf := b.ResponseFormat.JSONSchema; rf.Name != "" || len(rf.Schema) > 0 {
+		return rf.Name, rf.Schema
+	}
+	if len(b.Tools) == 0 {
+		return "", nil
+	}
+	if t := b.Tools[0]; t.Function.Name != "" {
+		return t.Function.Name, t.Function.Parameters
+	}
+	return b.Tools[0].Name, b.Tools[0].InputSchema
+}
+
+// schemaName is the schema name of a request's body, "" when it has none.
+func schemaName(body []byte) string {
+	var b wireBody
+	json.Unmarshal(body, &b)
+	name, _ := b.schema()
+	return name
+}
+
+// text is a message's content, or the system text: a JSON string, or the
+// text of content blocks, joined.
+func text(raw json.RawMessage) string {
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return s
+	}
+	var blocks []struct {
+		Type string `json:"type"`
+		Text string `json:"text"`
+	}
+	json.Unmarshal(raw, &blocks)
+	var parts []string
+	for _, b := range blocks {
+		if b.Type == "text" {
+			parts = append(parts, b.Text)
+		}
+	}
+	return strings.Join(parts, "\n")
 }
 
 // Multiplexed answers batch calls and single items alike: each item's

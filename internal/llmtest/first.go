@@ -13,19 +13,14 @@ import (
 
 // FirstValue answers a request as a model under constrained decoding may:
 // with the first value its schema allows (First) — the schema read from
-// the request's response_format, as Vibe sends it.
+// the request's response_format, as Vibe sends it (or its tool's schema).
 func FirstValue(_, body string) string {
-	var req struct {
-		ResponseFormat struct {
-			JSONSchema struct {
-				Schema json.RawMessage `json:"schema"`
-			} `json:"json_schema"`
-		} `json:"response_format"`
-	}
+	var req wireBody
 	if err := json.Unmarshal([]byte(body), &req); err != nil {
 		return "{}"
 	}
-	s, err := jsonv.Parse(req.ResponseFormat.JSONSchema.Schema)
+	_, raw := req.schema()
+	s, err := jsonv.Parse(raw)
 	if err != nil {
 		return "{}"
 	}

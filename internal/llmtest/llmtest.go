@@ -12,12 +12,23 @@ import (
 	"time"
 )
 
-// Server is an OpenAI-compatible test model. It answers each request with
-// the content Answer gives for the request's schema name (the
-// response_format's json_schema name, which Vibe sets to the step, the
-// chunk or "decision"), and keeps every request.
+// Server is an OpenAI-compatible test model. It answers each chat request
+// with the content its answer func gives for the request's schema name
+// (the response_format's json_schema name, which Vibe sets to the step,
+// the chunk or "decision"; a forced tool's name when there is none), and
+// keeps every request. It also offers OpenAI's Batch API (files and
+// batches), whose requests the same answer func answers; Batches controls
+// it.
 type Server struct {
 	*httptest.Server
+	*model
+	// Batches is the server's Batch API: its clock, faults and counts.
+	Batches *Batches
+}
+
+// model is what a test server of either wire answers with and counts of
+// the requests sent to it directly (not in a batch).
+type model struct {
 	answer func(name, body string) string
 	opts   Options
 
@@ -60,19 +71,34 @@ type Options struct {
 	// (its bytes / 4), as a model takes longer to write more.
 	PerToken time.Duration
 	// Cached is the share of each prompt's tokens the server reports as
-	// read from its prompt cache (usage.prompt_tokens_details.cached_tokens).
+	// read from its prompt cache (usage.prompt_tokens_details.cached_tokens;
+	// Anthropic's cache_read_input_tokens).
 	Cached float64
+	// CacheWrite is the share of each prompt's tokens an Anthropic server
+	// reports as written to its prompt cache (cache_creation_input_tokens).
+	CacheWrite float64
+	// OnEvent, when set, is told of each step of a client through the
+	// Batch API (an upload, a batch created, polled, cancelled, its
+	// results read) once the server has made it and before it answers:
+	// a test can kill a client there, or block to hold the answer back.
+	OnEvent func(Event)
 }
 
 // NewServer starts a test model with opts.
 func NewServer(t testing.TB, answer func(name, body string) string, opts Options) *Server {
-	s := &Server{answer: answer, asked: map[string]int{}, opts: opts}
-	if opts.MaxConcurrent > 0 {
-		s.slots = make(chan struct{}, opts.MaxConcurrent)
-	}
-	s.Server = httptest.NewServer(http.HandlerFunc(s.serve))
+	s := &Server{model: newModel(answer, opts)}
+	s.Batches = newBatches(wireOpenAI, opts.OnEvent, s.batchAnswer)
+	s.Server = httptest.NewServer(http.HandlerFunc(s.route))
 	t.Cleanup(s.Close)
 	return s
+}
+
+func newModel(answer func(name, body string) string, opts Options) *model {
+	m := &model{answer: answer, asked: map[string]int{}, opts: opts}
+	if opts.MaxConcurrent > 0 {
+		m.slots = make(chan struct{}, opts.MaxConcurrent)
+	}
+	return m
 }
 
 // Fixed answers every request with content.
@@ -85,74 +111,128 @@ func ByName(answers map[string]string) func(string) string {
 	return func(name string) string { return answers[name] }
 }
 
+// serve answers a chat request sent directly.
 func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	body, _ := io.ReadAll(r.Body)
-	var req struct {
-		ResponseFormat struct {
-			JSONSchema struct{ Name string } `json:"json_schema"`
-		} `json:"response_format"`
+	name := schemaName(body)
+	if !s.admit(r, name, body) {
+		return
 	}
-	json.Unmarshal(body, &req)
-	name := req.ResponseFormat.JSONSchema.Name
-	s.mu.Lock()
-	s.bodies = append(s.bodies, string(body))
-	s.asked[name]++
-	s.mu.Unlock()
-	if s.opts.Block != nil {
-		select {
-		case <-s.opts.Block:
-		case <-r.Context().Done():
-			return
-		}
-	}
-	if s.slots != nil {
-		select {
-		case s.slots <- struct{}{}:
-			defer func() { <-s.slots }()
-		case <-r.Context().Done():
-			return
-		}
-	}
+	defer s.release()
 	answer := s.answer(name, string(body))
-	if d := s.opts.Delay + time.Duration(len(answer)/4)*s.opts.PerToken; d > 0 {
-		select {
-		case <-time.After(d):
-		case <-r.Context().Done():
-			return
-		}
+	if !s.wait(r, answer) {
+		return
 	}
-	content, _ := json.Marshal(answer)
-	prompt, completion := 100, 30
-	if s.opts.Tokens {
-		prompt, completion = len(body)/4, len(answer)/4
-	}
+	out, prompt := s.completion(body, answer)
 	s.mu.Lock()
 	s.prompt += prompt
 	s.mu.Unlock()
-	model, _ := json.Marshal(cmp.Or(s.opts.Model, "test-model"))
 	w.Header().Set("Content-Type", "application/json")
-	fmt.Fprintf(w, `{"id":"chatcmpl-test","object":"chat.completion","created":1,"model":%s,`+
-		`"choices":[{"index":0,"message":{"role":"assistant","content":%s},"finish_reason":"stop"}],`+
-		`"usage":{"prompt_tokens":%d,"completion_tokens":%d,"total_tokens":%d,"prompt_tokens_details":{"cached_tokens":%d}}}`,
-		model, content, prompt, completion, prompt+completion, int(s.opts.Cached*float64(prompt)))
+	w.Write(out)
 }
 
-// Requests counts the requests so far.
-func (s *Server) Requests() int {
+// batchAnswer is the response body of a batch's chat request: the one a
+// direct request with that body gets.
+func (s *Server) batchAnswer(body []byte) (int, []byte) {
+	out, _ := s.completion(body, s.answer(schemaName(body), string(body)))
+	return http.StatusOK, out
+}
+
+// completion is the chat completion that answers a request of body with
+// answer, and its prompt tokens: the message content, or, when the request
+// offers a function tool, a call of it with answer as its arguments.
+func (m *model) completion(body []byte, answer string) ([]byte, int) {
+	var req wireBody
+	json.Unmarshal(body, &req)
+	message, finish := []byte(nil), "stop"
+	if len(req.Tools) > 0 && req.Tools[0].Function.Name != "" {
+		name, _ := json.Marshal(req.Tools[0].Function.Name)
+		args, _ := json.Marshal(answer)
+		message = fmt.Appendf(nil, `{"role":"assistant","content":null,"tool_calls":[{"id":"call_test","type":"function","function":{"name":%s,"arguments":%s}}]}`, name, args)
+		finish = "tool_calls"
+	} else {
+		content, _ := json.Marshal(answer)
+		message = fmt.Appendf(nil, `{"role":"assistant","content":%s}`, content)
+	}
+	prompt, completion := m.tokens(body, answer)
+	model, _ := json.Marshal(cmp.Or(m.opts.Model, "test-model"))
+	return fmt.Appendf(nil, `{"id":"chatcmpl-test","object":"chat.completion","created":1,"model":%s,`+
+		`"choices":[{"index":0,"message":%s,"finish_reason":%q}],`+
+		`"usage":{"prompt_tokens":%d,"completion_tokens":%d,"total_tokens":%d,"prompt_tokens_details":{"cached_tokens":%d}}}`,
+		model, message, finish, prompt, completion, prompt+completion, int(m.opts.Cached*float64(prompt))), prompt
+}
+
+// tokens are the prompt and completion tokens of a request of body
+// answered with answer.
+func (m *model) tokens(body []byte, answer string) (prompt, completion int) {
+	if m.opts.Tokens {
+		return len(body) / 4, len(answer) / 4
+	}
+	return 100, 30
+}
+
+// admit counts a direct request and waits for its turn (Block,
+// MaxConcurrent); false when the client gave up first. release ends the
+// turn of an admitted request.
+func (m *model) admit(r *http.Request, name string, body []byte) bool {
+	m.mu.Lock()
+	m.bodies = append(m.bodies, string(body))
+	m.asked[name]++
+	m.mu.Unlock()
+	if m.opts.Block != nil {
+		select {
+		case <-m.opts.Block:
+		case <-r.Context().Done():
+			return false
+		}
+	}
+	if m.slots != nil {
+		select {
+		case m.slots <- struct{}{}:
+		case <-r.Context().Done():
+			return false
+		}
+	}
+	return true
+}
+
+func (m *model) release() {
+	if m.slots != nil {
+		<-m.slots
+	}
+}
+
+// wait takes the time of writing answer (Delay, PerToken); false when the
+// client gave up first.
+func (m *model) wait(r *http.Request, answer string) bool {
+	if d := m.opts.Delay + time.Duration(len(answer)/4)*m.opts.PerToken; d > 0 {
+		select {
+		case <-time.After(d):
+		case <-r.Context().Done():
+			return false
+		}
+	}
+	return true
+}
+
+// Requests counts the requests sent directly so far (not those of
+// batches).
+func (s *model) Requests() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return len(s.bodies)
 }
 
-// PromptTokens totals the prompt tokens of the requests answered so far.
-func (s *Server) PromptTokens() int {
+// PromptTokens totals the prompt tokens of the direct requests answered
+// so far.
+func (s *model) PromptTokens() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.prompt
 }
 
-// Asked counts the requests so far by schema name.
-func (s *Server) Asked() map[string]int {
+// Asked counts the direct requests so far by schema name.
+func (s *model) Asked() map[string]int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	out := make(map[string]int, len(s.asked))
@@ -162,8 +242,8 @@ func (s *Server) Asked() map[string]int {
 	return out
 }
 
-// Bodies returns the request bodies so far, in order.
-func (s *Server) Bodies() []string {
+// Bodies returns the direct requests' bodies so far, in order.
+func (s *model) Bodies() []string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return append([]string(nil), s.bodies...)

@@ -13,6 +13,7 @@ import (
 
 	sdk "github.com/anthropics/anthropic-sdk-go"
 	"github.com/anthropics/anthropic-sdk-go/option"
+	"github.com/tidwall/sjson"
 
 	"github.com/augceo/vibe/jsonv"
 	"github.com/augceo/vibe/llm"
@@ -88,6 +89,37 @@ func (p *Provider) Model() string { return p.opts.Model }
 // model must call, and returns the call's input as JSON text. An endpoint's
 // error is an *llm.APIError; a cancelled ctx returns ctx's error.
 func (p *Provider) Complete(ctx context.Context, req *llm.Request) (*llm.Response, error) {
+	c, err := p.build(req)
+	if err != nil {
+		return nil, err
+	}
+	start := time.Now()
+	// params tell the client the request's timeout; the body goes as build
+	// made it, so that a batch's request holds the very bytes a direct call
+	// sends.
+	msg, err := p.client.Messages.New(ctx, c.params, option.WithRequestBody("application/json", c.body))
+	latency := time.Since(start)
+	if err != nil {
+		return nil, apiError(ctx, err)
+	}
+	out, err := read(msg, c.name)
+	if err != nil {
+		return nil, err
+	}
+	out.Latency = latency
+	return out, nil
+}
+
+// call is one request as the endpoint gets it.
+type call struct {
+	params sdk.MessageNewParams // the typed params, the schema left out
+	body   []byte               // the Messages request body, schema included
+	name   string               // the tool's name
+}
+
+// build makes the Messages request body of req: the one Complete sends and
+// a batch's request holds as its params.
+func (p *Provider) build(req *llm.Request) (*call, error) {
 	if p.opts.Model == "" {
 		return nil, errors.New("anthropic: no model given (Options.Model)")
 	}
@@ -115,25 +147,39 @@ func (p *Provider) Complete(ctx context.Context, req *llm.Request) (*llm.Respons
 			params.Messages = append(params.Messages, sdk.NewUserMessage(block))
 		}
 	}
-	ropts := []option.RequestOption{option.WithJSONSet("tools.0.input_schema", json.RawMessage(schema))}
 	// The tool (the schema) and the system text come first in Anthropic's
 	// prompt and are the same for every call of a chunk, a batch's groups
 	// included: a cache breakpoint after them lets later calls read them
 	// from the prompt cache, when they are long enough to be cached at all
 	// (a breakpoint on a shorter prefix is ignored, so none is set).
+	toolBreakpoint := false
 	if min := p.cacheMin(); min > 0 && (len(schema)+len(req.System))/4 >= min {
 		if len(params.System) > 0 {
 			params.System[len(params.System)-1].CacheControl = sdk.NewCacheControlEphemeralParam()
 		} else {
-			ropts = append(ropts, option.WithJSONSet("tools.0.cache_control", map[string]string{"type": "ephemeral"}))
+			toolBreakpoint = true
 		}
 	}
-	start := time.Now()
-	msg, err := p.client.Messages.New(ctx, params, ropts...)
-	latency := time.Since(start)
+	// The client encodes params so (MarshalJSON) before it sends them; the
+	// raw sets are those option.WithJSONSet would make.
+	body, err := params.MarshalJSON()
 	if err != nil {
-		return nil, apiError(ctx, err)
+		return nil, fmt.Errorf("anthropic: encode the request: %w", err)
 	}
+	if body, err = sjson.SetBytes(body, "tools.0.input_schema", json.RawMessage(schema)); err != nil {
+		return nil, fmt.Errorf("anthropic: set the tool's input schema: %w", err)
+	}
+	if toolBreakpoint {
+		if body, err = sjson.SetBytes(body, "tools.0.cache_control", map[string]string{"type": "ephemeral"}); err != nil {
+			return nil, fmt.Errorf("anthropic: set the tool's cache breakpoint: %w", err)
+		}
+	}
+	return &call{params: params, body: body, name: name}, nil
+}
+
+// read turns a message into the Response (Latency aside): its tool call's
+// input, the model and the usage.
+func read(msg *sdk.Message, name string) (*llm.Response, error) {
 	content, err := answer(msg, name)
 	if err != nil {
 		return nil, err
@@ -145,7 +191,6 @@ func (p *Provider) Complete(ctx context.Context, req *llm.Request) (*llm.Respons
 		// its prompt cache: the prompt is all three.
 		Usage: llm.Usage{PromptTokens: msg.Usage.InputTokens + msg.Usage.CacheReadInputTokens + msg.Usage.CacheCreationInputTokens,
 			CompletionTokens: msg.Usage.OutputTokens, CachedPromptTokens: msg.Usage.CacheReadInputTokens, CacheWriteTokens: msg.Usage.CacheCreationInputTokens},
-		Latency: latency,
 	}, nil
 }
 

@@ -15,6 +15,7 @@ import (
 	oai "github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
 	"github.com/openai/openai-go/v3/shared"
+	"github.com/tidwall/sjson"
 
 	"github.com/augceo/vibe/compile"
 	"github.com/augceo/vibe/jsonv"
@@ -82,6 +83,37 @@ func (p *Provider) Model() string { return p.opts.Model }
 // ModeJSONSchema, the forced call's arguments in ModeTool. An endpoint's
 // error is an *llm.APIError; a cancelled ctx returns ctx's error.
 func (p *Provider) Complete(ctx context.Context, req *llm.Request) (*llm.Response, error) {
+	c, err := p.build(req)
+	if err != nil {
+		return nil, err
+	}
+	start := time.Now()
+	// The body is sent as build made it, so that a batch's request file
+	// holds the very bytes a direct call sends.
+	resp, err := p.client.Chat.Completions.New(ctx, oai.ChatCompletionNewParams{}, option.WithRequestBody("application/json", c.body))
+	latency := time.Since(start)
+	if err != nil {
+		return nil, apiError(ctx, err)
+	}
+	out, err := p.read(resp, c)
+	if err != nil {
+		return nil, err
+	}
+	out.Latency = latency
+	return out, nil
+}
+
+// call is one request as the endpoint gets it, and what reading its answer
+// needs.
+type call struct {
+	body []byte              // the chat-completion body, compact JSON
+	name string              // the schema's wire name
+	proj *compile.Projection // the strict projection to undo; nil when not strict
+}
+
+// build makes the chat-completion body of req: the one Complete sends and
+// a batch's request file holds.
+func (p *Provider) build(req *llm.Request) (*call, error) {
 	if p.opts.Model == "" {
 		return nil, errors.New("openai: no model given (Options.Model)")
 	}
@@ -111,19 +143,15 @@ func (p *Provider) Complete(ctx context.Context, req *llm.Request) (*llm.Respons
 	if p.opts.MaxTokens > 0 {
 		params.MaxCompletionTokens = oai.Int(p.opts.MaxTokens)
 	}
-	var ro []option.RequestOption
-	switch p.opts.Mode {
-	case ModeTool:
+	toolMode := p.opts.Mode == ModeTool
+	if toolMode {
 		fn := shared.FunctionDefinitionParam{Name: name}
 		if p.opts.Strict {
 			fn.Strict = oai.Bool(true)
 		}
 		params.Tools = []oai.ChatCompletionToolUnionParam{oai.ChatCompletionFunctionTool(fn)}
 		params.ToolChoice = oai.ToolChoiceOptionFunctionToolChoice(oai.ChatCompletionNamedToolChoiceFunctionParam{Name: name})
-		// The SDK types parameters as a map, which would sort the keys: set
-		// the raw bytes into the body instead.
-		ro = append(ro, option.WithJSONSet("tools.0.function.parameters", json.RawMessage(schemaBytes)))
-	default:
+	} else {
 		// Schema is an any: json.RawMessage goes out as it is.
 		js := shared.ResponseFormatJSONSchemaJSONSchemaParam{Name: name, Schema: json.RawMessage(schemaBytes)}
 		if p.opts.Strict {
@@ -131,22 +159,33 @@ func (p *Provider) Complete(ctx context.Context, req *llm.Request) (*llm.Respons
 		}
 		params.ResponseFormat = oai.ChatCompletionNewParamsResponseFormatUnion{OfJSONSchema: &shared.ResponseFormatJSONSchemaParam{JSONSchema: js}}
 	}
-
-	start := time.Now()
-	resp, err := p.client.Chat.Completions.New(ctx, params, ro...)
-	latency := time.Since(start)
+	// The client encodes params so (MarshalJSON) before it sends them.
+	body, err := params.MarshalJSON()
 	if err != nil {
-		return nil, apiError(ctx, err)
+		return nil, fmt.Errorf("openai: encode the request: %w", err)
 	}
-	content, err := p.answer(resp, name)
+	if toolMode {
+		// The SDK types parameters as a map, which would sort the keys: set
+		// the raw bytes into the body instead, as option.WithJSONSet does.
+		if body, err = sjson.SetBytes(body, "tools.0.function.parameters", json.RawMessage(schemaBytes)); err != nil {
+			return nil, fmt.Errorf("openai: set the tool's parameters: %w", err)
+		}
+	}
+	return &call{body: body, name: name, proj: proj}, nil
+}
+
+// read turns a chat completion into the Response for c (Latency aside):
+// the answer text, strict mode undone, the model and the usage.
+func (p *Provider) read(resp *oai.ChatCompletion, c *call) (*llm.Response, error) {
+	content, err := p.answer(resp, c.name)
 	if err != nil {
 		return nil, err
 	}
-	if proj != nil {
+	if c.proj != nil {
 		// Undo the strict changes; an answer that is not JSON is left for the
 		// call path to report and repair.
 		if v, err := jsonv.Parse([]byte(content)); err == nil {
-			content = string(jsonv.Marshal(proj.Restore(v)))
+			content = string(jsonv.Marshal(c.proj.Restore(v)))
 		}
 	}
 	return &llm.Response{
@@ -154,7 +193,6 @@ func (p *Provider) Complete(ctx context.Context, req *llm.Request) (*llm.Respons
 		Model:   resp.Model,
 		Usage: llm.Usage{PromptTokens: resp.Usage.PromptTokens, CompletionTokens: resp.Usage.CompletionTokens,
 			CachedPromptTokens: resp.Usage.PromptTokensDetails.CachedTokens},
-		Latency: latency,
 	}, nil
 }
 
