@@ -90,7 +90,7 @@ func (p *Provider) Complete(ctx context.Context, req *llm.Request) (*llm.Respons
 	start := time.Now()
 	// The body is sent as build made it, so that a batch's request file
 	// holds the very bytes a direct call sends.
-	resp, err := p.client.Chat.Completions.New(ctx, oai.ChatCompletionNewParams{}, option.WithRequestBody("application/json", c.body))
+	resp, err := p.client.Chat.Completions.New(ctx, c.params, option.WithRequestBody("application/json", c.body))
 	latency := time.Since(start)
 	if err != nil {
 		return nil, apiError(ctx, err)
@@ -106,9 +106,10 @@ func (p *Provider) Complete(ctx context.Context, req *llm.Request) (*llm.Respons
 // call is one request as the endpoint gets it, and what reading its answer
 // needs.
 type call struct {
-	body []byte              // the chat-completion body, compact JSON
-	name string              // the schema's wire name
-	proj *compile.Projection // the strict projection to undo; nil when not strict
+	params oai.ChatCompletionNewParams // the typed params, a tool's schema left out
+	body   []byte                      // the chat-completion body, compact JSON
+	name   string                      // the schema's wire name
+	proj   *compile.Projection         // the strict projection to undo; nil when not strict
 }
 
 // build makes the chat-completion body of req: the one Complete sends and
@@ -171,7 +172,7 @@ func (p *Provider) build(req *llm.Request) (*call, error) {
 			return nil, fmt.Errorf("openai: set the tool's parameters: %w", err)
 		}
 	}
-	return &call{body: body, name: name, proj: proj}, nil
+	return &call{params: params, body: body, name: name, proj: proj}, nil
 }
 
 // read turns a chat completion into the Response for c (Latency aside):
