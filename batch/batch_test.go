@@ -50,17 +50,7 @@ func TestWireProtocol(t *testing.T) {
 	if sum.Done != n || sum.Failed != 0 || sum.Requests != (n+k-1)/k+1 {
 		t.Errorf("summary %+v", sum)
 	}
-	if len(results) != n {
-		t.Fatalf("%d results, want %d", len(results), n)
-	}
-	for i, r := range results {
-		line := i + 1
-		prompt := fmt.Sprintf("comment %d", line)
-		want := fmt.Sprintf(`{"llmContext1":{"assess":%s,"decide":%s}`, verdict("assess", prompt, false), verdict("decide", prompt, false))
-		if r.Line != line || r.Status != batch.StatusCompleted || r.ID != batch.ItemID("wire", line) || !strings.HasPrefix(string(r.Output), want) {
-			t.Fatalf("line %d: %+v; want output starting %s", line, r, want)
-		}
-	}
+	checkVerdicts(t, results, n, "wire")
 	if rec.total != n || len(rec.calls) != n {
 		t.Errorf("the action ran %d times for %d keys, want %d once each", rec.total, len(rec.calls), n)
 	}

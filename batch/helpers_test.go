@@ -16,6 +16,7 @@ import (
 	"github.com/augceo/vibe/engine"
 	"github.com/augceo/vibe/internal/llmtest"
 	"github.com/augceo/vibe/jsonv"
+	"github.com/augceo/vibe/llm"
 	"github.com/augceo/vibe/llm/openai"
 	"github.com/augceo/vibe/process"
 )
@@ -76,6 +77,12 @@ func (r *recorder) actions() *action.Registry {
 // stack is an embedded engine with a worker whose model is at url.
 func stack(t testing.TB, url string, acts *action.Registry) *batch.Client {
 	t.Helper()
+	return stackWith(t, openai.New(openai.Options{Model: "m", BaseURL: url, APIKey: "k", MaxRetries: -1}), acts)
+}
+
+// stackWith is an embedded engine with a worker whose model is p.
+func stackWith(t testing.TB, p llm.Provider, acts *action.Registry) *batch.Client {
+	t.Helper()
 	ctx := context.Background()
 	eng, err := engine.Start(ctx, engine.Options{SearchAttributes: process.SearchAttributes, DataDir: t.TempDir(), Logger: quiet()})
 	if err != nil {
@@ -83,8 +90,7 @@ func stack(t testing.TB, url string, acts *action.Registry) *batch.Client {
 	}
 	t.Cleanup(func() { eng.Close() })
 	w, err := vibe.StartWorker(eng.Client(), vibe.WorkerOptions{
-		Provider: openai.New(openai.Options{Model: "m", BaseURL: url, APIKey: "k", MaxRetries: -1}),
-		Actions:  acts, Logger: quiet()})
+		Provider: p, Actions: acts, Logger: quiet()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -134,4 +140,22 @@ func mustParse(t testing.TB, s string) jsonv.Value {
 		t.Fatal(err)
 	}
 	return v
+}
+
+// checkVerdicts checks that results are n completed lines in order, each
+// output what verdict answers for its comment, and each id the item's of
+// batch id (unchecked for "").
+func checkVerdicts(t testing.TB, results []batch.Result, n int, id string) {
+	t.Helper()
+	if len(results) != n {
+		t.Fatalf("%d results, want %d", len(results), n)
+	}
+	for i, r := range results {
+		line := i + 1
+		prompt := fmt.Sprintf("comment %d", line)
+		want := fmt.Sprintf(`{"llmContext1":{"assess":%s,"decide":%s}`, verdict("assess", prompt, false), verdict("decide", prompt, false))
+		if r.Line != line || r.Status != batch.StatusCompleted || (id != "" && r.ID != batch.ItemID(id, line)) || !strings.HasPrefix(string(r.Output), want) {
+			t.Fatalf("line %d: %+v; want output starting %s", line, r, want)
+		}
+	}
 }

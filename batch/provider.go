@@ -132,6 +132,9 @@ type ProviderState struct {
 	Flights   []Flight `json:"flights"` // provider batches not yet ended
 	Submitted int      `json:"submitted"`
 	Requests  int      `json:"requests"`
+	// Cancelled says the batch was cancelled, and with it the provider
+	// batches it had in flight.
+	Cancelled bool `json:"cancelled,omitempty"`
 }
 
 // providerBatches is the state of a provider-batch workflow.
@@ -184,7 +187,10 @@ func (w *Workflows) ProviderBatches(ctx workflow.Context, in ProviderInput) (Pro
 	}
 	for {
 		if ctx.Err() != nil {
-			return pb.state(), pb.cancel(ctx)
+			pb.cancel(ctx)
+			st := pb.state()
+			st.Cancelled = true
+			return st, nil
 		}
 		if len(pb.in.Pending) > 0 {
 			pb.dispatch(ctx)
@@ -334,7 +340,8 @@ func (pb *providerBatches) poll(ctx workflow.Context, key string) {
 			pb.busy--
 			return
 		}
-		actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{StartToCloseTimeout: 5 * time.Minute, RetryPolicy: providerRetry})
+		actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{StartToCloseTimeout: 5 * time.Minute,
+			HeartbeatTimeout: process.HeartbeatTimeout, RetryPolicy: providerRetry})
 		pb.sel.AddFuture(workflow.ExecuteActivity(actx, StatusName, f.ID), func(fu workflow.Future) {
 			pb.busy--
 			f := pb.flight(key)
@@ -376,9 +383,10 @@ func (pb *providerBatches) finish(ctx workflow.Context, key string, done Provide
 
 // cancel cancels the provider batches in flight, once the workflow was
 // cancelled, and tells their groups.
-func (pb *providerBatches) cancel(ctx workflow.Context) error {
+func (pb *providerBatches) cancel(ctx workflow.Context) {
 	dctx, _ := workflow.NewDisconnectedContext(ctx)
-	actx := workflow.WithActivityOptions(dctx, workflow.ActivityOptions{StartToCloseTimeout: time.Minute, RetryPolicy: providerRetry})
+	actx := workflow.WithActivityOptions(dctx, workflow.ActivityOptions{StartToCloseTimeout: time.Minute,
+		HeartbeatTimeout: process.HeartbeatTimeout, RetryPolicy: providerRetry})
 	for _, f := range pb.in.Flights {
 		if f.ID != "" {
 			_ = workflow.ExecuteActivity(actx, CancelName, f.ID).Get(dctx, nil)
@@ -392,7 +400,7 @@ func (pb *providerBatches) cancel(ctx workflow.Context) error {
 		_ = workflow.SignalExternalWorkflow(dctx, r.Group, "", SignalProviderDone,
 			ProviderDone{Key: r.Key, Error: "the batch was cancelled", Final: true}).Get(dctx, nil)
 	}
-	return temporal.NewCanceledError()
+	pb.in.Flights, pb.in.Pending = nil, nil
 }
 
 // flight is the flight of key, nil when it is gone.
@@ -489,6 +497,7 @@ func (a *Activities) Status(ctx context.Context, id string) (*llm.BatchStatus, e
 	if err != nil {
 		return nil, err
 	}
+	defer process.KeepAliveWith(ctx, func() any { return nil })()
 	st, err := api.BatchStatus(ctx, id)
 	if err != nil {
 		return nil, process.FillError(err)
@@ -502,6 +511,7 @@ func (a *Activities) Cancel(ctx context.Context, id string) error {
 	if err != nil {
 		return err
 	}
+	defer process.KeepAliveWith(ctx, func() any { return nil })()
 	if err := api.CancelBatch(ctx, id); err != nil {
 		return process.FillError(err)
 	}
@@ -511,9 +521,9 @@ func (a *Activities) Cancel(ctx context.Context, id string) error {
 
 // CollectInput is a group's fill to read from its ended provider batch.
 type CollectInput struct {
-	Key  string    `json:"key"`
+	Key  string       `json:"key"`
 	Done ProviderDone `json:"done"`
-	Fill FillInput `json:"fill"`
+	Fill FillInput    `json:"fill"`
 }
 
 // Collect is the activity that reads a group's fill from its provider

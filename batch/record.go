@@ -98,7 +98,14 @@ func (w *Workflows) Batch(ctx workflow.Context, in RecordInput) (Status, error) 
 		in.End = &e
 		st.Ended = true
 	})
+	sel.AddReceive(ctx.Done(), func(workflow.ReceiveChannel, bool) {})
 	for in.End == nil || len(finished) < in.End.Groups {
+		if ctx.Err() != nil { // cancelled (Client.Cancel): it ends with what it counted
+			st.Status = "canceled"
+			now := workflow.Now(ctx)
+			st.FinishedAt = &now
+			return st, nil
+		}
 		if info := workflow.GetInfo(ctx); info.GetContinueAsNewSuggested() || info.GetCurrentHistoryLength() >= ContinueAfter {
 			// Take what is queued, then start afresh with the counts.
 			for {

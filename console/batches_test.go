@@ -117,3 +117,30 @@ func TestBatchPage(t *testing.T) {
 		t.Errorf("past the limit:\n%s", page)
 	}
 }
+
+// TestBatchCost: with prices, the batch list and a batch's page show
+// what its tokens cost, the batch discount taken off the part that went
+// through the provider's Batch API, the cached share, and the provider
+// batches.
+func TestBatchCost(t *testing.T) {
+	at := func(s string) time.Time { t, _ := time.Parse(time.RFC3339, s); return t }
+	since := at("2026-11-23T12:00:10Z")
+	// 1,000,000 prompt tokens (400,000 cached) and 100,000 completion
+	// tokens, all batched: (600,000×0.15 + 400,000×0.075 + 100,000×0.6) /
+	// 1e6 = 0.18 USD, half of it with the discount.
+	u := llm.Usage{PromptTokens: 1_000_000, CachedPromptTokens: 400_000, CompletionTokens: 100_000}.AsBatched()
+	f := &fakeBatches{list: []batch.Status{{ID: "pb", Process: "moderate", Status: "running", Items: 1000, Done: 640, Model: "gpt-4o-mini-2024-07-18",
+		Usage: u, Requests: 32, StartedAt: at("2026-11-23T12:00:00Z"),
+		Provider: &batch.ProviderState{Submitted: 1, Requests: 32, Flights: []batch.Flight{{ID: "batch_abc", Status: "in_progress", Requests: 12, Since: &since}}}}}}
+	prices := &llm.Prices{Currency: "USD", Models: map[string]llm.Price{"gpt-4o-mini": {Input: 0.15, CachedInput: 0.075, Output: 0.6, BatchDiscount: 0.5}}}
+	c := pagesAt(t, Options{Batches: f, Prices: prices})
+	_, list := fetch(t, c, "/batches")
+	inOrder(t, list, "<th class=\"num\">Cost</th>", `<a href="/batches/pb">`, "0.0900 USD")
+	_, page := fetch(t, c, "/batches/pb")
+	inOrder(t, page, "32 (1000000 prompt, 400000 of them cached + 100000 completion tokens; 1100000 of them through the provider's Batch API)",
+		"<dt>Cost</dt><dd>0.0900 USD, the batch discount applied</dd>",
+		"<dt>Provider batches</dt><dd>1 submitted with 32 requests", "batch_abc</span> in_progress · 12 requests · since 2026-11-23 12:00:10 UTC")
+	if _, page := fetch(t, pagesAt(t, Options{Batches: f}), "/batches/pb"); strings.Contains(page, "Cost") {
+		t.Error("a console without prices shows a cost")
+	}
+}

@@ -276,11 +276,11 @@ func TestApportion(t *testing.T) {
 		weights []int
 		want    string
 	}{
-		{llm.Usage{PromptTokens: 100, CompletionTokens: 10}, []int{1, 1}, "[{50 5 0 0} {50 5 0 0}]"},
-		{llm.Usage{PromptTokens: 100, CompletionTokens: 10}, []int{3, 1}, "[{75 8 0 0} {25 2 0 0}]"},
-		{llm.Usage{PromptTokens: 10, CompletionTokens: 1}, []int{1, 1, 1}, "[{4 1 0 0} {3 0 0 0} {3 0 0 0}]"},
-		{llm.Usage{PromptTokens: 7, CompletionTokens: 3}, []int{0, 0}, "[{4 2 0 0} {3 1 0 0}]"},
-		{llm.Usage{PromptTokens: 100, CompletionTokens: 10, CachedPromptTokens: 60, CacheWriteTokens: 9}, []int{1, 2}, "[{33 3 20 3} {67 7 40 6}]"},
+		{llm.Usage{PromptTokens: 100, CompletionTokens: 10}, []int{1, 1}, "[{50 5 0 0 <nil>} {50 5 0 0 <nil>}]"},
+		{llm.Usage{PromptTokens: 100, CompletionTokens: 10}, []int{3, 1}, "[{75 8 0 0 <nil>} {25 2 0 0 <nil>}]"},
+		{llm.Usage{PromptTokens: 10, CompletionTokens: 1}, []int{1, 1, 1}, "[{4 1 0 0 <nil>} {3 0 0 0 <nil>} {3 0 0 0 <nil>}]"},
+		{llm.Usage{PromptTokens: 7, CompletionTokens: 3}, []int{0, 0}, "[{4 2 0 0 <nil>} {3 1 0 0 <nil>}]"},
+		{llm.Usage{PromptTokens: 100, CompletionTokens: 10, CachedPromptTokens: 60, CacheWriteTokens: 9}, []int{1, 2}, "[{33 3 20 3 <nil>} {67 7 40 6 <nil>}]"},
 		{llm.Usage{PromptTokens: 5}, nil, "[]"},
 	} {
 		got := llm.Apportion(c.u, c.weights)
@@ -294,5 +294,14 @@ func TestApportion(t *testing.T) {
 		if len(got) > 0 && sum != c.u {
 			t.Errorf("shares %v add up to %v, not %v", got, sum, c.u)
 		}
+	}
+	// A batched part is split alike, and adds up again.
+	u := llm.Usage{PromptTokens: 100, CompletionTokens: 10}.AsBatched()
+	got := llm.Apportion(u.Add(llm.Usage{PromptTokens: 20, CompletionTokens: 2}), []int{1, 3})
+	if got[0].Batched == nil || *got[0].Batched != (llm.Usage{PromptTokens: 25, CompletionTokens: 3}) || got[0].PromptTokens != 30 {
+		t.Errorf("batched shares %+v %+v", got[0], got[0].Batched)
+	}
+	if sum := got[0].Add(got[1]); *sum.Batched != *u.Batched || sum.PromptTokens != 120 {
+		t.Errorf("batched shares add up to %+v %+v", sum, sum.Batched)
 	}
 }
