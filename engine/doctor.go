@@ -135,7 +135,7 @@ func searchAttributeChecks(ctx context.Context, c client.Client, ns string, opts
 		got, ok := have.GetCustomAttributes()[name]
 		switch {
 		case !ok:
-			check.Detail = fmt.Sprintf("missing: lists and filters by it (vibe ps, vibe batches, the console) fail until it is added (%s)", typeName(typ))
+			check.Detail = fmt.Sprintf("missing: Vibe's workflows set it and its lists (vibe ps, vibe batches, the console) filter by it (%s)", typeName(typ))
 			check.Fix = fmt.Sprintf("temporal operator search-attribute create --namespace %s --name %s --type %s "+
 				"(or start vibe serve or vibe worker on the cluster: Vibe adds its search attributes at start where the cluster lets it; on Temporal Cloud: tcld namespace search-attributes add --namespace %s --search-attribute %s=%s)",
 				ns, name, typeName(typ), ns, name, typeName(typ))

@@ -251,7 +251,7 @@ func TestCluster(t *testing.T) {
 	for _, f := range faults {
 		waitUntil(t, fmt.Sprintf("%d effects", f.at), 5*time.Minute, func() bool { return effects() >= f.at })
 		f.kill()
-		killed, at := time.Now(), effects()
+		at := effects()
 		// Down for a second, as when a supervisor restarts it.
 		time.Sleep(time.Second)
 		f.restart()
@@ -259,7 +259,6 @@ func TestCluster(t *testing.T) {
 		waitUntil(t, "the batch to go on after killing "+f.what, 3*time.Minute, func() bool { return effects() > back })
 		t.Logf("SIGKILLed %s with %d of %d effects applied, restarted it 1 s later: the next effect %s after the restart (%d effects meanwhile)",
 			f.what, at, n, time.Since(restarted).Round(10*time.Millisecond), back-at)
-		_ = killed
 	}
 	waitUntil(t, "the batch to complete", 10*time.Minute, func() bool { return batchStatus().Status == "completed" })
 	phase(fmt.Sprintf("batch of %d with three faults", n))
