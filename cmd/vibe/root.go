@@ -220,7 +220,7 @@ Every error names the file and the JSON path it is about, one per line:
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &flagError{err} })
 	root.AddCommand(newComposeCmd(io), newCompileCmd(io), newAskCmd(io),
 		newServeCmd(io), newWorkerCmd(io), newRunCmd(io), newAnswerCmd(io), newShowCmd(io), newPsCmd(io),
-		newVesselCmd(io), newPlanCmd(io), newMCPCmd(io), newBatchCmd(io), newBatchesCmd(io))
+		newVesselCmd(io), newPlanCmd(io), newMCPCmd(io), newBatchCmd(io), newBatchesCmd(io), newDoctorCmd(io))
 	return root
 }
 

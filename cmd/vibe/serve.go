@@ -271,18 +271,25 @@ func httpsFlags(cert, key string) (*tls.Config, error) {
 
 func newWorkerCmd(io stdio) *cobra.Command {
 	var (
-		ef engineFlags
-		wf workerFlags
+		ef     engineFlags
+		wf     workerFlags
+		regDir string
 	)
 	cmd := &cobra.Command{
-		Use:   "worker --temporal HOST:PORT [--namespace NS] [--actions-file F] [--llm …]",
+		Use:   "worker --temporal HOST:PORT [--namespace NS] [--registry DIR] [--actions-file F] [--llm …]",
 		Short: "Run only a worker, against a Temporal cluster",
 		Long: `Worker runs Vibe's workflows and activities (model calls, server actions) against
 a Temporal cluster, and nothing else: start as many as the work needs, on as
 many machines. Without --temporal it joins the embedded engine of the vibe serve
-that has --data.`,
+that has --data. Give it the registry the other workers have (--registry): a
+Vessel's delegate named by a registry URI (aug:requests/…) is loaded by
+whichever worker runs the call.`,
 		Args: exactArgs(0),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			reg, err := openRegistry(regDir)
+			if err != nil {
+				return err
+			}
 			eng, err := ef.attach(cmd.Context(), serverLogger())
 			if errors.Is(err, engine.ErrNotRunning) {
 				return usageError{fmt.Errorf("no engine to work for: give --temporal HOST:PORT, or run vibe serve with --data %s first", ef.data)}
@@ -290,7 +297,7 @@ that has --data.`,
 			if err != nil {
 				return err
 			}
-			l, err := startWorker(cmd.Context(), io, eng, &wf, nil, serverLogger())
+			l, err := startWorker(cmd.Context(), io, eng, &wf, reg, serverLogger())
 			if err != nil {
 				eng.Close()
 				return err
@@ -303,6 +310,7 @@ that has --data.`,
 	}
 	ef.add(cmd)
 	wf.add(cmd)
+	registryFlag(cmd, &regDir)
 	return cmd
 }
 
