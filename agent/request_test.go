@@ -944,11 +944,10 @@ const speakerDoc = `{"name": "speaker_EN", "context": [{"type": "system", "messa
 	"schema": {"type": "object", "properties": {"recipientId": {"type": "string"}, "messageBody": {"type": "string"}},
 		"_output": {"type": "object", "properties": {"recipientId": {"type": "string"}, "messageBody": {"type": "string"}}, "required": ["recipientId", "messageBody"]}}}`
 
-// TestStartProcessTool: seed 001's composed StartProcess tool — the
-// LaunchProcess macro filled by hand, {name: "ScheduleMeeting",
-// llmContext1: …} — listed as a Vessel tool launches schedule-meeting with
-// the model's llmContext1 as its first chunk, like a "processes" entry.
-func TestStartProcessTool(t *testing.T) {
+// startScheduling is seed 001's composed StartProcess tool
+// (examples/schedule-meeting/tool.json) listed as a Vessel's tool.
+func startScheduling(t *testing.T) *vessel.Toolset {
+	t.Helper()
 	reg, err := registry.Open("../examples/schedule-meeting/registry")
 	if err != nil {
 		t.Fatal(err)
@@ -965,6 +964,36 @@ func TestStartProcessTool(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return ts
+}
+
+// The seed's tool composes fetchAvailability from schedule-meeting:1
+// (organizerId, attendeeId) and launches the registry's latest,
+// schedule-meeting@2, whose entry chunk takes organizerEmail and
+// attendeeEmail: llmContext1 as the tool alone asks for it, and as the
+// process takes it too.
+const (
+	entryAsTool = `{
+		"_considerations": "Alice and Bob, working hours", "_previousAttempt": "первая попытка", "_loopDone": true,
+		"identifyParticipants": {"organizer": "alice@example.com", "attendee": "bob@example.com"},
+		"fetchAvailability": {"organizerId": "alice@example.com", "attendeeId": "bob@example.com", "timeRange": {"start": "2024-03-20T09:00:00Z", "end": "2024-03-20T17:00:00Z"}},
+		"_feedback": "ready"}`
+	entryAsProcess = `{
+		"_considerations": "Alice and Bob, working hours", "_previousAttempt": "первая попытка", "_loopDone": true,
+		"identifyParticipants": {"organizer": "alice@example.com", "attendee": "bob@example.com"},
+		"fetchAvailability": {"organizerId": "alice@example.com", "attendeeId": "bob@example.com", "organizerEmail": "alice@example.com", "attendeeEmail": "bob@example.com",
+			"timeRange": {"start": "2024-03-20T09:00:00Z", "end": "2024-03-20T17:00:00Z"}},
+		"_feedback": "ready"}`
+)
+
+// TestStartProcessTool: seed 001's composed StartProcess tool — the
+// LaunchProcess macro filled by hand, {name: "ScheduleMeeting",
+// llmContext1: …} — listed as a Vessel tool launches schedule-meeting with
+// the model's llmContext1 as its first chunk, like a "processes" entry;
+// an llmContext1 the process's entry chunk does not take is refused before
+// anything runs, naming the call's path.
+func TestStartProcessTool(t *testing.T) {
+	ts := startScheduling(t)
 	st := ts.Tool("startScheduling")
 	if st == nil || st.Kind != vessel.Launch || st.Entry != "llmContext1" || st.ProcessName != "schedule-meeting" || st.Program == nil {
 		t.Fatalf("tool %+v: a launch of schedule-meeting", st)
@@ -972,13 +1001,40 @@ func TestStartProcessTool(t *testing.T) {
 	if got := schema.Properties(st.Schema).Names(); strings.Join(got, ",") != "name,llmContext1" {
 		t.Errorf("the model sees %v: the seed's tool as composed", got)
 	}
-	decision := mustJSON(t, `{"calls": [{"_tool": "startScheduling", "name": "ScheduleMeeting", "llmContext1": {
-		"_considerations": "Alice and Bob, working hours", "_previousAttempt": "первая попытка", "_loopDone": true,
-		"identifyParticipants": {"organizer": "alice@example.com", "attendee": "bob@example.com"},
-		"fetchAvailability": {"organizerId": "alice@example.com", "attendeeId": "bob@example.com", "timeRange": {"start": "2024-03-20T09:00:00Z", "end": "2024-03-20T17:00:00Z"}},
-		"_feedback": "ready"}}]}`)
+	decision := mustJSON(t, `{"calls": [{"_tool": "startScheduling", "name": "ScheduleMeeting", "llmContext1": `+entryAsTool+`}]}`)
+	_, err := execute(t, Input{Toolset: ts, Context: jsonv.ArrayValue(), Decision: decision}, "", nil, &vessel.Loader{})
+	if err == nil || !strings.Contains(err.Error(), "/calls/0/llmContext1/fetchAvailability: call 1 (startScheduling): the entry chunk does not fit process schedule-meeting's LLM_llmContext1: missing properties 'organizerEmail', 'attendeeEmail'") {
+		t.Fatalf("err = %v, want the entry chunk refused", err)
+	}
+	decision = mustJSON(t, `{"calls": [{"_tool": "startScheduling", "name": "ScheduleMeeting", "llmContext1": `+entryAsProcess+`}]}`)
 	res := runRequest(t, Input{Toolset: ts, Context: jsonv.ArrayValue(), Decision: decision}, "", nil)
 	if c := res.Calls[0]; c.Error != "" || c.Result.Lookup("process").Str() != "schedule-meeting" || !strings.HasPrefix(c.Result.Lookup("id").Str(), "schedule-meeting-") {
 		t.Errorf("call %+v: the process is launched", c)
+	}
+}
+
+// TestStartProcessToolRepair (issue 26, 1): a model that fills the
+// hand-composed tool's llmContext1 in a way the process's entry chunk does
+// not take is told so in a repair turn — the check POST /v1/processes
+// answers 422 with — and the process is launched with its corrected answer.
+func TestStartProcessToolRepair(t *testing.T) {
+	ts := startScheduling(t)
+	model := scriptedDecisions(t,
+		`{"_reasoning": "schedule", "calls": [{"_tool": "startScheduling", "name": "ScheduleMeeting", "llmContext1": `+entryAsTool+`}]}`,
+		`{"_reasoning": "schedule", "calls": [{"_tool": "startScheduling", "name": "ScheduleMeeting", "llmContext1": `+entryAsProcess+`}]}`)
+	res := runRequest(t, Input{Toolset: ts, Context: jsonv.ArrayValue(), Prompt: "Schedule a meeting between Alice and Bob."}, model.URL, nil)
+	bodies := model.Bodies()
+	if len(bodies) != 2 {
+		t.Fatalf("%d model requests, want the decision and one repair turn", len(bodies))
+	}
+	if repair := lastUser(t, bodies[1]); !strings.Contains(repair, "/calls/0/llmContext1/fetchAvailability") || !strings.Contains(repair, "organizerEmail") {
+		t.Errorf("the repair turn says:\n%s", repair)
+	}
+	c := res.Calls[0]
+	if c.Error != "" || c.Result.Lookup("process").Str() != "schedule-meeting" {
+		t.Fatalf("call %+v: the process is launched", c)
+	}
+	if got := c.Params.Lookup("llmContext1").Lookup("fetchAvailability").Lookup("organizerEmail").Str(); got != "alice@example.com" {
+		t.Errorf("launched with organizerEmail %q", got)
 	}
 }

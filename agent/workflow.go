@@ -362,6 +362,9 @@ func (r *requestRun) call(ctx workflow.Context, state jsonv.Value, c *vessel.Cal
 		if err := check(ctx, t.Schema, params, "parameters break the tool's schema"); err != nil {
 			return jsonv.Value{}, &paramsError{err}
 		}
+		if err := checkEntry(ctx, t, params); err != nil {
+			return jsonv.Value{}, &paramsError{err}
+		}
 	}
 	switch t.Kind {
 	case vessel.Instruction:
@@ -390,6 +393,29 @@ func check(ctx workflow.Context, s, v jsonv.Value, what string) error {
 	}
 	if len(problems) > 0 {
 		return fmt.Errorf("%s: %w", what, &schema.ValidationError{Problems: problems})
+	}
+	return nil
+}
+
+// checkEntry checks a launch call's entry chunk, its references resolved,
+// against the chunk of the process it fills — what vessel.CheckLaunch
+// checks of a decision before its references hold values.
+func checkEntry(ctx workflow.Context, t *vessel.Tool, params jsonv.Value) error {
+	first, ok := params.Get(t.Entry)
+	ch := t.Program.FirstChunk()
+	if t.Kind != vessel.Launch || !ok || ch == nil {
+		return nil
+	}
+	lctx := workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{StartToCloseTimeout: 10 * time.Second})
+	var problems []schema.Invalid
+	if err := workflow.ExecuteLocalActivity(lctx, process.CheckName, process.CheckInput{Schema: ch.Schema, Value: first}).Get(ctx, &problems); err != nil {
+		return err
+	}
+	if problems = append(problems, ch.MissingSteps(first, problems)...); len(problems) > 0 {
+		for i := range problems {
+			problems[i].Path = jsonv.PointerTo(t.Entry) + problems[i].Path
+		}
+		return fmt.Errorf("the entry chunk does not fit process %s's %s: %w", t.ProcessName, ch.Name, &schema.ValidationError{Problems: problems})
 	}
 	return nil
 }

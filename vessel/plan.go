@@ -105,6 +105,7 @@ func (g *Graph) Validate(file string, ts *Toolset, states map[string]jsonv.Value
 				}
 			}
 		}
+		errs.Append(file, CheckLaunch(file, c, t, c.Params))
 		for _, read := range c.Reads() {
 			written := slices.ContainsFunc(g.Deps[i], func(e Edge) bool { return g.Calls[e.From].Output != nil && overlap(g.Calls[e.From].Output, read.Path) })
 			if _, err := ReadState(states[c.Instance], read.Path); err != nil && !written {

@@ -502,3 +502,34 @@ func launchTool(ctx context.Context, v *Vessel, uri string, opts BuildOptions) (
 	o.Insert(1, "description", jsonv.StringValue(desc))
 	return &Tool{Name: name, Kind: Launch, URI: uri, Schema: flat, Program: p.Program(), ProcessName: path.Base(d.URI.Path), Entry: entry}, nil
 }
+
+// CheckLaunch checks a launch call's entry chunk, params[t.Entry], against
+// the chunk of t's process it fills (compile.Program.CheckFirst, the check
+// of POST /v1/processes): a tool composed by hand may offer the model an
+// entry that is not the process's. Each problem is located at the call's
+// path in file. A call of another kind, or whose entry is still a "†state"
+// reference, passes (the runtime checks it once the reference holds a
+// value).
+func CheckLaunch(file string, c *Call, t *Tool, params jsonv.Value) error {
+	if t == nil || t.Kind != Launch || t.Program == nil {
+		return nil
+	}
+	first, ok := params.Get(t.Entry)
+	if !ok || IsRef(first) {
+		return nil // the tool's own schema says whether it is required
+	}
+	err := t.Program.CheckFirst(first)
+	var fe *compile.FirstError
+	if !errors.As(err, &fe) {
+		return err
+	}
+	var errs schema.ErrorList
+	at := c.Path.Append(t.Entry)
+	for _, p := range fe.Problems {
+		errs.Add(file, at+p.Path, "%s: the entry chunk does not fit process %s's %s: %s", c.Name(), t.ProcessName, fe.Chunk, p.Message)
+	}
+	if len(fe.Problems) == 0 {
+		errs.Add(file, at, "%s: %v", c.Name(), fe)
+	}
+	return errs.Err()
+}
