@@ -169,7 +169,10 @@ func TestModeration(t *testing.T) {
 }
 
 // TestManagerEmployees: a global instruction that targets employee_B
-// changes employee_B's state only.
+// changes employee_B's state only; employee_A "remains untouched" (seed
+// 002). The follow-up that asks about A tells the model that no call is
+// an answer — A needs nothing — and the model, which does what it is told
+// (and acts on A when only pushed to decide for it), makes none.
 func TestManagerEmployees(t *testing.T) {
 	ts, _ := example(t, "manager-employees", "manager.vessel.json")
 	ctx, err := schema.ReadFile("../examples/manager-employees/context.json")
@@ -178,14 +181,20 @@ func TestManagerEmployees(t *testing.T) {
 	}
 	model := llmtest.NewWith(t, func(name, body string) string {
 		if strings.Contains(body, "Your decision made no call for") {
-			// The follow-up for employee_A: nothing to do for A.
-			return `{"_reasoning":"A keeps its task","calls":[]}`
+			if strings.Contains(lastUser(t, body), "An instance that needs nothing gets no call") {
+				return `{"_reasoning":"A keeps its task","calls":[]}`
+			}
+			// Pushed to decide for A, with nothing said of answering nothing.
+			return `{"_reasoning":"A must get something","calls":[{"_tool":"updateTask","_instance":"employee_A","newTask":"Draft initial proposal","newStatus":"Reviewed","output":"†state"}]}`
 		}
 		return `{"_reasoning":"B gets the report","calls":[{"_tool":"updateTask","_instance":"employee_B","newTask":"Finalize the quarterly report","newStatus":"High Priority","output":"†state"}]}`
 	})
 	res := runRequest(t, Input{Toolset: ts, Context: ctx}, model.URL, nil)
 	if strings.Join(res.Unanswered, ",") != "employee_A" || len(res.FollowUps) != 1 {
 		t.Errorf("unanswered %v after %d follow-ups: A is asked about once and needs nothing", res.Unanswered, len(res.FollowUps))
+	}
+	if sys := parseChat(t, model.Bodies()[0]).System; !strings.Contains(sys, "An instance that needs nothing gets no call") {
+		t.Errorf("the system text does not say that an instance may need nothing:\n%s", sys)
 	}
 	if got := string(jsonv.Marshal(res.States["employee_A"])); got != `{"task":"Draft initial proposal","status":"In Progress"}` {
 		t.Errorf("employee_A changed: %s", got)

@@ -321,9 +321,13 @@ func Unanswered(instances []string, calls []*Call) []string {
 }
 
 // FollowUp is the prompt text that asks for the instances a decision left
-// without a call.
+// without a call. It says that no call is an answer: an instance that
+// needs nothing stays untouched (seed 002's employee_A), and a follow-up
+// must not push the model to act on it.
 func FollowUp(missing []string) string {
-	return fmt.Sprintf("Your decision made no call for %d instance(s): %s. Decide now for those instances only; the calls already decided for the others stand and must not be repeated.",
+	return fmt.Sprintf("Your decision made no call for %d instance(s): %s. If any of them needs something done, decide its calls now, for those instances only. "+
+		"An instance that needs nothing gets no call: leave it out, and answer \"calls\": [] if none of them needs anything. "+
+		"The calls already decided for the others stand and must not be repeated.",
 		len(missing), strings.Join(missing, ", "))
 }
 

@@ -218,7 +218,7 @@ func InputFor(msgs []*Message, instance string) jsonv.Value {
 }
 
 // Guidance is the part of a Vessel's system text that explains calls.
-const Guidance = `Answer with your decision: {"_reasoning", "calls": [...]}. Each call names its tool in "_tool" and fills the tool's parameters. When the context holds messages with "_instance" ids, give each call the "_instance" it is for; a message without one applies to every instance. To keep a call's result, set "_outputPath" to where it goes in that instance's state ("state" or "state.a.b"). A parameter written "†state.a.b" takes that value from the call's instance's state when the call runs.`
+const Guidance = `Answer with your decision: {"_reasoning", "calls": [...]}. Each call names its tool in "_tool" and fills the tool's parameters. When the context holds messages with "_instance" ids, give each call the "_instance" it is for; a message without one applies to every instance. An instance that needs nothing gets no call: it stays as it is. To keep a call's result, set "_outputPath" to where it goes in that instance's state ("state" or "state.a.b"). A parameter written "†state.a.b" takes that value from the call's instance's state when the call runs.`
 
 // Prompt renders a request for the model: the person's request, then
 // every context message but the system ones, one per line, as given.
