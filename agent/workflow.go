@@ -58,7 +58,7 @@ func (w *Workflows) Request(ctx workflow.Context, req vessel.Request) (vessel.Re
 	case len(req.Toolset.Tools) == 0:
 		// A request without tools — a delegate's sub-request — is one model
 		// call that fills its output.
-		out, err := process.ExecuteFill(ctx, process.FillInput{Chunk: "output", System: req.System(), Prompt: req.Text(), Context: jsonv.NewObject(0).Value(), Schema: req.Output})
+		out, err := process.ExecuteFill(ctx, process.FillInput{Chunk: "output", System: req.OutputSystem(), Prompt: req.Text(), Context: jsonv.NewObject(0).Value(), Schema: req.Output})
 		if err != nil {
 			return res, fmt.Errorf("output: %w", err)
 		}
@@ -94,7 +94,7 @@ func (w *Workflows) Request(ctx workflow.Context, req vessel.Request) (vessel.Re
 	if !req.Output.IsNull() {
 		// A delegate's sub-request with tools: its result is filled once
 		// its calls are done, with what they gave.
-		out, err := process.ExecuteFill(ctx, process.FillInput{Chunk: "output", System: req.System(), Prompt: req.Text(vessel.ResultsMessage(res.Calls)), Context: jsonv.NewObject(0).Value(), Schema: req.Output})
+		out, err := process.ExecuteFill(ctx, process.FillInput{Chunk: "output", System: req.OutputSystem(), Prompt: req.Text(vessel.ResultsMessage(res.Calls)), Context: jsonv.NewObject(0).Value(), Schema: req.Output})
 		if err != nil {
 			return res, fmt.Errorf("output: %w", err)
 		}
@@ -401,9 +401,12 @@ func check(ctx workflow.Context, s, v jsonv.Value, what string) error {
 // against the chunk of the process it fills — what vessel.CheckLaunch
 // checks of a decision before its references hold values.
 func checkEntry(ctx workflow.Context, t *vessel.Tool, params jsonv.Value) error {
+	if t.Kind != vessel.Launch || t.Program == nil {
+		return nil
+	}
 	first, ok := params.Get(t.Entry)
 	ch := t.Program.FirstChunk()
-	if t.Kind != vessel.Launch || !ok || ch == nil {
+	if !ok || ch == nil {
 		return nil
 	}
 	lctx := workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{StartToCloseTimeout: 10 * time.Second})
