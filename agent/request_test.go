@@ -1052,3 +1052,52 @@ func TestStartProcessToolRepair(t *testing.T) {
 		t.Errorf("launched with organizerEmail %q", got)
 	}
 }
+
+// TestFixedReferences (issue 26, 7): seed 003 lets a tool's author fix a
+// call's variable references and _outputPath "for a reliable data flow".
+// A parameter {"const": "†state.task"} is read from state, a fixed
+// _outputPath is where the result goes, and the decision schema offers
+// the model nothing to decide at either; a plan that leaves them out gets
+// them.
+func TestFixedReferences(t *testing.T) {
+	ts := &vessel.Toolset{Vessel: "t", Tools: []*vessel.Tool{{Name: "review", Kind: vessel.Instruction, Schema: mustJSON(t, `{"type": "object", "properties": {
+		"src": {"const": "†state.task", "description": "The task under review."},
+		"verdict": {"type": "string"},
+		"_outputPath": {"const": "state.review"}}, "required": ["src", "verdict"]}`)}}}
+	call := ts.DecisionSchema(vessel.DecisionRules{Global: true}).Lookup("properties").Lookup("calls").Lookup("items").Lookup("anyOf").Array()[0]
+	props := call.Lookup("properties")
+	if got := string(jsonv.Marshal(props.Lookup("src"))); got != `{"const":"†state.task","description":"The task under review."}` {
+		t.Errorf("src offers the model %s: the fixed reference, nothing else", got)
+	}
+	if got := string(jsonv.Marshal(props.Lookup("_outputPath"))); got != `{"const":"state.review"}` {
+		t.Errorf("_outputPath offers the model %s: the fixed path, nothing else", got)
+	}
+	if got := string(jsonv.Marshal(props.Lookup("verdict"))); !strings.Contains(got, `"anyOf"`) {
+		t.Errorf("verdict %s: a parameter not fixed may still be a reference", got)
+	}
+	if got := strings.Join(schema.Strings(call.Lookup("required")), ","); got != "_tool,src,verdict,_outputPath" {
+		t.Errorf("required %s", got)
+	}
+
+	ctx := mustJSON(t, `[{"type": "state", "data": {"task": {"title": "Draft the proposal", "owner": "A"}}}]`)
+	model := newChat(t, `{"_reasoning": "review it", "calls": [{"_tool": "review", "src": "†state.task", "verdict": "fine", "_outputPath": "state.review"}]}`)
+	for name, in := range map[string]Input{
+		"decided": {Toolset: ts, Context: ctx},
+		"planned": {Toolset: ts, Context: mustJSON(t, `[{"type": "state", "data": {"task": {"title": "Draft the proposal", "owner": "A"}}},
+			{"type": "plan", "calls": [{"_tool": "review", "verdict": "fine"}]}]`)},
+	} {
+		res := runRequest(t, in, model.URL, nil)
+		if c := res.Calls[0]; c.Error != "" || c.Output != "state.review" {
+			t.Fatalf("%s: call %+v", name, c)
+		}
+		if got := string(jsonv.Marshal(res.States[""].Lookup("review"))); got != `{"src":{"title":"Draft the proposal","owner":"A"},"verdict":"fine"}` {
+			t.Errorf("%s: state.review %s: the task read from state, written where the tool says", name, got)
+		}
+	}
+	// A plan may not write elsewhere.
+	_, err := execute(t, Input{Toolset: ts, Context: mustJSON(t, `[{"type": "state", "data": {"task": "x"}},
+		{"type": "plan", "calls": [{"_tool": "review", "verdict": "fine", "_outputPath": "state.other"}]}]`)}, "", nil, &vessel.Loader{})
+	if err == nil || !strings.Contains(err.Error(), "/_outputPath") {
+		t.Errorf("err = %v, want the fixed _outputPath named", err)
+	}
+}

@@ -359,7 +359,7 @@ func (r *requestRun) call(ctx workflow.Context, state jsonv.Value, c *vessel.Cal
 		// The decision was checked with its "†state" references as they
 		// were written; now that they hold values, the parameters must
 		// still fit the tool.
-		if err := check(ctx, t.Schema, params, "parameters break the tool's schema"); err != nil {
+		if err := check(ctx, t.ParamsSchema(), params, "parameters break the tool's schema"); err != nil {
 			return jsonv.Value{}, &paramsError{err}
 		}
 		if err := checkEntry(ctx, t, params); err != nil {
