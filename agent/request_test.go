@@ -1101,3 +1101,58 @@ func TestFixedReferences(t *testing.T) {
 		t.Errorf("err = %v, want the fixed _outputPath named", err)
 	}
 }
+
+// TestStartProcessToolLoop (issue 26, 3): seed 001 puts the Loop_Mixin
+// ("Цикл не более 3 раз") around the StartProcess tool's llmContext1. A
+// call the model does not mark done is asked again, with its previous
+// attempt in view, as a process's looping chunk is — at most 3 attempts —
+// and the process is launched once, with the last.
+func TestStartProcessToolLoop(t *testing.T) {
+	ts := startScheduling(t)
+	if lp := ts.Tool("startScheduling").Loop; lp == nil || lp.Max != 3 || lp.Done != "/llmContext1/_loopDone" {
+		t.Fatalf("loop %+v: the seed's loop, at most 3 times, around llmContext1", lp)
+	}
+	call := func(done bool, feedback string) string {
+		entry := strings.Replace(entryAsProcess, `"_loopDone": true`, fmt.Sprintf(`"_loopDone": %t`, done), 1)
+		entry = strings.Replace(entry, `"_feedback": "ready"`, fmt.Sprintf(`"_feedback": %q`, feedback), 1)
+		return `{"_tool": "startScheduling", "name": "ScheduleMeeting", "llmContext1": ` + entry + `}`
+	}
+	for _, tt := range []struct {
+		name     string
+		answers  []string // the decision, then each attempt again
+		feedback string   // of the call launched
+	}{
+		{"done on the second attempt", []string{`{"_reasoning": "schedule", "calls": [` + call(false, "first") + `]}`, call(true, "second")}, "second"},
+		{"never done: the bound", []string{`{"_reasoning": "schedule", "calls": [` + call(false, "first") + `]}`, call(false, "again")}, "again"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			model := scriptedDecisions(t, tt.answers...)
+			res := runRequest(t, Input{Toolset: ts, Context: jsonv.ArrayValue(), Prompt: "Schedule a meeting between Alice and Bob."}, model.URL, nil)
+			sent := chats(t, model)
+			want := 2
+			if tt.feedback == "again" {
+				want = 3
+			}
+			if len(sent) != want {
+				t.Fatalf("%d model requests, want %d", len(sent), want)
+			}
+			for i, c := range sent[1:] {
+				if c.Name != LoopCallName || !strings.Contains(c.Body, fmt.Sprintf("Your previous attempt (attempt %d of at most 3)", i+1)) || !strings.Contains(c.Body, "_feedback") {
+					t.Errorf("attempt %d: schema %q, sent %s", i+2, c.Name, c.Body)
+				}
+			}
+			if len(res.Calls) != 1 || res.Calls[0].Error != "" || res.Calls[0].Result.Lookup("process").Str() != "schedule-meeting" {
+				t.Fatalf("calls %+v: one launch", res.Calls)
+			}
+			if got := res.Calls[0].Params.Lookup("llmContext1").Lookup("_feedback").Str(); got != tt.feedback {
+				t.Errorf("launched with attempt %q, want the last", got)
+			}
+			if n := res.Decision.Lookup("calls").Len(); n != 1 {
+				t.Errorf("decision %s", jsonv.Marshal(res.Decision))
+			}
+			if res.Usage.PromptTokens != int64(100*want) {
+				t.Errorf("usage %+v: every attempt counted", res.Usage)
+			}
+		})
+	}
+}

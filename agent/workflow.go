@@ -113,15 +113,36 @@ const MaxParallelParts = 8
 
 // decide asks the model for a decision under rules, with prompt; the
 // activity checks it — what breaks the rules goes back to the model as a
-// repair turn — and wires its calls.
+// repair turn — and wires its calls. A call of a looping tool (Tool.Loop)
+// that the model did not mark done is asked again, with its previous
+// attempt, as a process's looping chunk is, up to the loop's maximum; the
+// decision keeps the last attempt.
 func decide(ctx workflow.Context, req *vessel.Request, rules vessel.DecisionRules, prompt string, states map[string]jsonv.Value) (DecideOutput, error) {
 	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{StartToCloseTimeout: process.FillTimeout, HeartbeatTimeout: process.HeartbeatTimeout, RetryPolicy: process.FillRetry})
-	var out DecideOutput
-	err := workflow.ExecuteActivity(actx, DecideName, DecideInput{
+	in := DecideInput{
 		Process: workflow.GetInfo(ctx).WorkflowExecution.ID, Toolset: req.Toolset, States: states,
 		System: req.System(), Prompt: prompt, Rules: rules,
-	}).Get(ctx, &out)
-	return out, err
+	}
+	var out DecideOutput
+	if err := workflow.ExecuteActivity(actx, DecideName, in).Get(ctx, &out); err != nil {
+		return out, err
+	}
+	for i := range out.Calls.Calls {
+		t := req.Toolset.Tool(out.Calls.Calls[i].Tool)
+		if t == nil || t.Loop == nil {
+			continue
+		}
+		for attempt := 2; attempt <= t.Loop.Max && !vessel.LoopDone(out.Decision.Lookup("calls").Array()[i], t); attempt++ {
+			in.Again = &Again{Decision: out.Decision, Call: i, Attempt: attempt, Max: t.Loop.Max}
+			var next DecideOutput
+			if err := workflow.ExecuteActivity(actx, DecideName, in).Get(ctx, &next); err != nil {
+				return out, fmt.Errorf("%s, attempt %d of at most %d: %w", out.Calls.Calls[i].Name(), attempt, t.Loop.Max, err)
+			}
+			next.Usage, next.Replayed = out.Usage.Add(next.Usage), out.Replayed || next.Replayed
+			out = next
+		}
+	}
+	return out, nil
 }
 
 // decideAll has the model decide for every instance: the decision, then

@@ -337,6 +337,20 @@ func (t *Tool) ParamsSchema() jsonv.Value {
 	return s.Value()
 }
 
+// CallSchema is the schema of one call of t under rules: an item of the
+// decision's "calls" (a loop asks for one call again on it).
+func CallSchema(t *Tool, rules DecisionRules) jsonv.Value { return callSchema(t, rules) }
+
+// LoopDone reports whether a call of a looping tool is its loop's last
+// attempt: the model marked it done (Tool.Loop's Done, in the call).
+func LoopDone(call jsonv.Value, t *Tool) bool {
+	if t.Loop == nil {
+		return true
+	}
+	done, err := call.At(t.Loop.Done)
+	return err == nil && done.Bool()
+}
+
 // ParseDecision reads and checks a decision {"calls": [ … ]} on the whole
 // request (Request.Rules).
 func (r *Request) ParseDecision(file string, decision jsonv.Value) (*Graph, error) {
