@@ -1020,8 +1020,14 @@ func TestStartProcessTool(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "/calls/0/llmContext1/fetchAvailability: call 1 (startScheduling): the entry chunk does not fit process schedule-meeting's LLM_llmContext1: missing properties 'organizerEmail', 'attendeeEmail'") {
 		t.Fatalf("err = %v, want the entry chunk refused", err)
 	}
+	// An entry read from state is checked once it holds a value.
+	decision = mustJSON(t, `{"calls": [{"_tool": "startScheduling", "name": "ScheduleMeeting", "llmContext1": "†state.entry"}]}`)
+	res := runRequest(t, Input{Toolset: ts, Context: mustJSON(t, `[{"type": "state", "data": {"entry": `+entryAsTool+`}}]`), Decision: decision}, "", nil)
+	if c := res.Calls[0]; !strings.Contains(c.Error, "the entry chunk does not fit process schedule-meeting's LLM_llmContext1: /llmContext1/fetchAvailability: missing properties 'organizerEmail', 'attendeeEmail'") {
+		t.Errorf("call %+v: the entry read from state is refused", c)
+	}
 	decision = mustJSON(t, `{"calls": [{"_tool": "startScheduling", "name": "ScheduleMeeting", "llmContext1": `+entryAsProcess+`}]}`)
-	res := runRequest(t, Input{Toolset: ts, Context: jsonv.ArrayValue(), Decision: decision}, "", nil)
+	res = runRequest(t, Input{Toolset: ts, Context: jsonv.ArrayValue(), Decision: decision}, "", nil)
 	if c := res.Calls[0]; c.Error != "" || c.Result.Lookup("process").Str() != "schedule-meeting" || !strings.HasPrefix(c.Result.Lookup("id").Str(), "schedule-meeting-") {
 		t.Errorf("call %+v: the process is launched", c)
 	}
