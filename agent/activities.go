@@ -3,6 +3,9 @@ package agent
 import (
 	"context"
 	"errors"
+	"fmt"
+	"slices"
+	"strings"
 
 	"go.temporal.io/sdk/temporal"
 
@@ -36,6 +39,21 @@ type DecideInput struct {
 	States  map[string]jsonv.Value `json:"states"`
 	System  string                 `json:"system"`
 	Prompt  string                 `json:"prompt"`
+	// Again, when set, asks for one call of a decision again: the next
+	// attempt of its tool's loop (Tool.Loop).
+	Again *Again `json:"again,omitempty"`
+}
+
+// Again is a loop's next attempt at one call of a decision: the model is
+// shown the call as it stands (the previous attempt) and answers the call
+// alone, on its tool's call schema; the decision with the new call in its
+// place is checked as a whole.
+type Again struct {
+	Decision jsonv.Value `json:"decision"`
+	Call     int         `json:"call"` // its index in the decision's calls
+	// Attempt (from 2) and Max say where the loop is.
+	Attempt int `json:"attempt"`
+	Max     int `json:"max"`
 }
 
 // DecideOutput is a checked decision: as the model wrote it, and its calls
@@ -56,6 +74,9 @@ type DecideOutput struct {
 // as a repair turn, each problem by its JSON path, within the call path's
 // bound; a decision that still breaks them fails with every problem.
 func (a *Activities) Decide(ctx context.Context, in DecideInput) (DecideOutput, error) {
+	if in.Again != nil {
+		return a.decideAgain(ctx, in)
+	}
 	check := func(v jsonv.Value) []schema.Invalid {
 		_, err := vessel.CheckDecision("decision", v, in.Toolset, in.States, in.Rules)
 		return vessel.Problems(err)
@@ -70,6 +91,61 @@ func (a *Activities) Decide(ctx context.Context, in DecideInput) (DecideOutput, 
 		return DecideOutput{}, temporal.NewNonRetryableApplicationError(err.Error(), ErrTypeBadDecision, err)
 	}
 	return DecideOutput{Decision: out.Value, Calls: g, Usage: out.Usage, Replayed: out.Replayed}, nil
+}
+
+// LoopCallName is the schema name of a loop's next attempt at a call.
+const LoopCallName = "call"
+
+// decideAgain asks for the next attempt of a looping call (in.Again) and
+// checks the decision with it in the previous one's place; what breaks it
+// goes back to the model as a repair turn, as for a decision.
+func (a *Activities) decideAgain(ctx context.Context, in DecideInput) (DecideOutput, error) {
+	ag := in.Again
+	calls := ag.Decision.Lookup("calls").Array()
+	if ag.Call < 0 || ag.Call >= len(calls) {
+		return DecideOutput{}, temporal.NewNonRetryableApplicationError(fmt.Sprintf("the decision has no call %d to ask again", ag.Call), ErrTypeBadDecision, nil)
+	}
+	prev := calls[ag.Call]
+	t := in.Toolset.Tool(prev.Lookup("_tool").Str())
+	if t == nil {
+		return DecideOutput{}, temporal.NewNonRetryableApplicationError(fmt.Sprintf("call %d names no tool of the toolset", ag.Call+1), ErrTypeBadDecision, nil)
+	}
+	rules := in.Rules
+	if inst := prev.Lookup("_instance").Str(); inst != "" {
+		rules.Instances, rules.Global = []string{inst}, false
+	} else {
+		rules.Instances, rules.Global = nil, true
+	}
+	with := func(call jsonv.Value) jsonv.Value {
+		d := ag.Decision.Clone().Object()
+		cs := slices.Clone(calls)
+		cs[ag.Call] = call
+		d.Set("calls", jsonv.ArrayValue(cs...))
+		return d.Value()
+	}
+	at := jsonv.PointerTo("calls").AppendIndex(ag.Call)
+	check := func(v jsonv.Value) []schema.Invalid {
+		_, err := vessel.CheckDecision("decision", with(v), in.Toolset, in.States, in.Rules)
+		problems := vessel.Problems(err)
+		for i, p := range problems {
+			// The model answers the call alone: its problems at their place in it.
+			if rest, ok := strings.CutPrefix(string(p.Path), string(at)); ok && (rest == "" || rest[0] == '/') {
+				problems[i].Path = jsonv.Pointer(rest)
+			}
+		}
+		return problems
+	}
+	out, err := a.Process.FillChecked(ctx, process.FillInput{Process: in.Process, Chunk: LoopCallName, System: in.System, Prompt: in.Prompt,
+		Context: jsonv.NewObject(0).Value(), Schema: vessel.CallSchema(t, rules), Previous: prev, Attempt: ag.Attempt, MaxAttempts: ag.Max, Instance: prev.Lookup("_instance").Str()}, check)
+	if err != nil {
+		return DecideOutput{}, err
+	}
+	decision := with(out.Value)
+	g, err := vessel.CheckDecision("decision", decision, in.Toolset, in.States, in.Rules)
+	if err != nil {
+		return DecideOutput{}, temporal.NewNonRetryableApplicationError(err.Error(), ErrTypeBadDecision, err)
+	}
+	return DecideOutput{Decision: decision, Calls: g, Usage: out.Usage, Replayed: out.Replayed}, nil
 }
 
 // DelegateInput is the generic delegate activity's three arguments (SPEC

@@ -169,7 +169,10 @@ func TestModeration(t *testing.T) {
 }
 
 // TestManagerEmployees: a global instruction that targets employee_B
-// changes employee_B's state only.
+// changes employee_B's state only; employee_A "remains untouched" (seed
+// 002). The follow-up that asks about A tells the model that no call is
+// an answer — A needs nothing — and the model, which does what it is told
+// (and acts on A when only pushed to decide for it), makes none.
 func TestManagerEmployees(t *testing.T) {
 	ts, _ := example(t, "manager-employees", "manager.vessel.json")
 	ctx, err := schema.ReadFile("../examples/manager-employees/context.json")
@@ -178,14 +181,20 @@ func TestManagerEmployees(t *testing.T) {
 	}
 	model := llmtest.NewWith(t, func(name, body string) string {
 		if strings.Contains(body, "Your decision made no call for") {
-			// The follow-up for employee_A: nothing to do for A.
-			return `{"_reasoning":"A keeps its task","calls":[]}`
+			if strings.Contains(lastUser(t, body), "An instance that needs nothing gets no call") {
+				return `{"_reasoning":"A keeps its task","calls":[]}`
+			}
+			// Pushed to decide for A, with nothing said of answering nothing.
+			return `{"_reasoning":"A must get something","calls":[{"_tool":"updateTask","_instance":"employee_A","newTask":"Draft initial proposal","newStatus":"Reviewed","output":"†state"}]}`
 		}
 		return `{"_reasoning":"B gets the report","calls":[{"_tool":"updateTask","_instance":"employee_B","newTask":"Finalize the quarterly report","newStatus":"High Priority","output":"†state"}]}`
 	})
 	res := runRequest(t, Input{Toolset: ts, Context: ctx}, model.URL, nil)
 	if strings.Join(res.Unanswered, ",") != "employee_A" || len(res.FollowUps) != 1 {
 		t.Errorf("unanswered %v after %d follow-ups: A is asked about once and needs nothing", res.Unanswered, len(res.FollowUps))
+	}
+	if sys := parseChat(t, model.Bodies()[0]).System; !strings.Contains(sys, "An instance that needs nothing gets no call") {
+		t.Errorf("the system text does not say that an instance may need nothing:\n%s", sys)
 	}
 	if got := string(jsonv.Marshal(res.States["employee_A"])); got != `{"task":"Draft initial proposal","status":"In Progress"}` {
 		t.Errorf("employee_A changed: %s", got)
@@ -493,6 +502,11 @@ func TestSpeakerEN(t *testing.T) {
 	}
 	if !strings.HasPrefix(c[0].System, "Вы — эксперт по обмену сообщениями на английском языке.") {
 		t.Errorf("system %q", c[0].System)
+	}
+	// A delegate without tools fills its _output: it is not told to answer
+	// a decision (issue 26, 8).
+	if strings.Contains(c[0].System, `"_reasoning"`) || strings.Contains(c[0].System, `"calls"`) || !strings.Contains(c[0].System, `fills the given schema (your "_output")`) {
+		t.Errorf("the delegate is told:\n%s", c[0].System)
 	}
 	if got := string(jsonv.Marshal(res.Calls[0].Result)); got != `{"recipientId":"u_123","messageBody":"Hello, world!"}` || res.Calls[0].Error != "" {
 		t.Errorf("result %s %s", got, res.Calls[0].Error)
@@ -944,11 +958,10 @@ const speakerDoc = `{"name": "speaker_EN", "context": [{"type": "system", "messa
 	"schema": {"type": "object", "properties": {"recipientId": {"type": "string"}, "messageBody": {"type": "string"}},
 		"_output": {"type": "object", "properties": {"recipientId": {"type": "string"}, "messageBody": {"type": "string"}}, "required": ["recipientId", "messageBody"]}}}`
 
-// TestStartProcessTool: seed 001's composed StartProcess tool — the
-// LaunchProcess macro filled by hand, {name: "ScheduleMeeting",
-// llmContext1: …} — listed as a Vessel tool launches schedule-meeting with
-// the model's llmContext1 as its first chunk, like a "processes" entry.
-func TestStartProcessTool(t *testing.T) {
+// startScheduling is seed 001's composed StartProcess tool
+// (examples/schedule-meeting/tool.json) listed as a Vessel's tool.
+func startScheduling(t *testing.T) *vessel.Toolset {
+	t.Helper()
 	reg, err := registry.Open("../examples/schedule-meeting/registry")
 	if err != nil {
 		t.Fatal(err)
@@ -965,6 +978,36 @@ func TestStartProcessTool(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return ts
+}
+
+// The seed's tool composes fetchAvailability from schedule-meeting:1
+// (organizerId, attendeeId) and launches the registry's latest,
+// schedule-meeting@2, whose entry chunk takes organizerEmail and
+// attendeeEmail: llmContext1 as the tool alone asks for it, and as the
+// process takes it too.
+const (
+	entryAsTool = `{
+		"_considerations": "Alice and Bob, working hours", "_previousAttempt": "первая попытка", "_loopDone": true,
+		"identifyParticipants": {"organizer": "alice@example.com", "attendee": "bob@example.com"},
+		"fetchAvailability": {"organizerId": "alice@example.com", "attendeeId": "bob@example.com", "timeRange": {"start": "2024-03-20T09:00:00Z", "end": "2024-03-20T17:00:00Z"}},
+		"_feedback": "ready"}`
+	entryAsProcess = `{
+		"_considerations": "Alice and Bob, working hours", "_previousAttempt": "первая попытка", "_loopDone": true,
+		"identifyParticipants": {"organizer": "alice@example.com", "attendee": "bob@example.com"},
+		"fetchAvailability": {"organizerId": "alice@example.com", "attendeeId": "bob@example.com", "organizerEmail": "alice@example.com", "attendeeEmail": "bob@example.com",
+			"timeRange": {"start": "2024-03-20T09:00:00Z", "end": "2024-03-20T17:00:00Z"}},
+		"_feedback": "ready"}`
+)
+
+// TestStartProcessTool: seed 001's composed StartProcess tool — the
+// LaunchProcess macro filled by hand, {name: "ScheduleMeeting",
+// llmContext1: …} — listed as a Vessel tool launches schedule-meeting with
+// the model's llmContext1 as its first chunk, like a "processes" entry;
+// an llmContext1 the process's entry chunk does not take is refused before
+// anything runs, naming the call's path.
+func TestStartProcessTool(t *testing.T) {
+	ts := startScheduling(t)
 	st := ts.Tool("startScheduling")
 	if st == nil || st.Kind != vessel.Launch || st.Entry != "llmContext1" || st.ProcessName != "schedule-meeting" || st.Program == nil {
 		t.Fatalf("tool %+v: a launch of schedule-meeting", st)
@@ -972,13 +1015,150 @@ func TestStartProcessTool(t *testing.T) {
 	if got := schema.Properties(st.Schema).Names(); strings.Join(got, ",") != "name,llmContext1" {
 		t.Errorf("the model sees %v: the seed's tool as composed", got)
 	}
-	decision := mustJSON(t, `{"calls": [{"_tool": "startScheduling", "name": "ScheduleMeeting", "llmContext1": {
-		"_considerations": "Alice and Bob, working hours", "_previousAttempt": "первая попытка", "_loopDone": true,
-		"identifyParticipants": {"organizer": "alice@example.com", "attendee": "bob@example.com"},
-		"fetchAvailability": {"organizerId": "alice@example.com", "attendeeId": "bob@example.com", "timeRange": {"start": "2024-03-20T09:00:00Z", "end": "2024-03-20T17:00:00Z"}},
-		"_feedback": "ready"}}]}`)
-	res := runRequest(t, Input{Toolset: ts, Context: jsonv.ArrayValue(), Decision: decision}, "", nil)
+	decision := mustJSON(t, `{"calls": [{"_tool": "startScheduling", "name": "ScheduleMeeting", "llmContext1": `+entryAsTool+`}]}`)
+	_, err := execute(t, Input{Toolset: ts, Context: jsonv.ArrayValue(), Decision: decision}, "", nil, &vessel.Loader{})
+	if err == nil || !strings.Contains(err.Error(), "/calls/0/llmContext1/fetchAvailability: call 1 (startScheduling): the entry chunk does not fit process schedule-meeting's LLM_llmContext1: missing properties 'organizerEmail', 'attendeeEmail'") {
+		t.Fatalf("err = %v, want the entry chunk refused", err)
+	}
+	// An entry read from state is checked once it holds a value.
+	decision = mustJSON(t, `{"calls": [{"_tool": "startScheduling", "name": "ScheduleMeeting", "llmContext1": "†state.entry"}]}`)
+	res := runRequest(t, Input{Toolset: ts, Context: mustJSON(t, `[{"type": "state", "data": {"entry": `+entryAsTool+`}}]`), Decision: decision}, "", nil)
+	if c := res.Calls[0]; !strings.Contains(c.Error, "the entry chunk does not fit process schedule-meeting's LLM_llmContext1: /llmContext1/fetchAvailability: missing properties 'organizerEmail', 'attendeeEmail'") {
+		t.Errorf("call %+v: the entry read from state is refused", c)
+	}
+	decision = mustJSON(t, `{"calls": [{"_tool": "startScheduling", "name": "ScheduleMeeting", "llmContext1": `+entryAsProcess+`}]}`)
+	res = runRequest(t, Input{Toolset: ts, Context: jsonv.ArrayValue(), Decision: decision}, "", nil)
 	if c := res.Calls[0]; c.Error != "" || c.Result.Lookup("process").Str() != "schedule-meeting" || !strings.HasPrefix(c.Result.Lookup("id").Str(), "schedule-meeting-") {
 		t.Errorf("call %+v: the process is launched", c)
+	}
+}
+
+// TestStartProcessToolRepair (issue 26, 1): a model that fills the
+// hand-composed tool's llmContext1 in a way the process's entry chunk does
+// not take is told so in a repair turn — the check POST /v1/processes
+// answers 422 with — and the process is launched with its corrected answer.
+func TestStartProcessToolRepair(t *testing.T) {
+	ts := startScheduling(t)
+	model := scriptedDecisions(t,
+		`{"_reasoning": "schedule", "calls": [{"_tool": "startScheduling", "name": "ScheduleMeeting", "llmContext1": `+entryAsTool+`}]}`,
+		`{"_reasoning": "schedule", "calls": [{"_tool": "startScheduling", "name": "ScheduleMeeting", "llmContext1": `+entryAsProcess+`}]}`)
+	res := runRequest(t, Input{Toolset: ts, Context: jsonv.ArrayValue(), Prompt: "Schedule a meeting between Alice and Bob."}, model.URL, nil)
+	bodies := model.Bodies()
+	if len(bodies) != 2 {
+		t.Fatalf("%d model requests, want the decision and one repair turn", len(bodies))
+	}
+	if repair := lastUser(t, bodies[1]); !strings.Contains(repair, "/calls/0/llmContext1/fetchAvailability") || !strings.Contains(repair, "organizerEmail") {
+		t.Errorf("the repair turn says:\n%s", repair)
+	}
+	c := res.Calls[0]
+	if c.Error != "" || c.Result.Lookup("process").Str() != "schedule-meeting" {
+		t.Fatalf("call %+v: the process is launched", c)
+	}
+	if got := c.Params.Lookup("llmContext1").Lookup("fetchAvailability").Lookup("organizerEmail").Str(); got != "alice@example.com" {
+		t.Errorf("launched with organizerEmail %q", got)
+	}
+}
+
+// TestFixedReferences (issue 26, 7): seed 003 lets a tool's author fix a
+// call's variable references and _outputPath "for a reliable data flow".
+// A parameter {"const": "†state.task"} is read from state, a fixed
+// _outputPath is where the result goes, and the decision schema offers
+// the model nothing to decide at either; a plan that leaves them out gets
+// them.
+func TestFixedReferences(t *testing.T) {
+	ts := &vessel.Toolset{Vessel: "t", Tools: []*vessel.Tool{{Name: "review", Kind: vessel.Instruction, Schema: mustJSON(t, `{"type": "object", "properties": {
+		"src": {"const": "†state.task", "description": "The task under review."},
+		"verdict": {"type": "string"},
+		"_outputPath": {"const": "state.review"}}, "required": ["src", "verdict"]}`)}}}
+	call := ts.DecisionSchema(vessel.DecisionRules{Global: true}).Lookup("properties").Lookup("calls").Lookup("items").Lookup("anyOf").Array()[0]
+	props := call.Lookup("properties")
+	if got := string(jsonv.Marshal(props.Lookup("src"))); got != `{"const":"†state.task","description":"The task under review."}` {
+		t.Errorf("src offers the model %s: the fixed reference, nothing else", got)
+	}
+	if got := string(jsonv.Marshal(props.Lookup("_outputPath"))); got != `{"const":"state.review"}` {
+		t.Errorf("_outputPath offers the model %s: the fixed path, nothing else", got)
+	}
+	if got := string(jsonv.Marshal(props.Lookup("verdict"))); !strings.Contains(got, `"anyOf"`) {
+		t.Errorf("verdict %s: a parameter not fixed may still be a reference", got)
+	}
+	if got := strings.Join(schema.Strings(call.Lookup("required")), ","); got != "_tool,src,verdict,_outputPath" {
+		t.Errorf("required %s", got)
+	}
+
+	ctx := mustJSON(t, `[{"type": "state", "data": {"task": {"title": "Draft the proposal", "owner": "A"}}}]`)
+	model := newChat(t, `{"_reasoning": "review it", "calls": [{"_tool": "review", "src": "†state.task", "verdict": "fine", "_outputPath": "state.review"}]}`)
+	for name, in := range map[string]Input{
+		"decided": {Toolset: ts, Context: ctx},
+		"planned": {Toolset: ts, Context: mustJSON(t, `[{"type": "state", "data": {"task": {"title": "Draft the proposal", "owner": "A"}}},
+			{"type": "plan", "calls": [{"_tool": "review", "verdict": "fine"}]}]`)},
+	} {
+		res := runRequest(t, in, model.URL, nil)
+		if c := res.Calls[0]; c.Error != "" || c.Output != "state.review" {
+			t.Fatalf("%s: call %+v", name, c)
+		}
+		if got := string(jsonv.Marshal(res.States[""].Lookup("review"))); got != `{"src":{"title":"Draft the proposal","owner":"A"},"verdict":"fine"}` {
+			t.Errorf("%s: state.review %s: the task read from state, written where the tool says", name, got)
+		}
+	}
+	// A plan may not write elsewhere.
+	_, err := execute(t, Input{Toolset: ts, Context: mustJSON(t, `[{"type": "state", "data": {"task": "x"}},
+		{"type": "plan", "calls": [{"_tool": "review", "verdict": "fine", "_outputPath": "state.other"}]}]`)}, "", nil, &vessel.Loader{})
+	if err == nil || !strings.Contains(err.Error(), "/_outputPath") {
+		t.Errorf("err = %v, want the fixed _outputPath named", err)
+	}
+}
+
+// TestStartProcessToolLoop (issue 26, 3): seed 001 puts the Loop_Mixin
+// ("Цикл не более 3 раз") around the StartProcess tool's llmContext1. A
+// call the model does not mark done is asked again, with its previous
+// attempt in view, as a process's looping chunk is — at most 3 attempts —
+// and the process is launched once, with the last.
+func TestStartProcessToolLoop(t *testing.T) {
+	ts := startScheduling(t)
+	if lp := ts.Tool("startScheduling").Loop; lp == nil || lp.Max != 3 || lp.Done != "/llmContext1/_loopDone" {
+		t.Fatalf("loop %+v: the seed's loop, at most 3 times, around llmContext1", lp)
+	}
+	call := func(done bool, feedback string) string {
+		entry := strings.Replace(entryAsProcess, `"_loopDone": true`, fmt.Sprintf(`"_loopDone": %t`, done), 1)
+		entry = strings.Replace(entry, `"_feedback": "ready"`, fmt.Sprintf(`"_feedback": %q`, feedback), 1)
+		return `{"_tool": "startScheduling", "name": "ScheduleMeeting", "llmContext1": ` + entry + `}`
+	}
+	for _, tt := range []struct {
+		name     string
+		answers  []string // the decision, then each attempt again
+		feedback string   // of the call launched
+	}{
+		{"done on the second attempt", []string{`{"_reasoning": "schedule", "calls": [` + call(false, "first") + `]}`, call(true, "second")}, "second"},
+		{"never done: the bound", []string{`{"_reasoning": "schedule", "calls": [` + call(false, "first") + `]}`, call(false, "again")}, "again"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			model := scriptedDecisions(t, tt.answers...)
+			res := runRequest(t, Input{Toolset: ts, Context: jsonv.ArrayValue(), Prompt: "Schedule a meeting between Alice and Bob."}, model.URL, nil)
+			sent := chats(t, model)
+			want := 2
+			if tt.feedback == "again" {
+				want = 3
+			}
+			if len(sent) != want {
+				t.Fatalf("%d model requests, want %d", len(sent), want)
+			}
+			for i, c := range sent[1:] {
+				if c.Name != LoopCallName || !strings.Contains(c.Body, fmt.Sprintf("Your previous attempt (attempt %d of at most 3)", i+1)) || !strings.Contains(c.Body, "_feedback") {
+					t.Errorf("attempt %d: schema %q, sent %s", i+2, c.Name, c.Body)
+				}
+			}
+			if len(res.Calls) != 1 || res.Calls[0].Error != "" || res.Calls[0].Result.Lookup("process").Str() != "schedule-meeting" {
+				t.Fatalf("calls %+v: one launch", res.Calls)
+			}
+			if got := res.Calls[0].Params.Lookup("llmContext1").Lookup("_feedback").Str(); got != tt.feedback {
+				t.Errorf("launched with attempt %q, want the last", got)
+			}
+			if n := res.Decision.Lookup("calls").Len(); n != 1 {
+				t.Errorf("decision %s", jsonv.Marshal(res.Decision))
+			}
+			if res.Usage.PromptTokens != int64(100*want) {
+				t.Errorf("usage %+v: every attempt counted", res.Usage)
+			}
+		})
 	}
 }

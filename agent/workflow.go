@@ -58,7 +58,7 @@ func (w *Workflows) Request(ctx workflow.Context, req vessel.Request) (vessel.Re
 	case len(req.Toolset.Tools) == 0:
 		// A request without tools — a delegate's sub-request — is one model
 		// call that fills its output.
-		out, err := process.ExecuteFill(ctx, process.FillInput{Chunk: "output", System: req.System(), Prompt: req.Text(), Context: jsonv.NewObject(0).Value(), Schema: req.Output})
+		out, err := process.ExecuteFill(ctx, process.FillInput{Chunk: "output", System: req.OutputSystem(), Prompt: req.Text(), Context: jsonv.NewObject(0).Value(), Schema: req.Output})
 		if err != nil {
 			return res, fmt.Errorf("output: %w", err)
 		}
@@ -94,7 +94,7 @@ func (w *Workflows) Request(ctx workflow.Context, req vessel.Request) (vessel.Re
 	if !req.Output.IsNull() {
 		// A delegate's sub-request with tools: its result is filled once
 		// its calls are done, with what they gave.
-		out, err := process.ExecuteFill(ctx, process.FillInput{Chunk: "output", System: req.System(), Prompt: req.Text(vessel.ResultsMessage(res.Calls)), Context: jsonv.NewObject(0).Value(), Schema: req.Output})
+		out, err := process.ExecuteFill(ctx, process.FillInput{Chunk: "output", System: req.OutputSystem(), Prompt: req.Text(vessel.ResultsMessage(res.Calls)), Context: jsonv.NewObject(0).Value(), Schema: req.Output})
 		if err != nil {
 			return res, fmt.Errorf("output: %w", err)
 		}
@@ -113,15 +113,36 @@ const MaxParallelParts = 8
 
 // decide asks the model for a decision under rules, with prompt; the
 // activity checks it — what breaks the rules goes back to the model as a
-// repair turn — and wires its calls.
+// repair turn — and wires its calls. A call of a looping tool (Tool.Loop)
+// that the model did not mark done is asked again, with its previous
+// attempt, as a process's looping chunk is, up to the loop's maximum; the
+// decision keeps the last attempt.
 func decide(ctx workflow.Context, req *vessel.Request, rules vessel.DecisionRules, prompt string, states map[string]jsonv.Value) (DecideOutput, error) {
 	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{StartToCloseTimeout: process.FillTimeout, HeartbeatTimeout: process.HeartbeatTimeout, RetryPolicy: process.FillRetry})
-	var out DecideOutput
-	err := workflow.ExecuteActivity(actx, DecideName, DecideInput{
+	in := DecideInput{
 		Process: workflow.GetInfo(ctx).WorkflowExecution.ID, Toolset: req.Toolset, States: states,
 		System: req.System(), Prompt: prompt, Rules: rules,
-	}).Get(ctx, &out)
-	return out, err
+	}
+	var out DecideOutput
+	if err := workflow.ExecuteActivity(actx, DecideName, in).Get(ctx, &out); err != nil {
+		return out, err
+	}
+	for i := range out.Calls.Calls {
+		t := req.Toolset.Tool(out.Calls.Calls[i].Tool)
+		if t == nil || t.Loop == nil {
+			continue
+		}
+		for attempt := 2; attempt <= t.Loop.Max && !vessel.LoopDone(out.Decision.Lookup("calls").Array()[i], t); attempt++ {
+			in.Again = &Again{Decision: out.Decision, Call: i, Attempt: attempt, Max: t.Loop.Max}
+			var next DecideOutput
+			if err := workflow.ExecuteActivity(actx, DecideName, in).Get(ctx, &next); err != nil {
+				return out, fmt.Errorf("%s, attempt %d of at most %d: %w", out.Calls.Calls[i].Name(), attempt, t.Loop.Max, err)
+			}
+			next.Usage, next.Replayed = out.Usage.Add(next.Usage), out.Replayed || next.Replayed
+			out = next
+		}
+	}
+	return out, nil
 }
 
 // decideAll has the model decide for every instance: the decision, then
@@ -359,7 +380,10 @@ func (r *requestRun) call(ctx workflow.Context, state jsonv.Value, c *vessel.Cal
 		// The decision was checked with its "†state" references as they
 		// were written; now that they hold values, the parameters must
 		// still fit the tool.
-		if err := check(ctx, t.Schema, params, "parameters break the tool's schema"); err != nil {
+		if err := check(ctx, t.ParamsSchema(), params, "parameters break the tool's schema"); err != nil {
+			return jsonv.Value{}, &paramsError{err}
+		}
+		if err := checkEntry(ctx, t, params); err != nil {
 			return jsonv.Value{}, &paramsError{err}
 		}
 	}
@@ -390,6 +414,32 @@ func check(ctx workflow.Context, s, v jsonv.Value, what string) error {
 	}
 	if len(problems) > 0 {
 		return fmt.Errorf("%s: %w", what, &schema.ValidationError{Problems: problems})
+	}
+	return nil
+}
+
+// checkEntry checks a launch call's entry chunk, its references resolved,
+// against the chunk of the process it fills — what vessel.CheckLaunch
+// checks of a decision before its references hold values.
+func checkEntry(ctx workflow.Context, t *vessel.Tool, params jsonv.Value) error {
+	if t.Kind != vessel.Launch || t.Program == nil {
+		return nil
+	}
+	first, ok := params.Get(t.Entry)
+	ch := t.Program.FirstChunk()
+	if !ok || ch == nil {
+		return nil
+	}
+	lctx := workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{StartToCloseTimeout: 10 * time.Second})
+	var problems []schema.Invalid
+	if err := workflow.ExecuteLocalActivity(lctx, process.CheckName, process.CheckInput{Schema: ch.Schema, Value: first}).Get(ctx, &problems); err != nil {
+		return err
+	}
+	if problems = append(problems, ch.MissingSteps(first, problems)...); len(problems) > 0 {
+		for i := range problems {
+			problems[i].Path = jsonv.PointerTo(t.Entry) + problems[i].Path
+		}
+		return fmt.Errorf("the entry chunk does not fit process %s's %s: %w", t.ProcessName, ch.Name, &schema.ValidationError{Problems: problems})
 	}
 	return nil
 }

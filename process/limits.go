@@ -3,7 +3,6 @@ package process
 import (
 	"errors"
 	"fmt"
-	"strings"
 
 	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/temporal"
@@ -11,7 +10,6 @@ import (
 
 	"github.com/augceo/vibe/compile"
 	"github.com/augceo/vibe/jsonv"
-	"github.com/augceo/vibe/schema"
 )
 
 // MaxPayloadSize is the engine's limit on one payload, in bytes: the start
@@ -123,69 +121,10 @@ func checkSize(what string, v any, limit int) error {
 
 // FirstError is a first value (StartOptions.First) the process does not
 // take: it breaks the schema of the chunk it fills, or the process's first
-// chunk is not filled by a model. Nothing was started.
-type FirstError struct {
-	// Chunk is the chunk the value would fill: the first one (the direct
-	// call's for a direct call).
-	Chunk string
-	Kind  compile.Kind
-	// Problems are the ways the value breaks the chunk's schema, each at
-	// its path in the value; none when Kind is not LLM.
-	Problems []schema.Invalid
-}
-
-func (e *FirstError) Error() string {
-	if e.Kind != compile.LLM {
-		return fmt.Sprintf("the process's first chunk %s is not filled by a model, so it takes no first value", e.Chunk)
-	}
-	lines := make([]string, len(e.Problems))
-	for i, p := range e.Problems {
-		lines[i] = p.String()
-	}
-	return fmt.Sprintf("the first value does not fit chunk %s: %s", e.Chunk, strings.Join(lines, "; "))
-}
+// chunk is not filled by a model. Nothing was started. The check is
+// compile's (Program.CheckFirst), shared with a Vessel's launches.
+type FirstError = compile.FirstError
 
 // checkFirst checks a first value against the chunk it fills, as the
-// workflow would take it: the chunk's projected schema, and every step of
-// the chunk present (the workflow fails a chunk value that lacks one).
-func checkFirst(prog *compile.Program, first jsonv.Value) error {
-	if first.IsNull() || len(prog.Chunks) == 0 {
-		return nil
-	}
-	ch := &prog.Chunks[0]
-	if prog.Direct != nil {
-		ch = &prog.Chunks[prog.Direct.Chunk]
-	}
-	if ch.Kind != compile.LLM {
-		return &FirstError{Chunk: ch.Name, Kind: ch.Kind}
-	}
-	problems, err := schema.Check(ch.Schema, first)
-	if err != nil {
-		return fmt.Errorf("check the first value against chunk %s: %w", ch.Name, err)
-	}
-	if first.Object() != nil {
-		for _, s := range ch.Steps {
-			if _, ok := first.Get(s.Name); !ok && !hasProblemAt(problems, "", s.Name) {
-				problems = append(problems, schema.Invalid{Message: fmt.Sprintf("missing step %q", s.Name)})
-			}
-		}
-	} else if len(problems) == 0 {
-		problems = append(problems, schema.Invalid{Message: "must be an object of the chunk's steps"})
-	}
-	if len(problems) > 0 {
-		return &FirstError{Chunk: ch.Name, Kind: ch.Kind, Problems: problems}
-	}
-	return nil
-}
-
-// hasProblemAt reports whether the validator already named the missing
-// property at path (its "missing property" message quotes the name), so
-// that a step is not reported twice.
-func hasProblemAt(problems []schema.Invalid, path jsonv.Pointer, name string) bool {
-	for _, p := range problems {
-		if p.Path == path && strings.Contains(p.Message, "'"+name+"'") {
-			return true
-		}
-	}
-	return false
-}
+// workflow would take it (compile.Program.CheckFirst).
+func checkFirst(prog *compile.Program, first jsonv.Value) error { return prog.CheckFirst(first) }

@@ -204,6 +204,7 @@ func callSchema(t *Tool, rules DecisionRules) jsonv.Value {
 		required = append(required, "_instance")
 	}
 	var ref jsonv.Value
+	own, declared := t.Schema.Lookup("properties").Get(OutputPathParam)
 	if rules.Paths != nil {
 		var writable, refs []string
 		for _, p := range rules.Paths {
@@ -212,22 +213,142 @@ func callSchema(t *Tool, rules DecisionRules) jsonv.Value {
 			}
 			refs = append(refs, "†"+p)
 		}
-		props.Set("_outputPath", oneOf(writable, outputPathHelp))
+		props.Set(OutputPathParam, oneOf(writable, outputPathHelp))
 		ref = oneOf(refs, refHelp)
 	} else {
 		pattern := pathPattern
 		if !objectResult(t) {
 			pattern = subPathPattern
 		}
-		props.Set("_outputPath", patterned(pattern, outputPathHelp))
+		props.Set(OutputPathParam, patterned(pattern, outputPathHelp))
 		ref = patterned(refPattern, refHelp)
 	}
+	if declared {
+		// The tool's author decided (or narrowed) where its result goes (seed 003: "or fix
+		// them hard"): their _outputPath as written, in the place of ours.
+		props.Set(OutputPathParam, own)
+	}
 	for name, p := range schema.Properties(t.Schema).All() {
-		props.Set(name, jsonv.ObjectValue(jsonv.Member{Name: "anyOf", Value: jsonv.ArrayValue(p, ref)}))
+		switch {
+		case name == OutputPathParam:
+		case isFixedRef(p):
+			// A fixed reference: the model has nothing to decide there.
+			props.Set(name, p)
+		default:
+			props.Set(name, jsonv.ObjectValue(jsonv.Member{Name: "anyOf", Value: jsonv.ArrayValue(p, ref)}))
+		}
 	}
 	out.Set("properties", props.Value())
-	out.Set("required", schema.StringArray(append(required, schema.Required(t.Schema)...)))
+	for _, name := range append(schema.Required(t.Schema), fixedNames(t)...) {
+		if !slices.Contains(required, name) {
+			required = append(required, name)
+		}
+	}
+	out.Set("required", schema.StringArray(required))
 	return out.Value()
+}
+
+// OutputPathParam is the call field that says where its result goes in
+// state. A tool's schema may declare it too, to fix it or narrow it: its
+// own then replaces the decision's.
+const OutputPathParam = "_outputPath"
+
+// isFixedRef reports whether a parameter's schema fixes it to one state
+// reference, {"const": "†state.a.b"}: the value is read from state, the
+// model decides nothing there.
+func isFixedRef(p jsonv.Value) bool {
+	c, ok := p.Get("const")
+	return ok && IsRef(c)
+}
+
+// fixedNames are the tool's parameters fixed by a "const" — references
+// and an _outputPath — in its schema's order: the decision requires them,
+// and a plan that leaves them out gets them (Toolset.Fix).
+func fixedNames(t *Tool) []string {
+	var out []string
+	for name, p := range schema.Properties(t.Schema).All() {
+		if _, ok := p.Get("const"); ok && (name == OutputPathParam || isFixedRef(p)) {
+			out = append(out, name)
+		}
+	}
+	return out
+}
+
+// Fix gives calls what their tools fix and they leave out: a fixed
+// _outputPath, a fixed reference. What a call gives it keeps; a value
+// other than the fixed one breaks the tool's schema (Graph.Validate).
+func (ts *Toolset) Fix(calls []*Call) {
+	for _, c := range calls {
+		t := ts.Tool(c.Tool)
+		if t == nil {
+			continue
+		}
+		for _, name := range fixedNames(t) {
+			fixed := t.Schema.Lookup("properties").Lookup(name).Lookup("const")
+			if name == OutputPathParam {
+				if path, err := ParsePath(fixed.Str()); err == nil && c.Output == nil {
+					c.Output = path
+				}
+				continue
+			}
+			if _, ok := c.Params.Get(name); !ok {
+				// In the tool's order: after the parameters given that come
+				// before it there.
+				params := c.Params.Clone().Object()
+				at := 0
+				for _, before := range schema.Properties(t.Schema).Names() {
+					if before == name {
+						break
+					}
+					if i := params.Index(before); i >= at {
+						at = i + 1
+					}
+				}
+				params.Insert(at, name, fixed)
+				c.Params = params.Value()
+			}
+		}
+	}
+}
+
+// ParamsSchema is the schema a call's parameters must fit once their
+// references hold values: the tool's, without its _outputPath (a field of
+// the call, not a parameter) and with each fixed reference's "const" left
+// out (the parameter holds the value read, which the rest of its schema
+// still describes).
+func (t *Tool) ParamsSchema() jsonv.Value {
+	props := schema.Properties(t.Schema)
+	if props == nil || (!props.Has(OutputPathParam) && len(fixedNames(t)) == 0) {
+		return t.Schema
+	}
+	s := t.Schema.Clone().Object()
+	p := schema.Properties(s.Value())
+	p.Delete(OutputPathParam)
+	for name, ps := range p.All() {
+		if isFixedRef(ps) {
+			o := ps.Clone().Object()
+			o.Delete("const")
+			p.Set(name, o.Value())
+		}
+	}
+	if req, ok := s.Get("required"); ok {
+		s.Set("required", schema.StringArray(slices.DeleteFunc(schema.Strings(req), func(n string) bool { return n == OutputPathParam })))
+	}
+	return s.Value()
+}
+
+// CallSchema is the schema of one call of t under rules: an item of the
+// decision's "calls" (a loop asks for one call again on it).
+func CallSchema(t *Tool, rules DecisionRules) jsonv.Value { return callSchema(t, rules) }
+
+// LoopDone reports whether a call of a looping tool is its loop's last
+// attempt: the model marked it done (Tool.Loop's Done, in the call).
+func LoopDone(call jsonv.Value, t *Tool) bool {
+	if t.Loop == nil {
+		return true
+	}
+	done, err := call.At(t.Loop.Done)
+	return err == nil && done.Bool()
 }
 
 // ParseDecision reads and checks a decision {"calls": [ … ]} on the whole
@@ -246,6 +367,7 @@ func CheckDecision(file string, decision jsonv.Value, ts *Toolset, states map[st
 	if err != nil {
 		return nil, err
 	}
+	ts.Fix(calls)
 	g := NewGraph(calls)
 	var errs schema.ErrorList
 	errs.Append(file, g.Validate(file, ts, states))
@@ -321,9 +443,13 @@ func Unanswered(instances []string, calls []*Call) []string {
 }
 
 // FollowUp is the prompt text that asks for the instances a decision left
-// without a call.
+// without a call. It says that no call is an answer: an instance that
+// needs nothing stays untouched (seed 002's employee_A), and a follow-up
+// must not push the model to act on it.
 func FollowUp(missing []string) string {
-	return fmt.Sprintf("Your decision made no call for %d instance(s): %s. Decide now for those instances only; the calls already decided for the others stand and must not be repeated.",
+	return fmt.Sprintf("Your decision made no call for %d instance(s): %s. If any of them needs something done, decide its calls now, for those instances only. "+
+		"An instance that needs nothing gets no call: leave it out, and answer \"calls\": [] if none of them needs anything. "+
+		"The calls already decided for the others stand and must not be repeated.",
 		len(missing), strings.Join(missing, ", "))
 }
 

@@ -99,12 +99,16 @@ func (g *Graph) Validate(file string, ts *Toolset, states map[string]jsonv.Value
 		if err == nil && v != nil {
 			withTool := c.Params.Clone().Object()
 			withTool.Insert(0, "_tool", jsonv.StringValue(c.Tool))
+			if c.Output != nil {
+				withTool.Insert(1, OutputPathParam, jsonv.StringValue(c.OutputString()))
+			}
 			if err := v.Validate(withTool.Value()); err != nil {
 				for _, p := range err.(*schema.ValidationError).Problems {
 					errs.Add(file, c.Path+p.Path, "%s: parameters break the tool's schema: %s", c.Name(), p.Message)
 				}
 			}
 		}
+		errs.Append(file, CheckLaunch(file, c, t, c.Params))
 		for _, read := range c.Reads() {
 			written := slices.ContainsFunc(g.Deps[i], func(e Edge) bool { return g.Calls[e.From].Output != nil && overlap(g.Calls[e.From].Output, read.Path) })
 			if _, err := ReadState(states[c.Instance], read.Path); err != nil && !written {
@@ -222,6 +226,7 @@ func AssemblePlan(file string, msgs []*Message, ts *Toolset) (*Graph, error) {
 	if err != nil {
 		return nil, err
 	}
+	ts.Fix(calls)
 	expanded, err := Expand(calls, Instances(msgs))
 	if err != nil {
 		return nil, &schema.Error{File: file, Path: plan.Path, Message: err.Error()}

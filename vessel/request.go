@@ -218,7 +218,13 @@ func InputFor(msgs []*Message, instance string) jsonv.Value {
 }
 
 // Guidance is the part of a Vessel's system text that explains calls.
-const Guidance = `Answer with your decision: {"_reasoning", "calls": [...]}. Each call names its tool in "_tool" and fills the tool's parameters. When the context holds messages with "_instance" ids, give each call the "_instance" it is for; a message without one applies to every instance. To keep a call's result, set "_outputPath" to where it goes in that instance's state ("state" or "state.a.b"). A parameter written "†state.a.b" takes that value from the call's instance's state when the call runs.`
+const Guidance = `Answer with your decision: {"_reasoning", "calls": [...]}. Each call names its tool in "_tool" and fills the tool's parameters. When the context holds messages with "_instance" ids, give each call the "_instance" it is for; a message without one applies to every instance. An instance that needs nothing gets no call: it stays as it is. To keep a call's result, set "_outputPath" to where it goes in that instance's state ("state" or "state.a.b"). A parameter written "†state.a.b" takes that value from the call's instance's state when the call runs.`
+
+// OutputGuidance is the part of the system text that asks a request's
+// model for its result: a delegate's sub-request fills its _output (one
+// without tools at once, one with tools once its calls are done), and
+// makes no decision there.
+const OutputGuidance = `Answer with the result of the task the context gives you: one JSON value that fills the given schema (your "_output"), its properties in order. Make no tool calls here: when a "results" message is in the context, it holds what your calls gave.`
 
 // Prompt renders a request for the model: the person's request, then
 // every context message but the system ones, one per line, as given.
@@ -243,6 +249,10 @@ func Prompt(msgs []*Message, prompt string) string {
 // System is the system text of a request: the Vessel's, the context's
 // system messages, and Guidance.
 func System(vesselSystem string, msgs []*Message) string {
+	return systemText(vesselSystem, msgs, Guidance)
+}
+
+func systemText(vesselSystem string, msgs []*Message, guidance string) string {
 	parts := []string{}
 	if vesselSystem != "" {
 		parts = append(parts, vesselSystem)
@@ -252,7 +262,7 @@ func System(vesselSystem string, msgs []*Message) string {
 			parts = append(parts, m.Data.Str())
 		}
 	}
-	parts = append(parts, Guidance)
+	parts = append(parts, guidance)
 	return strings.Join(parts, "\n\n")
 }
 
@@ -368,6 +378,13 @@ func NewRequest(ts *Toolset, ctx jsonv.Value, opts RequestOptions) (*Request, er
 // System is the system text the request's model is sent: the Vessel's,
 // the context's system messages, and Guidance.
 func (r *Request) System() string { return System(r.Toolset.System, r.Context) }
+
+// OutputSystem is the system text the request's model is sent to fill its
+// Output: the Vessel's, the context's system messages, and
+// OutputGuidance — not the decision's Guidance, for it decides nothing.
+func (r *Request) OutputSystem() string {
+	return systemText(r.Toolset.System, r.Context, OutputGuidance)
+}
 
 // Text is the prompt the request's model is sent, with extra messages (a
 // "results" message) at the end of its context.

@@ -77,6 +77,14 @@ type Tool struct {
 	// (its thinking fields and metrics neither listed nor required): a
 	// result that breaks it is the call's error.
 	Contract jsonv.Value `json:"contract,omitzero"`
+	// Loop, when the tool's schema has a Loop_Mixin around it or around
+	// one of its parameters (seed 001 puts one around the StartProcess
+	// tool's llmContext1), repeats a call of it as a process repeats a
+	// chunk: the model is asked for the call again, with its previous
+	// attempt, until the value at Done (in the call) is true or Max
+	// attempts were made. A launch tool whose process's entry chunk loops
+	// loops too: the process takes the chunk as the Vessel filled it.
+	Loop *compile.Loop `json:"loop,omitempty"`
 }
 
 // Toolset is a Vessel's tools, side by side.
@@ -198,12 +206,12 @@ func Build(ctx context.Context, v *Vessel, opts BuildOptions) (*Toolset, error) 
 		} else if a, ok := compile.MatchAction(t.Name, opts.Actions); ok {
 			tool.Kind, tool.Action = Action, a
 		}
-		s, err := wrap(ctx, v, params, copts)
+		s, loop, err := wrap(ctx, v, params, copts)
 		if err != nil {
 			errs.Append(v.File, err)
 			continue
 		}
-		tool.Schema = s
+		tool.Schema, tool.Loop = s, loop
 		ts.Tools = append(ts.Tools, tool)
 	}
 	for i, uri := range v.Processes {
@@ -325,8 +333,9 @@ func delegateTool(ctx context.Context, v *Vessel, tool *Tool, s jsonv.Value, opt
 }
 
 // wrap puts a schema in the Vessel's mixins (outside-in, as listed), keeps
-// its own title and description, and projects it for the model.
-func wrap(ctx context.Context, v *Vessel, s jsonv.Value, opts compose.Options) (jsonv.Value, error) {
+// its own title and description, and projects it for the model; the loop
+// is the wrapped schema's (loopOf), which the projection leaves out.
+func wrap(ctx context.Context, v *Vessel, s jsonv.Value, opts compose.Options) (jsonv.Value, *compile.Loop, error) {
 	if len(v.Mixins) > 0 {
 		items := make([]jsonv.Value, 0, len(v.Mixins)+1)
 		for _, m := range v.Mixins {
@@ -336,7 +345,7 @@ func wrap(ctx context.Context, v *Vessel, s jsonv.Value, opts compose.Options) (
 		doc := jsonv.ObjectValue(jsonv.Member{Name: "type", Value: jsonv.StringValue("object")}, jsonv.Member{Name: "allOf", Value: jsonv.ArrayValue(items...)})
 		flat, err := compose.Flatten(ctx, v.File, doc, opts)
 		if err != nil {
-			return jsonv.Value{}, err
+			return jsonv.Value{}, nil, err
 		}
 		o := flat.Object()
 		for i, kw := range []string{"title", "description"} {
@@ -346,7 +355,30 @@ func wrap(ctx context.Context, v *Vessel, s jsonv.Value, opts compose.Options) (
 		}
 		s = flat
 	}
-	return compile.Project(s, compile.ProjectOptions{}).Schema, nil
+	return compile.Project(s, compile.ProjectOptions{}).Schema, loopOf(s), nil
+}
+
+// loopOf reads the loop of a flattened tool schema (the engine keyword
+// "loop" a Loop_Mixin leaves, compose.LoopDone): around the whole tool, or
+// else around its first parameter that has one — where compile finds a
+// chunk's loop, around its context or a step. Nil when it has none.
+func loopOf(s jsonv.Value) *compile.Loop {
+	read := func(l jsonv.Value, at jsonv.Pointer) *compile.Loop {
+		if l.Object() == nil {
+			return nil
+		}
+		n, _ := l.Lookup("max").Int()
+		return &compile.Loop{Max: int(min(max(n, 1), compose.MaxLoop)), Done: at.Append(l.Lookup("done").Str())}
+	}
+	if lp := read(s.Lookup("loop"), ""); lp != nil {
+		return lp
+	}
+	for name, p := range schema.Properties(s).All() {
+		if lp := read(p.Lookup("loop"), jsonv.PointerTo(name)); lp != nil {
+			return lp
+		}
+	}
+	return nil
 }
 
 // ProcessName turns a process URI into a tool name: the last part of its
@@ -475,9 +507,15 @@ func launchTool(ctx context.Context, v *Vessel, uri string, opts BuildOptions) (
 		launch = ld.Value
 	}
 	name := ProcessName(uri)
-	var wrapped jsonv.Value
-	if wrapped, err = wrap(ctx, v, chunk, compose.Options{Registry: opts.Registry}); err != nil {
+	wrapped, loop, err := wrap(ctx, v, chunk, compose.Options{Registry: opts.Registry})
+	if err != nil {
 		return nil, err
+	}
+	if loop == nil {
+		loop = first.Loop // the chunk's own, which its projection left out
+	}
+	if loop != nil {
+		loop = &compile.Loop{Max: loop.Max, Done: jsonv.PointerTo(entry) + loop.Done}
 	}
 	doc := jsonv.ObjectValue(
 		jsonv.Member{Name: "type", Value: jsonv.StringValue("object")},
@@ -500,5 +538,36 @@ func launchTool(ctx context.Context, v *Vessel, uri string, opts BuildOptions) (
 		desc += " " + pd
 	}
 	o.Insert(1, "description", jsonv.StringValue(desc))
-	return &Tool{Name: name, Kind: Launch, URI: uri, Schema: flat, Program: p.Program(), ProcessName: path.Base(d.URI.Path), Entry: entry}, nil
+	return &Tool{Name: name, Kind: Launch, URI: uri, Schema: flat, Program: p.Program(), ProcessName: path.Base(d.URI.Path), Entry: entry, Loop: loop}, nil
+}
+
+// CheckLaunch checks a launch call's entry chunk, params[t.Entry], against
+// the chunk of t's process it fills (compile.Program.CheckFirst, the check
+// of POST /v1/processes): a tool composed by hand may offer the model an
+// entry that is not the process's. Each problem is located at the call's
+// path in file. A call of another kind, or whose entry is still a "†state"
+// reference, passes (the runtime checks it once the reference holds a
+// value).
+func CheckLaunch(file string, c *Call, t *Tool, params jsonv.Value) error {
+	if t == nil || t.Kind != Launch || t.Program == nil {
+		return nil
+	}
+	first, ok := params.Get(t.Entry)
+	if !ok || IsRef(first) {
+		return nil // the tool's own schema says whether it is required
+	}
+	err := t.Program.CheckFirst(first)
+	var fe *compile.FirstError
+	if !errors.As(err, &fe) {
+		return err
+	}
+	var errs schema.ErrorList
+	at := c.Path.Append(t.Entry)
+	for _, p := range fe.Problems {
+		errs.Add(file, at+p.Path, "%s: the entry chunk does not fit process %s's %s: %s", c.Name(), t.ProcessName, fe.Chunk, p.Message)
+	}
+	if len(fe.Problems) == 0 {
+		errs.Add(file, at, "%s: %v", c.Name(), fe)
+	}
+	return errs.Err()
 }
