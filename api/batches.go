@@ -69,7 +69,7 @@ const BatchReadTimeout = time.Hour
 
 // batchParams are the parts of a POST /v1/batches besides its items:
 // members of a JSON body, or the query of a JSONL one.
-var batchParams = "process, pipeline, system, id, size, concurrency, providerBatch, providerBatchFallback"
+var batchParams = "process, pipeline, system, id, size, concurrency, providerBatch, providerBatchFallback, providerBatchPoll"
 
 // startBatch is POST /v1/batches: a JSONL body (application/x-ndjson or
 // application/jsonl) with the batch's parameters in the query, or a JSON
@@ -221,6 +221,12 @@ func batchParam(opts *batch.Options, at, name string, v jsonv.Value, fromQuery b
 		} else {
 			opts.Call.ProviderFallback = on
 		}
+	case "providerBatchPoll":
+		d, err := time.ParseDuration(v.Str())
+		if v.Kind() != jsonv.KindString && !fromQuery || err != nil || d <= 0 {
+			return []detail{{Path: at, Message: name + ` must be a duration such as "30s" or "5m"`}}
+		}
+		opts.Call.ProviderPoll = d
 	default:
 		return []detail{{Path: at, Message: fmt.Sprintf("unknown field %q (want %s, items)", name, batchParams)}}
 	}

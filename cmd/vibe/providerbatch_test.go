@@ -1,16 +1,26 @@
 package main
 
 import (
+	"context"
+	"encoding/json"
 	"fmt"
+	"net/http"
+	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/augceo/vibe/api"
+	"github.com/augceo/vibe/batch"
 	"github.com/augceo/vibe/internal/llmtest"
+	"github.com/augceo/vibe/jsonv"
+	"github.com/augceo/vibe/process"
 )
 
 // TestProviderBatchCrash SIGKILLs vibe batch --provider-batch (its
@@ -92,4 +102,128 @@ func TestProviderBatchCrash(t *testing.T) {
 func lastLine(s string) string {
 	lines := strings.Split(strings.TrimSpace(s), "\n")
 	return lines[len(lines)-1]
+}
+
+// TestDryRun: vibe batch --dry-run says how many requests a batch makes
+// and estimates their prompt tokens within 10% of what the model then
+// counts (a test model that counts a request's bytes / 4), and prices
+// them with the batch discount; it starts no engine and calls no model.
+func TestDryRun(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs a batch")
+	}
+	const n = 300
+	dir, _ := batchSetup(t, n, nil, 0)
+	model := llmtest.NewServer(t, llmtest.Multiplexed(verdict), llmtest.Options{Tokens: true})
+	prices := filepath.Join(dir, "prices.json")
+	os.WriteFile(prices, []byte(`{"models": {"test-model": {"input": 0.15, "output": 0.6, "batchDiscount": 0.5}}}`), 0o644)
+	data := filepath.Join(dir, "data")
+	args := []string{"batch", filepath.Join(dir, "moderate.json"), "--in", filepath.Join(dir, "items.jsonl"), "--out", filepath.Join(dir, "out.jsonl"),
+		"--batch-size", "32", "--data", data, "--actions-file", filepath.Join(dir, "actions.json"),
+		"--llm", "openai:test-model", "--llm-base-url", model.URL, "--prices", prices}
+	status, stdout, stderr := run(t, "", append(args, "--dry-run", "--provider-batch")...)
+	if status != 0 {
+		t.Fatalf("dry run: %d\n%s%s", status, stdout, stderr)
+	}
+	t.Logf("vibe batch --dry-run:\n%s", stdout)
+	m := regexp.MustCompile(`(?m)^total\s+(\d+)\s+(\d+)`).FindStringSubmatch(stdout)
+	if m == nil || !strings.Contains(stdout, "300 items in 10 groups") || !strings.Contains(stdout, "with the batch discount") {
+		t.Fatalf("the dry run says:\n%s", stdout)
+	}
+	if model.Requests() != 0 {
+		t.Errorf("the dry run sent %d requests", model.Requests())
+	}
+	if _, err := os.Stat(data); err == nil {
+		t.Errorf("the dry run made the data directory %s", data)
+	}
+	requests, _ := strconv.Atoi(m[1])
+	estimate, _ := strconv.Atoi(m[2])
+	if status, _, stderr := run(t, "", args...); status != 0 {
+		t.Fatalf("the batch: %d\n%s", status, stderr)
+	}
+	got := model.PromptTokens()
+	t.Logf("estimated %d requests and %d prompt tokens; the model got %d requests and counted %d", requests, estimate, model.Requests(), got)
+	if requests != model.Requests() {
+		t.Errorf("estimated %d requests, the batch made %d", requests, model.Requests())
+	}
+	if d := float64(estimate-got) / float64(got); d > 0.1 || d < -0.1 {
+		t.Errorf("estimated %d prompt tokens, the model counted %d: off by %.0f%%", estimate, got, 100*d)
+	}
+}
+
+// TestProviderBatchAPI: POST /v1/batches with "providerBatch": true runs
+// the batch through the provider's Batch API — GET shows its provider
+// batches, the results come with no direct call — and POST
+// /v1/batches/{id}/cancel cancels a batch and its provider batch.
+func TestProviderBatchAPI(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts vibe serve")
+	}
+	const n = 40
+	dir, led := batchSetup(t, n, nil, 0)
+	model := llmtest.NewServer(t, llmtest.Multiplexed(verdict), llmtest.Options{})
+	addr := freeAddr(t)
+	child(t, "serve", "--data", filepath.Join(dir, "data"), "--addr", addr, "--actions-file", filepath.Join(dir, "actions.json"),
+		"--llm", "openai:test-model", "--llm-base-url", model.URL)
+	base := "http://" + addr
+	c := &api.Client{BaseURL: base}
+	waitUntil(t, "vibe serve", time.Minute, func() bool { _, err := c.List(context.Background(), process.ListOptions{Limit: 1}); return err == nil })
+	items, _ := os.ReadFile(filepath.Join(dir, "items.jsonl"))
+	lines := strings.Join(strings.Split(strings.TrimSpace(string(items)), "\n"), ",")
+	start := func(id string) {
+		t.Helper()
+		body := fmt.Sprintf(`{"process": %s, "id": %q, "size": 8, "providerBatch": true, "providerBatchPoll": "50ms", "items": [%s]}`, moderateProcess, id, lines)
+		if code, got := httpJSON(t, "POST", base+"/v1/batches", body); code != http.StatusAccepted {
+			t.Fatalf("POST /v1/batches: %d %s", code, jsonv.Marshal(got))
+		}
+	}
+	if code, got := httpJSON(t, "POST", base+"/v1/batches", `{"process": "aug:x", "providerBatch": "yes", "items": ["x"]}`); code != http.StatusBadRequest || got.Lookup("path").Str() != "/providerBatch" {
+		t.Errorf("providerBatch \"yes\": %d %s", code, jsonv.Marshal(got))
+	}
+
+	// Held at the provider, then cancelled.
+	model.Batches.Hold()
+	created := model.Batches.Await(llmtest.EventBatch)
+	start("held")
+	var ev llmtest.Event
+	select {
+	case ev = <-created:
+	case <-time.After(time.Minute):
+		t.Fatal("no provider batch was created")
+	}
+	var st batch.Status
+	// status reads a batch; false until the server has started it.
+	status := func(id string) bool {
+		st = batch.Status{}
+		resp, err := http.Get(base + "/v1/batches/" + id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		return resp.StatusCode == http.StatusOK && json.NewDecoder(resp.Body).Decode(&st) == nil
+	}
+	waitUntil(t, "the provider batch in the status", 30*time.Second, func() bool {
+		return status("held") && st.Provider != nil && len(st.Provider.Flights) == 1 && st.Provider.Flights[0].ID == ev.ID
+	})
+	if code, got := httpJSON(t, "POST", base+"/v1/batches/held/cancel", ""); code != http.StatusOK {
+		t.Fatalf("cancel: %d %s", code, jsonv.Marshal(got))
+	}
+	waitUntil(t, "the provider batch cancelled", 30*time.Second, func() bool { return model.Batches.Cancels() == 1 })
+	model.Batches.Release()
+	waitUntil(t, "the batch cancelled", 30*time.Second, func() bool {
+		return status("held") && st.Status == "canceled" && st.Provider != nil && st.Provider.Cancelled
+	})
+
+	// Run to the end.
+	start("run")
+	waitUntil(t, "the batch to complete", time.Minute, func() bool { return status("run") && st.Status == batch.StatusCompleted })
+	if st.Done != n || model.Requests() != 0 || st.Provider == nil || st.Provider.Submitted != 1 || st.Provider.Requests != n/8 {
+		t.Errorf("status %+v, provider %+v; %d direct requests", st, st.Provider, model.Requests())
+	}
+	if b := st.Usage.Batched; b == nil || b.PromptTokens != st.Usage.PromptTokens {
+		t.Errorf("usage %+v: all of it batched", st.Usage)
+	}
+	if _, keys, _ := led.counts(); keys != n {
+		t.Errorf("the action's effect was applied for %d items, want %d", keys, n)
+	}
 }
