@@ -172,9 +172,30 @@ func (f *follower) ask(ctx context.Context, info *process.Info) (*mcp.CallToolRe
 		if ctx.Err() != nil {
 			return f.interrupted(ctx)
 		}
+		if problems, ok := outsideForm(err); ok {
+			f.refused = problems
+			return nil, nil
+		}
 		return waiting(info, "asking the person failed: "+err.Error()), nil
 	}
 	return f.take(ctx, info, form, res)
+}
+
+// sdkMismatch is how the SDK's ServerSession.Elicit says the content it
+// received does not fit the requested schema. It has no typed error for
+// it, and the answer is lost with it, so its text is all there is to tell
+// a person's mistake (asked again) from a failure to ask (not).
+const sdkMismatch = "elicitation result content does not match requested schema: "
+
+// outsideForm returns the problems of an answer outside the form, when
+// err is the SDK's refusal of one.
+func outsideForm(err error) (string, bool) {
+	msg := err.Error()
+	i := strings.Index(msg, sdkMismatch)
+	if i < 0 {
+		return "", false
+	}
+	return "it does not fit the form: " + msg[i+len(sdkMismatch):], true
 }
 
 // take gives the person's answer to the process. A nil result means it
@@ -185,7 +206,10 @@ func (f *follower) take(ctx context.Context, info *process.Info, form *Form, res
 	}
 	answer, err := form.Answer(res.Content)
 	if err != nil {
-		return toolError("the form's answer: %v", err), nil
+		// A field the form does not have: the person's (or the client's)
+		// mistake, asked again like an answer the process refuses.
+		f.refused = "it does not fit the form: " + err.Error()
+		return nil, nil
 	}
 	_, err = f.s.p.Answer(ctx, f.id, answer)
 	var refused *process.RefusedError
