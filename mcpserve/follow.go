@@ -310,7 +310,8 @@ func message(info *process.Info, refused string) string {
 
 // outcome is the result of a process that completed or failed — or, read
 // by cancel_process, any process: its id, its status, and its output (the
-// process's state: every step's result) or its error.
+// process's state: every step's result) or its error, with its
+// fire-and-forget actions as they are then.
 func outcome(info *process.Info) *mcp.CallToolResult {
 	o := head(info)
 	switch info.Status {
@@ -332,6 +333,13 @@ func outcome(info *process.Info) *mcp.CallToolResult {
 	}
 	if u, err := asJSON(info.Usage); err == nil {
 		o.Set("usage", u)
+	}
+	if len(info.ActionRuns) > 0 {
+		// The fire-and-forget actions as they are when the process ends;
+		// show_process reads them later.
+		if a, err := asJSON(info.ActionRuns); err == nil {
+			o.Set("actionRuns", a)
+		}
 	}
 	if info.Replayed {
 		o.Set("replayed", jsonv.BoolValue(true))
