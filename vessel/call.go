@@ -74,6 +74,13 @@ func parseCondition(file string, p jsonv.Pointer, v jsonv.Value, errs *schema.Er
 			}
 			c.State = path
 		case "equals":
+			if val.IsNull() {
+				// It could never hold, and null would not survive the trip
+				// through Temporal's payloads as a *jsonv.Value.
+				errs.Add(file, p.Append(name), "_if equals null never holds: a variable that holds null holds no value")
+				ok = false
+				continue
+			}
 			c.Equals = &val
 		case "matches":
 			if val.Kind() != jsonv.KindObject && val.Kind() != jsonv.KindBool {

@@ -243,6 +243,7 @@ func TestPlanConditions(t *testing.T) {
 		{"no state", `[{"_tool":"note","text":"x","_if":{"equals":1}}]`, `p: /calls/0/_if: _if needs "state"`},
 		{"both", `[{"_tool":"note","text":"x","_if":{"state":"†state.kind","equals":1,"matches":{}}}]`, `p: /calls/0/_if: _if takes "equals" or "matches", not both`},
 		{"unknown member", `[{"_tool":"note","text":"x","_if":{"state":"†state.kind","is":1}}]`, `p: /calls/0/_if/is: _if has no member "is"`},
+		{"equals null", `[{"_tool":"note","text":"x","_if":{"state":"†state.kind","equals":null}}]`, `p: /calls/0/_if/equals: _if equals null never holds`},
 		{"not a schema", `[{"_tool":"note","text":"x","_if":{"state":"†state.kind","matches":{"type":"strng"}}}]`, `p: /calls/0/_if/matches: _if matches no valid schema`},
 	}
 	for _, tt := range bad {
