@@ -458,6 +458,8 @@ func actionStatus(info *process.Info, q string) string {
 			return "completed after " + n
 		case process.ActionFailed:
 			return "failed after " + n + ": " + r.LastError
+		case process.ActionUnknown:
+			return "ended, how is not known: " + r.LastError
 		}
 		s := "running, " + n + " so far"
 		if r.LastError != "" {

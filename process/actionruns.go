@@ -25,7 +25,8 @@ type ActionRun struct {
 	// engine the process runs on: it resumes wherever a worker polls it.
 	Workflow string `json:"workflow"`
 	// Status is "running" (retrying, or waiting for its next attempt),
-	// "completed" or "failed".
+	// "completed" or "failed" — or "unknown" once the engine no longer
+	// keeps its workflow and the process never learnt how it ended.
 	Status string `json:"status"`
 	// Attempts are the attempts of the action started so far.
 	Attempts int `json:"attempts"`
@@ -43,6 +44,7 @@ const (
 	ActionRunning   = "running"
 	ActionCompleted = "completed"
 	ActionFailed    = "failed"
+	ActionUnknown   = "unknown"
 )
 
 // FireAndForgetID is the id of the workflow that runs process's
@@ -85,8 +87,17 @@ func (c *Client) actionRun(ctx context.Context, id, step, viewed string) (Action
 	desc, err := c.Temporal.DescribeWorkflowExecution(ctx, r.Workflow, "")
 	if err != nil {
 		if execution.IsNotFound(err) {
-			// It never started: the view says why.
-			r.Status, r.Done, r.LastError = ActionFailed, true, strings.TrimPrefix(viewed, "failed: ")
+			// It never started (the view says why), or it closed longer ago
+			// than the engine keeps workflows.
+			r.Done = true
+			switch {
+			case strings.HasPrefix(viewed, "failed: "):
+				r.Status, r.LastError = ActionFailed, strings.TrimPrefix(viewed, "failed: ")
+			case viewed == "completed":
+				r.Status = ActionCompleted
+			default:
+				r.Status, r.LastError = ActionUnknown, "its workflow is no longer on the engine (closed longer ago than the namespace keeps workflows)"
+			}
 			return r, nil
 		}
 		return r, err

@@ -482,6 +482,8 @@ func actionRunText(r process.ActionRun) string {
 		return s
 	case process.ActionFailed:
 		return "failed after " + attempts(r.Attempts) + ": " + r.LastError
+	case process.ActionUnknown:
+		return "ended, how is not known: " + r.LastError
 	}
 	s := "running: " + attempts(r.Attempts) + " so far"
 	if r.LastError != "" {
