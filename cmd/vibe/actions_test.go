@@ -61,18 +61,18 @@ func TestRunFireAndForget(t *testing.T) {
 	}))
 	data := t.TempDir()
 	status, stdout, stderr := run(t, "", "run", "--pipeline", `"p" | Note | LogEvent | Alert | Audit | Summary`, "--registry", reg,
-		"--data", data, "--actions-file", actions, "--llm", "openai:test-model", "--llm-base-url", model.URL, "--wait-actions", "5s")
+		"--data", data, "--actions-file", actions, "--llm", "openai:test-model", "--llm-base-url", model.URL, "--wait-actions", "8s")
 	if status != 0 || !strings.Contains(stdout, `"step5_summary"`) {
 		t.Fatalf("run: %d\n%s%s", status, stdout, stderr)
 	}
 	id := strings.Fields(stderr[strings.Index(stderr, "vibe: started ")+len("vibe: started "):])[0]
 	for _, want := range []string{
-		"vibe: waiting up to 5s (--wait-actions) for ",
+		"vibe: waiting up to 8s (--wait-actions) for ",
 		"vibe: fire-and-forget step2_log_event completed after 3 attempts",
 		"vibe: fire-and-forget step3_alert failed after 2 attempts: ",
 		"/alert is down (call 2)",
 		"vibe: fire-and-forget step4_audit running: ",
-		"vibe: 1 fire-and-forget action(s) still pending after 5s; the process does not wait for them. They run on the embedded engine in " + data +
+		"vibe: 1 fire-and-forget action(s) still pending after 8s; the process does not wait for them. They run on the embedded engine in " + data +
 			": they go on when a vibe serve, vibe worker or vibe run next runs on that data directory, each in its workflow (" + id + "-step4_audit); vibe show " + id + " tells how they end",
 	} {
 		if !strings.Contains(stderr, want) {
