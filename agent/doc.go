@@ -22,7 +22,10 @@
 //     sub-request, and then that sub-request as a child workflow one level
 //     deeper;
 //   - results are written into each instance's state in call order
-//     (vessel.Write), a call whose dependency failed is not run;
+//     (vessel.Write), a call whose dependency failed is not run; a plan's
+//     call whose condition ("_if") does not hold is skipped, and so is a
+//     call that reads a variable left unset because its writers were
+//     skipped;
 //   - a sub-request with an output schema has the model fill it with the
 //     calls' results in view.
 //

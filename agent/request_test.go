@@ -1162,3 +1162,74 @@ func TestStartProcessToolLoop(t *testing.T) {
 		})
 	}
 }
+
+// TestPlanBranches: a plan's if-else (seed 003: "logical branching (if-else)
+// or parallel fan-out"), once per instance. The branch whose condition does
+// not hold is skipped, not failed; a call that reads what either branch
+// writes runs after the one taken; a branch no instance takes is skipped
+// with the call that reads what it writes.
+func TestPlanBranches(t *testing.T) {
+	ts := &vessel.Toolset{Vessel: "t", Tools: []*vessel.Tool{
+		{Name: "note", Kind: vessel.Instruction, Schema: mustJSON(t, `{"type":"object","properties":{"text":{"type":"string"}},"required":["text"]}`)},
+		{Name: "send", Kind: vessel.Action, Action: "send", Schema: mustJSON(t, `{"type":"object","properties":{"msg":{"type":"object"}},"required":["msg"]}`)},
+	}}
+	ctx := mustJSON(t, `[
+		{"type":"state","_instance":"u1","answer":"approve"},
+		{"type":"state","_instance":"u2","answer":"reject"},
+		{"type":"plan","calls":[
+			{"_tool":"note","text":"†state.answer","_outputPath":"state.verdict"},
+			{"_tool":"note","text":"approved","_if":{"state":"†state.verdict.text","equals":"approve"},"_outputPath":"state.message"},
+			{"_tool":"note","text":"rejected","_if":{"state":"†state.verdict.text","matches":{"not":{"const":"approve"}}},"_outputPath":"state.message"},
+			{"_tool":"send","msg":"†state.message","_outputPath":"state.sent"},
+			{"_tool":"note","text":"escalate","_if":{"state":"†state.verdict.text","equals":"escalate"},"_outputPath":"state.escalation"},
+			{"_tool":"send","msg":"†state.escalation"}]}]`)
+	var acts action.Registry
+	var mu sync.Mutex
+	var sent []string
+	acts.Register(action.Action{Name: "send", Run: func(ctx context.Context, in jsonv.Value) (jsonv.Value, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		sent = append(sent, in.Lookup("msg").Lookup("text").Str())
+		return jsonv.StringValue("sent " + in.Lookup("msg").Lookup("text").Str()), nil
+	}})
+	res := runRequest(t, Input{Toolset: ts, Context: ctx}, "", &acts)
+	if len(res.Calls) != 12 {
+		t.Fatalf("%d calls, want the plan's 6 for each of 2 instances", len(res.Calls))
+	}
+	var got []string
+	for _, c := range res.Calls {
+		if c.Error != "" {
+			t.Errorf("call %d (%s) failed: %s", c.Index+1, c.Instance, c.Error)
+		}
+		if c.Skipped != "" {
+			got = append(got, fmt.Sprintf("%s/%d: %s", c.Instance, c.Index+1, c.Skipped))
+		}
+	}
+	want := []string{
+		`u1/3: the condition state.verdict.text matches {"not":{"const":"approve"}} does not hold: it does not match: /: 'not' failed`,
+		`u1/5: the condition state.verdict.text = "escalate" does not hold: it is "approve"`,
+		`u1/6: state.escalation is not set: call 5 (note, instance u1), which writes it, was skipped`,
+		`u2/11: the condition state.verdict.text = "escalate" does not hold: it is "reject"`,
+		`u2/12: state.escalation is not set: call 11 (note, instance u2), which writes it, was skipped`,
+		`u2/8: the condition state.verdict.text = "approve" does not hold: it is "reject"`,
+	}
+	slices.Sort(got)
+	if !slices.Equal(got, want) {
+		t.Errorf("skipped:\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	for inst, want := range map[string]string{"u1": "sent approved", "u2": "sent rejected"} {
+		if got := res.States[inst].Lookup("sent").Str(); got != want {
+			t.Errorf("%s: sent %q (state %s)", inst, got, jsonv.Marshal(res.States[inst]))
+		}
+		if _, ok := res.States[inst].Get("escalation"); ok {
+			t.Errorf("%s: a skipped call wrote its output", inst)
+		}
+	}
+	if slices.Sort(sent); !slices.Equal(sent, []string{"approved", "rejected"}) {
+		t.Errorf("sent %q: once per instance, its branch's message", sent)
+	}
+	summary := string(jsonv.Marshal(vessel.ResultsMessage(res.Calls)))
+	if !strings.Contains(summary, `"skipped":"the condition state.verdict.text = \"approve\" does not hold`) {
+		t.Errorf("the results message does not say what was skipped: %s", summary)
+	}
+}

@@ -262,6 +262,9 @@ type requestRun struct {
 	states map[string]jsonv.Value
 	calls  []vessel.CallResult
 	failed []bool
+	// skipped marks the calls of a plan whose condition did not hold, or
+	// that read a variable only skipped calls write.
+	skipped []bool
 	// done marks the calls that have finished, failed or were not run, for
 	// the query "view"; repairable those whose parameters broke their tool
 	// once their references held values, and replaced those a repair
@@ -275,6 +278,7 @@ func (r *requestRun) exec(ctx workflow.Context, g *vessel.Graph) {
 	n := len(g.Calls)
 	r.calls = append(r.calls, make([]vessel.CallResult, n)...)
 	r.failed = append(r.failed, make([]bool, n)...)
+	r.skipped = append(r.skipped, make([]bool, n)...)
 	r.done = append(r.done, make([]bool, n)...)
 	r.repairable = append(r.repairable, make([]bool, n)...)
 	r.replaced = append(r.replaced, make([]bool, n)...)
@@ -330,6 +334,16 @@ func (r *requestRun) batch(ctx workflow.Context, g *vessel.Graph, base int, batc
 			r.done[i] = true
 			continue
 		}
+		skipped, err := r.skip(ctx, g, base, j)
+		if err != nil {
+			cr.Error = fmt.Sprintf("%s: its condition could not be checked: %v", c.Name(), process.ErrorText(err))
+			r.failed[i], r.done[i] = true, true
+			continue
+		}
+		if cr.Skipped = skipped; skipped != "" {
+			r.skipped[i], r.done[i] = true, true
+			continue
+		}
 		// Parameters read the state as it is when the layer starts.
 		params, err := vessel.ResolveRefs(c.Params, r.states[c.Instance])
 		if err != nil {
@@ -358,7 +372,7 @@ func (r *requestRun) batch(ctx workflow.Context, g *vessel.Graph, base int, batc
 	for _, j := range batch {
 		i := base + j
 		c, cr := g.Calls[j], &r.calls[i]
-		if r.failed[i] || c.Output == nil {
+		if r.failed[i] || r.skipped[i] || c.Output == nil {
 			continue
 		}
 		next, err := vessel.Write(r.states[c.Instance], c.Output, cr.Result)
@@ -369,6 +383,50 @@ func (r *requestRun) batch(ctx workflow.Context, g *vessel.Graph, base int, batc
 		}
 		r.states[c.Instance] = next
 	}
+}
+
+// skip says why call j of g (numbered from base) is not to run, or "" when
+// it runs. A call is skipped when a variable it reads (a parameter's or its
+// condition's) is unset and a call that writes it was skipped — the branch
+// not taken is followed by what depends on it, while a call with another
+// writer that ran has its value and runs — or when its condition does not
+// hold on the state as the layer starts.
+func (r *requestRun) skip(ctx workflow.Context, g *vessel.Graph, base, j int) (string, error) {
+	c := g.Calls[j]
+	state := r.states[c.Instance]
+	for _, read := range c.StateReads() {
+		if _, err := vessel.ReadState(state, read.Path); err == nil {
+			continue
+		}
+		for _, e := range g.Deps[j] {
+			if w := g.Calls[e.From]; r.skipped[base+e.From] && w.Output != nil && vessel.Overlap(w.Output, read.Path) {
+				return fmt.Sprintf("state.%s is not set: %s, which writes it, was skipped", strings.Join(read.Path, "."), w.Name()), nil
+			}
+		}
+	}
+	if c.If == nil {
+		return "", nil
+	}
+	v, err := vessel.ReadState(state, c.If.State)
+	if err != nil || v.IsNull() {
+		return fmt.Sprintf("the condition %s does not hold: state.%s holds no value", c.If, strings.Join(c.If.State, ".")), nil
+	}
+	switch {
+	case c.If.Equals != nil:
+		if !jsonv.Equal(v, *c.If.Equals) {
+			return fmt.Sprintf("the condition %s does not hold: it is %s", c.If, jsonv.Marshal(v)), nil
+		}
+	case !c.If.Matches.IsNull():
+		err := check(ctx, c.If.Matches, v, "it does not match")
+		var invalid *schema.ValidationError
+		switch {
+		case errors.As(err, &invalid):
+			return fmt.Sprintf("the condition %s does not hold: %v", c.If, err), nil
+		case err != nil:
+			return "", err
+		}
+	}
+	return "", nil
 }
 
 // call runs one call: an instruction gives its filled value, an action

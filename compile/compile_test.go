@@ -402,3 +402,57 @@ func TestContextKind(t *testing.T) {
 		}
 	}
 }
+
+// TestSeedConstProgram: seed 001's sequential form (const bindings) compiles
+// to the same chunks as its nested form.
+func TestSeedConstProgram(t *testing.T) {
+	reg := &registry.Registry{}
+	for name, doc := range map[string]string{
+		"IdentifyParticipants":       `{"title":"Identify participants","type":"object","properties":{"organizerEmail":{"type":"string"},"attendeeEmail":{"type":"string"}}}`,
+		"FetchAvailability":          `{"title":"Availability parameters","type":"object","properties":{"organizerId":{"type":"string"},"attendeeId":{"type":"string"}}}`,
+		"FetchAvailability_Activity": `{"title":"Availability","type":"object","properties":{"output":{"type":["object","null"],"properties":{"slots":{"type":"array","items":{"type":"string"}}}}}}`,
+		"FindCommonSlot":             `{"title":"Find a common slot","type":"object","properties":{"selectedSlot":{"type":"string"}}}`,
+		"DraftInvitation":            `{"title":"Draft the invitation","type":"object","properties":{"subject":{"type":"string"},"body":{"type":"string"}}}`,
+		"ConfirmInvitation_User":     `{"title":"Confirm","type":"object","properties":{"decision":{"enum":["Approve","Reject"]}}}`,
+		"SendInvitation_Activity":    `{"title":"Send","type":"object","properties":{"output":{"type":["object","null"]}}}`,
+	} {
+		if err := reg.Add("aug:instructions/"+name, parse(t, doc)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	const program = `// Extract participant info from user's request
+const participants = IdentifyParticipants(prompt);
+// Get calendar data for identified participants
+const availabilityParams = FetchAvailability(participants);
+const availabilityData = FetchAvailability_Activity(availabilityParams);
+// Find a time that works for both participants
+const commonSlot = FindCommonSlot(availabilityData);
+// Create invitation with participants and selected time slot
+const invitation = DraftInvitation(participants, commonSlot);
+// Get user approval for the drafted invitation
+const approval = ConfirmInvitation_User(invitation);
+// Send the approved invitation
+const result = SendInvitation_Activity(approval);`
+	const nested = `SendInvitation_Activity(ConfirmInvitation_User(DraftInvitation(
+  IdentifyParticipants(prompt),
+  FindCommonSlot(FetchAvailability_Activity(FetchAvailability(IdentifyParticipants(prompt)))))))`
+	opts := Options{Registry: reg, Actions: []string{"FetchAvailability_Activity", "SendInvitation_Activity"}}
+	var programs [2][]byte
+	var chunks []string
+	for i, expr := range []string{program, nested} {
+		p, err := CompilePipeline(context.Background(), expr, opts)
+		if err != nil {
+			t.Fatalf("form %d: %v", i, err)
+		}
+		if programs[i], err = json.Marshal(p.Program()); err != nil {
+			t.Fatal(err)
+		}
+		chunks = kinds(p)
+	}
+	if string(programs[0]) != string(programs[1]) {
+		t.Errorf("the const program compiles to\n%s\nthe nested form to\n%s", programs[0], programs[1])
+	}
+	if want := []string{"LLM_step1_identify_participants:LLM", "SERVER_step3_fetch_availability_Activity:SERVER", "LLM_step4_find_common_slot:LLM", "USER_step6_confirm_invitation_User:USER", "SERVER_step7_send_invitation_Activity:SERVER"}; !slices.Equal(chunks, want) {
+		t.Errorf("chunks %q, want %q", chunks, want)
+	}
+}

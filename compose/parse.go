@@ -2,6 +2,7 @@ package compose
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode"
@@ -16,7 +17,8 @@ import (
 // PipelineFile names a pipeline expression in errors.
 const PipelineFile = "<pipeline>"
 
-// Expr is a node of a parsed pipeline expression: a *Prompt or a *Call.
+// Expr is a node of a parsed pipeline expression: a *Prompt, a *Call, a
+// *Ref to a bound name, or a *Program of bindings.
 type Expr interface {
 	// Pos is the byte offset of the node in the expression.
 	Pos() int
@@ -43,8 +45,62 @@ type Arg struct {
 	Value Expr
 }
 
-func (p *Prompt) Pos() int { return p.Offset }
-func (c *Call) Pos() int   { return c.Offset }
+// Program is the sequential form of a pipeline, as seed 001 writes it:
+//
+//	const participants = IdentifyParticipants(prompt);
+//	const invitation = DraftInvitation(participants, FindCommonSlot(participants));
+//
+// Each binding names a stage once; later stages use the name. It is the
+// same pipeline as the nested form with each name replaced by its stage.
+// Result is the pipeline's last stage: the last binding's value, or a final
+// expression written after the bindings.
+type Program struct {
+	Bindings []*Binding
+	Final    Expr // the expression after the last binding, or nil
+}
+
+// Binding is "const Name = Value".
+type Binding struct {
+	Name   string
+	Value  Expr
+	Offset int // of the name
+}
+
+// Ref is a use of a bound name, standing for the binding's value.
+type Ref struct {
+	Name    string
+	Binding *Binding
+	Offset  int
+}
+
+func (p *Prompt) Pos() int  { return p.Offset }
+func (c *Call) Pos() int    { return c.Offset }
+func (r *Ref) Pos() int     { return r.Offset }
+func (p *Program) Pos() int { return p.Bindings[0].Offset }
+
+// Result is the program's last stage.
+func (p *Program) Result() Expr {
+	if p.Final != nil {
+		return p.Final
+	}
+	return p.Bindings[len(p.Bindings)-1].Value
+}
+
+func (r *Ref) String() string { return r.Name }
+
+func (p *Program) String() string {
+	var b strings.Builder
+	for i, bd := range p.Bindings {
+		if i > 0 {
+			b.WriteByte(' ')
+		}
+		b.WriteString("const " + bd.Name + " = " + bd.Value.String() + ";")
+	}
+	if p.Final != nil {
+		b.WriteString(" " + p.Final.String())
+	}
+	return b.String()
+}
 
 func (p *Prompt) String() string {
 	if p.Text == "" {
@@ -67,11 +123,13 @@ func (c *Call) String() string {
 	return c.Name + "(" + strings.Join(args, ", ") + ")"
 }
 
-// ParsePipeline parses a pipeline expression. Both forms are accepted and
-// mean the same:
+// ParsePipeline parses a pipeline expression. The three forms are accepted
+// and mean the same:
 //
 //	"Schedule a meeting" | IdentifyParticipants | FetchAvailability
 //	FetchAvailability(IdentifyParticipants("Schedule a meeting"))
+//	const participants = IdentifyParticipants("Schedule a meeting");
+//	const availability = FetchAvailability(participants);
 //
 // In a "|" chain, the stage before becomes the first argument of the next
 // (X | F(a) is F(X, a)). Arguments may be named (DraftInvitation(
@@ -79,6 +137,13 @@ func (c *Call) String() string {
 // prompt stands for a prompt given at run time; "//" starts a comment that
 // runs to the end of the line. Errors are *schema.Error values located by
 // line and column in PipelineFile.
+//
+// In the sequential form (a *Program), each "const name = stage;" binds a
+// name once, and a bare name is the stage bound to it; a bare name that is
+// bound nowhere is an instruction called without arguments, as in the other
+// forms. A name used before its binding, bound twice, or bound and never
+// used (but for the last binding, the pipeline's result) is an error at the
+// name; all such errors are reported together, as a schema.ErrorList.
 //
 // An expression of more than MaxSteps instruction calls is refused where
 // the call past the bound stands.
@@ -91,6 +156,9 @@ func parsePipeline(expr string, maxCalls int) (Expr, error) {
 	p.next()
 	if p.tok.kind == tEOF {
 		return nil, p.errorAt(0, "empty pipeline: expected a quoted prompt or an instruction name")
+	}
+	if p.atConst() {
+		return p.program()
 	}
 	e, err := p.chain()
 	if err != nil {
@@ -113,6 +181,8 @@ const (
 	tRParen
 	tComma
 	tColon
+	tEquals
+	tSemicolon
 	tBad
 )
 
@@ -140,6 +210,10 @@ func (t token) String() string {
 		return `","`
 	case tColon:
 		return `":"`
+	case tEquals:
+		return `"="`
+	case tSemicolon:
+		return `";"`
 	}
 	return strconv.Quote(t.text)
 }
@@ -151,6 +225,19 @@ type parser struct {
 	lexErr   *schema.Error
 	calls    int // instruction calls read so far
 	maxCalls int
+
+	// In a program: the bindings so far by name, and the bare names read
+	// that were bound nowhere yet (checked against later bindings).
+	bound    map[string]*Binding
+	bare     []bareName
+	bindings int // the bindings complete so far
+}
+
+// bareName is a bare name read in a program before any binding of it was
+// complete.
+type bareName struct {
+	call   *Call
+	before int // the bindings complete when it was read
 }
 
 func (p *parser) errorAt(pos int, format string, args ...any) *schema.Error {
@@ -159,7 +246,13 @@ func (p *parser) errorAt(pos int, format string, args ...any) *schema.Error {
 
 // locate returns an error at byte offset off of the expression src.
 func locate(src string, off int, msg string) *schema.Error {
-	line, col := 1, 1
+	line, col := position(src, off)
+	return &schema.Error{File: PipelineFile, Line: line, Column: col, Message: msg}
+}
+
+// position returns the line and column of byte offset off of src.
+func position(src string, off int) (line, col int) {
+	line, col = 1, 1
 	for i, r := range src {
 		if i >= off {
 			break
@@ -170,7 +263,7 @@ func locate(src string, off int, msg string) *schema.Error {
 			col++
 		}
 	}
-	return &schema.Error{File: PipelineFile, Line: line, Column: col, Message: msg}
+	return line, col
 }
 
 func (p *parser) errorf(format string, args ...any) *schema.Error {
@@ -204,7 +297,7 @@ func (p *parser) next() {
 		return
 	}
 	r, w := utf8.DecodeRuneInString(p.src[p.off:])
-	single := map[rune]tokKind{'|': tPipe, '(': tLParen, ')': tRParen, ',': tComma, ':': tColon}
+	single := map[rune]tokKind{'|': tPipe, '(': tLParen, ')': tRParen, ',': tComma, ':': tColon, '=': tEquals, ';': tSemicolon}
 	if k, ok := single[r]; ok {
 		p.off += w
 		p.tok = token{kind: k, text: string(r), pos: start}
@@ -385,6 +478,16 @@ func (p *parser) call(prev Expr) (Expr, error) {
 		c.Args = append(c.Args, Arg{Value: prev})
 	}
 	if p.tok.kind != tLParen {
+		if _, ok := p.bound[name]; ok && prev != nil {
+			return nil, p.errorAt(pos, "%s is a bound name, not an instruction: pass it as an argument, %s(…)", name, "F")
+		}
+		if p.bound != nil && prev == nil {
+			if b, ok := p.bound[name]; ok {
+				p.calls-- // not a call
+				return &Ref{Name: name, Binding: b, Offset: pos}, nil
+			}
+			p.bare = append(p.bare, bareName{c, p.bindings})
+		}
 		return c, nil
 	}
 	open := p.tok.pos
@@ -434,4 +537,109 @@ func (p *parser) call(prev Expr) (Expr, error) {
 	}
 	p.next()
 	return c, nil
+}
+
+// atConst reports whether the input starts a binding: the name const
+// followed by a name (an instruction may still be called const).
+func (p *parser) atConst() bool {
+	if p.tok.kind != tName || p.tok.text != "const" {
+		return false
+	}
+	save, saveOff := p.tok, p.off
+	p.next()
+	ok := p.tok.kind == tName
+	p.tok, p.off = save, saveOff
+	return ok
+}
+
+// program := ("const" NAME "=" chain [";"])+ [chain [";"]]
+func (p *parser) program() (Expr, error) {
+	p.bound = make(map[string]*Binding)
+	prog := &Program{}
+	used := make(map[*Binding]bool)
+	var errs schema.ErrorList
+	for p.tok.kind != tEOF {
+		if !p.atConst() {
+			if len(prog.Bindings) == 0 || prog.Final != nil {
+				return nil, p.errorf("expected \"const name = …\", found %s", p.tok)
+			}
+			e, err := p.chain()
+			if err != nil {
+				return nil, err
+			}
+			prog.Final = e
+			markUsed(e, used)
+			p.semicolon()
+			if p.tok.kind != tEOF {
+				return nil, p.errorf("unexpected %s after the pipeline's result: a pipeline ends with its last stage", p.tok)
+			}
+			break
+		}
+		p.next() // const
+		b := &Binding{Name: p.tok.text, Offset: p.tok.pos}
+		p.next()
+		if p.tok.kind != tEquals {
+			return nil, p.errorf("expected \"=\" after const %s, found %s", b.Name, p.tok)
+		}
+		p.next()
+		if p.tok.kind == tEOF {
+			return nil, p.errorf("expected the stage bound to %s", b.Name)
+		}
+		e, err := p.chain()
+		if err != nil {
+			return nil, err
+		}
+		b.Value = e
+		markUsed(e, used)
+		switch first, twice := p.bound[b.Name]; {
+		case b.Name == "prompt":
+			errs = append(errs, p.errorAt(b.Offset, "prompt is the pipeline's input: it cannot be bound"))
+		case twice:
+			fl, fc := position(p.src, first.Offset)
+			errs = append(errs, p.errorAt(b.Offset, "%s is bound twice: first at %d:%d", b.Name, fl, fc))
+		default:
+			p.bound[b.Name] = b
+		}
+		prog.Bindings = append(prog.Bindings, b)
+		p.bindings++
+		p.semicolon()
+	}
+	// A bare name bound only later is a use before the binding.
+	for _, u := range p.bare {
+		if b, ok := p.bound[u.call.Name]; ok && slices.Index(prog.Bindings, b) >= u.before {
+			bl, bc := position(p.src, b.Offset)
+			errs = append(errs, p.errorAt(u.call.Offset, "%s is used before it is bound at %d:%d", u.call.Name, bl, bc))
+			used[b] = true
+		}
+	}
+	for i, b := range prog.Bindings {
+		last := i == len(prog.Bindings)-1 && prog.Final == nil
+		if !used[b] && !last && p.bound[b.Name] == b {
+			errs = append(errs, p.errorAt(b.Offset, "%s is bound and never used: use it in a later stage, or drop its binding", b.Name))
+		}
+	}
+	if len(errs) > 0 {
+		errs.Sort()
+		return nil, errs
+	}
+	return prog, nil
+}
+
+// semicolon skips an optional ";" ending a statement.
+func (p *parser) semicolon() {
+	if p.tok.kind == tSemicolon {
+		p.next()
+	}
+}
+
+// markUsed marks the bindings e refers to.
+func markUsed(e Expr, used map[*Binding]bool) {
+	switch e := e.(type) {
+	case *Ref:
+		used[e.Binding] = true
+	case *Call:
+		for _, a := range e.Args {
+			markUsed(a.Value, used)
+		}
+	}
 }

@@ -34,7 +34,7 @@ func Pipeline(ctx context.Context, expr string, opts Options) (jsonv.Value, erro
 	if err != nil {
 		return jsonv.Value{}, err
 	}
-	l := &lowering{ctx: ctx, opts: opts, src: expr, byKey: make(map[string]*step), instructions: make(map[string]*instruction)}
+	l := &lowering{ctx: ctx, opts: opts, src: expr, byKey: make(map[string]*step), byBinding: make(map[*Binding]*step), instructions: make(map[string]*instruction)}
 	l.lower(root)
 	if l.cancelled {
 		return jsonv.Value{}, ended(ctx, PipelineFile)
@@ -79,7 +79,8 @@ type lowering struct {
 	ctx          context.Context
 	opts         Options
 	steps        []*step
-	byKey        map[string]*step // by the call's canonical key (see key)
+	byKey        map[string]*step   // by the call's canonical key (see key)
+	byBinding    map[*Binding]*step // a program's bindings, each lowered once
 	instructions map[string]*instruction
 	size         int // the values of the steps' instructions, together
 	prompt       string
@@ -96,6 +97,20 @@ func (l *lowering) lower(e Expr) *step {
 		return nil
 	}
 	switch e := e.(type) {
+	case *Program:
+		// Bindings in the order written: each is a step in that order.
+		for _, b := range e.Bindings {
+			l.byBinding[b] = l.lower(b.Value)
+		}
+		if e.Final != nil {
+			return l.lower(e.Final)
+		}
+		return l.byBinding[e.Bindings[len(e.Bindings)-1]]
+	case *Ref:
+		if s, ok := l.byBinding[e.Binding]; ok {
+			return s
+		}
+		return l.lower(e.Binding.Value)
 	case *Prompt:
 		if e.Text != "" {
 			if l.prompt != "" && l.prompt != e.Text {
@@ -146,7 +161,11 @@ func key(c *Call, args []*step) string {
 		b.WriteByte(0)
 		b.WriteString(a.Name)
 		b.WriteByte(0)
-		switch v := a.Value.(type) {
+		v := a.Value
+		for r, ok := v.(*Ref); ok; r, ok = v.(*Ref) {
+			v = r.Binding.Value
+		}
+		switch v := v.(type) {
 		case *Prompt:
 			b.WriteString(v.String()) // "prompt", or the quoted text
 		default:

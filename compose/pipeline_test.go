@@ -261,6 +261,7 @@ func FuzzParsePipeline(f *testing.F) {
 		`"Schedule a meeting" | IdentifyParticipants | FetchAvailability`,
 		`C(B(A(prompt)))`, `D(p: A(prompt), s: F(G_Activity(A(prompt))))`, `'x' | A(b: "c" | D)`,
 		"// c\nA", `"\u00e9" | Б`, `A(`, `"x`, `A | | B`, `A(x: B, x: C)`,
+		seedConstProgram, `const a = A(prompt); B(a)`, `const a = A(b); const b = B;`,
 	} {
 		f.Add(s)
 	}
@@ -283,4 +284,128 @@ func FuzzParsePipeline(f *testing.F) {
 		}
 		_ = SnakeName(printed)
 	})
+}
+
+// seedConstProgram is seed 001's sequential form of the schedule-meeting
+// pipeline, as the seed writes it.
+const seedConstProgram = `// Extract participant info from user's request
+const participants = IdentifyParticipants(prompt);
+// Get calendar data for identified participants
+const availabilityParams = FetchAvailability(participants);
+const availabilityData = FetchAvailability_Activity(availabilityParams);
+// Find a time that works for both participants
+const commonSlot = FindCommonSlot(availabilityData);
+// Create invitation with participants and selected time slot
+const invitation = DraftInvitation(participants, commonSlot);
+// Get user approval for the drafted invitation
+const approval = ConfirmInvitation_User(invitation);
+// Send the approved invitation
+const result = SendInvitation_Activity(approval);
+`
+
+// seedConstNested is seedConstProgram with each name replaced by its stage.
+const seedConstNested = `SendInvitation_Activity(ConfirmInvitation_User(DraftInvitation(
+  IdentifyParticipants(prompt),
+  FindCommonSlot(FetchAvailability_Activity(FetchAvailability(IdentifyParticipants(prompt)))))))`
+
+// TestPipelineSeedConst: seed 001's const program is the same pipeline as
+// its nested form, step for step.
+func TestPipelineSeedConst(t *testing.T) {
+	reg := seedRegistry(t)
+	prog, err := Pipeline(context.Background(), seedConstProgram, Options{Registry: reg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	nested, err := Pipeline(context.Background(), seedConstNested, Options{Registry: reg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a, b := string(jsonv.Marshal(prog)), string(jsonv.Marshal(nested)); a != b {
+		t.Errorf("the const program and the nested form differ:\n%s\n%s", a, b)
+	}
+	want := []string{
+		"step1_identify_participants",
+		"step2_fetch_availability",
+		"step3_fetch_availability_Activity",
+		"step4_find_common_slot",
+		"step5_draft_invitation",
+		"step6_confirm_invitation_User",
+		"step7_send_invitation_Activity",
+	}
+	if got := stepNames(t, prog); !slices.Equal(got, want) {
+		t.Fatalf("steps %q, want %q", got, want)
+	}
+	if got := schema.Strings(prog.Lookup("properties").Lookup("step5_draft_invitation").Lookup("references")); !slices.Equal(got, []string{"step1_identify_participants", "step4_find_common_slot"}) {
+		t.Errorf("draft references %q", got)
+	}
+}
+
+// TestPipelineProgram: the sequential form, its order of steps and its
+// printing.
+func TestPipelineProgram(t *testing.T) {
+	tests := []struct{ in, want string }{
+		{`const a = A(prompt); B(a)`, `const a = A(prompt); B(a)`},
+		{"const a = \"p\" | A\nconst b = B(x: a, y: C)", `const a = A("p"); const b = B(x: a, y: C);`},
+		{`const p = "text"; const a = A(p);`, `const p = "text"; const a = A(p);`},
+		{`const(x)`, `const(x)`},
+		{`const a = A(prompt); a | B`, `const a = A(prompt); B(a)`},
+	}
+	for _, tt := range tests {
+		e, err := ParsePipeline(tt.in)
+		if err != nil {
+			t.Errorf("ParsePipeline(%q): %v", tt.in, err)
+			continue
+		}
+		if got := e.String(); got != tt.want {
+			t.Errorf("ParsePipeline(%q) = %s, want %s", tt.in, got, tt.want)
+		}
+	}
+	// Bindings are steps in the order written, even where the nested form
+	// would evaluate another argument first.
+	reg := seedRegistry(t)
+	out, err := Pipeline(context.Background(), `const slot = FindCommonSlot(prompt); const who = IdentifyParticipants(prompt); DraftInvitation(who, slot)`, Options{Registry: reg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := stepNames(t, out), []string{"step1_find_common_slot", "step2_identify_participants", "step3_draft_invitation"}; !slices.Equal(got, want) {
+		t.Errorf("steps %q, want %q", got, want)
+	}
+}
+
+// TestPipelineProgramErrors: a name used before it is bound, bound twice,
+// or never used is reported at the name, all of them at once.
+func TestPipelineProgramErrors(t *testing.T) {
+	type at struct {
+		line, col int
+		msg       string
+	}
+	tests := []struct {
+		in   string
+		want []at
+	}{
+		{"const a = A(b);\nconst b = B(prompt);\nC(a)", []at{{1, 13, "b is used before it is bound at 2:7"}}},
+		{"const a = A(a);", []at{{1, 13, "a is used before it is bound at 1:7"}}},
+		{"const a = A(prompt);\nconst a = B(prompt);\nC(a)", []at{{2, 7, "a is bound twice: first at 1:7"}}},
+		{"const a = A(prompt);\nconst b = B(prompt);\nconst c = C(b);", []at{{1, 7, "a is bound and never used"}}},
+		{"const a = A(prompt); const b = B(prompt); C(prompt)", []at{{1, 7, "a is bound and never used"}, {1, 28, "b is bound and never used"}}},
+		{"const prompt = A(\"x\"); B(prompt)", []at{{1, 7, "prompt is the pipeline's input"}}},
+		{"const a = A(prompt); prompt | a", []at{{1, 31, "a is a bound name, not an instruction"}}},
+		{"const a A(prompt)", []at{{1, 9, `expected "=" after const a`}}},
+		{"const a = ;", []at{{1, 11, "expected a quoted prompt or an instruction name"}}},
+		{"const a = A(prompt); B(a); C(a)", []at{{1, 28, "unexpected name \"C\" after the pipeline's result"}}},
+	}
+	for _, tt := range tests {
+		_, err := ParsePipeline(tt.in)
+		errs := schema.Errors(err, "")
+		if len(errs) != len(tt.want) {
+			t.Errorf("ParsePipeline(%q) = %v, want %d errors", tt.in, err, len(tt.want))
+			continue
+		}
+		for i, w := range tt.want {
+			e := errs[i]
+			if e.Line != w.line || e.Column != w.col || !strings.Contains(e.Message, w.msg) || e.File != PipelineFile {
+				t.Errorf("ParsePipeline(%q): %v, want %d:%d %q", tt.in, e, w.line, w.col, w.msg)
+			}
+		}
+	}
 }

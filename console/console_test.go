@@ -616,3 +616,28 @@ func TestEventsShared(t *testing.T) {
 		time.Sleep(poll)
 	}
 }
+
+// TestFireAndForgetOutcome: a fire-and-forget step inside a context shows
+// how its action ended — attempts, last error — read after its process
+// completed, not the view's "started".
+func TestFireAndForgetOutcome(t *testing.T) {
+	doc := mustJSON(t, `{"title":"Log","type":"object","properties":{"llmContext1":{"type":"object","properties":{
+		"note":{"type":"object","properties":{"text":{"type":"string"}}},
+		"logEvent":{"type":"object","properties":{"event":{"type":"string"}}}}}}}`)
+	p, err := compile.Compile(context.Background(), "log.json", doc, compile.Options{Actions: []string{"logEvent"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	prog := p.Program()
+	info := &process.Info{ID: "log-0000dddd", Process: "log", StartedAt: testNow.Add(-time.Minute),
+		View: process.View{Status: process.Completed, Done: []string{"LLM_llmContext1"},
+			State:    mustJSON(t, `{"llmContext1":{"note":{"text":"a"},"logEvent":{"event":"e"}}}`),
+			Thinking: jsonv.ObjectValue(), Metrics: jsonv.ObjectValue(),
+			Actions: map[string]string{"llmContext1.logEvent": "failed: boom"}},
+		ActionRuns: []process.ActionRun{{Step: "llmContext1.logEvent", Workflow: "log-0000dddd-llmContext1-logEvent", Status: process.ActionFailed, Attempts: 3, LastError: "boom", Done: true}}}
+	c := newTestConsole(t, Options{Processes: &fakeProcesses{infos: []*process.Info{info}, answers: map[string]jsonv.Value{}, programs: map[string]*compile.Program{info.ID: prog}}})
+	status, body := get(t, c, "/processes/"+info.ID)
+	if want := "(fire and forget: failed after 3 attempts: boom)"; status != 200 || !strings.Contains(body, want) {
+		t.Errorf("status %d; no %q in\n%s", status, want, body)
+	}
+}

@@ -3,6 +3,7 @@ package console
 import (
 	"context"
 	"errors"
+	"fmt"
 	"html/template"
 	"net/http"
 	"slices"
@@ -287,7 +288,7 @@ func chunkState(name string, info *process.Info) string {
 func stepOf(s *compile.ProgramStep, info *process.Info) stepView {
 	q := s.Qualified()
 	sv := stepView{Name: s.Name, Qualified: q, Action: s.Action, FireAndForget: s.FireAndForget,
-		Thinking: info.Thinking.Lookup(q), Metrics: info.Metrics.Lookup(q), ActionStatus: info.Actions[s.Name]}
+		Thinking: info.Thinking.Lookup(q), Metrics: info.Metrics.Lookup(q), ActionStatus: actionStatus(info, q)}
 	for _, r := range s.References {
 		sv.References = append(sv.References, r.String())
 	}
@@ -459,4 +460,32 @@ func (c *console) showForm(w http.ResponseWriter, r *http.Request, info *process
 		return
 	}
 	c.render(w, r, status, "process", page)
+}
+
+// actionStatus is what fire-and-forget step q (qualified name) has come to:
+// its attempts and last error when its run was read, else the view's word.
+func actionStatus(info *process.Info, q string) string {
+	for _, r := range info.ActionRuns {
+		if r.Step != q {
+			continue
+		}
+		n := fmt.Sprintf("%d attempts", r.Attempts)
+		if r.Attempts == 1 {
+			n = "1 attempt"
+		}
+		switch r.Status {
+		case process.ActionCompleted:
+			return "completed after " + n
+		case process.ActionFailed:
+			return "failed after " + n + ": " + r.LastError
+		case process.ActionUnknown:
+			return "ended, how is not known: " + r.LastError
+		}
+		s := "running, " + n + " so far"
+		if r.LastError != "" {
+			s += "; the last failed: " + r.LastError
+		}
+		return s
+	}
+	return info.Actions[q]
 }

@@ -172,9 +172,30 @@ func (f *follower) ask(ctx context.Context, info *process.Info) (*mcp.CallToolRe
 		if ctx.Err() != nil {
 			return f.interrupted(ctx)
 		}
+		if problems, ok := outsideForm(err); ok {
+			f.refused = problems
+			return nil, nil
+		}
 		return waiting(info, "asking the person failed: "+err.Error()), nil
 	}
 	return f.take(ctx, info, form, res)
+}
+
+// sdkMismatch is how the SDK's ServerSession.Elicit says the content it
+// received does not fit the requested schema. It has no typed error for
+// it, and the answer is lost with it, so its text is all there is to tell
+// a person's mistake (asked again) from a failure to ask (not).
+const sdkMismatch = "elicitation result content does not match requested schema: "
+
+// outsideForm returns the problems of an answer outside the form, when
+// err is the SDK's refusal of one.
+func outsideForm(err error) (string, bool) {
+	msg := err.Error()
+	i := strings.Index(msg, sdkMismatch)
+	if i < 0 {
+		return "", false
+	}
+	return "it does not fit the form: " + msg[i+len(sdkMismatch):], true
 }
 
 // take gives the person's answer to the process. A nil result means it
@@ -185,7 +206,10 @@ func (f *follower) take(ctx context.Context, info *process.Info, form *Form, res
 	}
 	answer, err := form.Answer(res.Content)
 	if err != nil {
-		return toolError("the form's answer: %v", err), nil
+		// A field the form does not have: the person's (or the client's)
+		// mistake, asked again like an answer the process refuses.
+		f.refused = "it does not fit the form: " + err.Error()
+		return nil, nil
 	}
 	_, err = f.s.p.Answer(ctx, f.id, answer)
 	var refused *process.RefusedError
@@ -286,7 +310,8 @@ func message(info *process.Info, refused string) string {
 
 // outcome is the result of a process that completed or failed — or, read
 // by cancel_process, any process: its id, its status, and its output (the
-// process's state: every step's result) or its error.
+// process's state: every step's result) or its error, with its
+// fire-and-forget actions as they are then.
 func outcome(info *process.Info) *mcp.CallToolResult {
 	o := head(info)
 	switch info.Status {
@@ -308,6 +333,13 @@ func outcome(info *process.Info) *mcp.CallToolResult {
 	}
 	if u, err := asJSON(info.Usage); err == nil {
 		o.Set("usage", u)
+	}
+	if len(info.ActionRuns) > 0 {
+		// The fire-and-forget actions as they are when the process ends;
+		// show_process reads them later.
+		if a, err := asJSON(info.ActionRuns); err == nil {
+			o.Set("actionRuns", a)
+		}
 	}
 	if info.Replayed {
 		o.Set("replayed", jsonv.BoolValue(true))

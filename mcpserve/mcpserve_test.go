@@ -435,6 +435,56 @@ func TestRefused(t *testing.T) {
 	}
 }
 
+// TestOutsideTheForm: an answer outside the form's schema (a number for
+// a string, a field the form does not have) is asked again with the
+// problems, as an answer the process refuses is, not ended as "waiting"
+// with "asking the person failed".
+func TestOutsideTheForm(t *testing.T) {
+	reg := &registry.Registry{}
+	doc, _ := jsonv.Parse([]byte(`{"title": "Invite", "type": "object", "properties": {
+		"userContext": {"type": "object", "properties": {"invite": {"type": "object",
+			"properties": {"email": {"type": "string"}}, "required": ["email"]}}}}}`))
+	if err := reg.Add("aug:processes/invite", doc); err != nil {
+		t.Fatal(err)
+	}
+	s, _ := startVibe(t, &action.Registry{}, reg)
+	for _, v := range versions {
+		t.Run(v.name, func(t *testing.T) {
+			answers := []map[string]any{
+				{"email": 42},
+				{"email": "bob@example.com", "name": "Bob"},
+				{"email": "bob@example.com"},
+			}
+			problems := []string{"/email", `"name"`}
+			if v.version == "" {
+				// The SDK's client checks the content against the form
+				// before it answers an input request: 42 never leaves it.
+				answers, problems = answers[1:], problems[1:]
+			}
+			var messages []string
+			cs, _ := connect(t, s, &mcp.ClientOptions{ElicitationHandler: func(ctx context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+				messages = append(messages, req.Params.Message)
+				return &mcp.ElicitResult{Action: "accept", Content: answers[min(len(messages), len(answers))-1]}, nil
+			}}, v.version, nil)
+			res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "invite", Arguments: map[string]any{"prompt": "invite Bob"}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if out := result(t, res); out.Lookup("status").Str() != "completed" || out.Lookup("output").Lookup("userContext").Lookup("invite").Lookup("email").Str() != "bob@example.com" {
+				t.Fatalf("result %s", jsonv.Marshal(out))
+			}
+			if len(messages) != len(answers) {
+				t.Fatalf("asked %d times, want %d", len(messages), len(answers))
+			}
+			for i, want := range problems {
+				if m := messages[i+1]; !strings.HasPrefix(m, "Your answer was refused: ") || !strings.Contains(m, want) {
+					t.Errorf("asked again without the problem with %s:\n%s", want, m)
+				}
+			}
+		})
+	}
+}
+
 // syncBuffer is a bytes.Buffer safe for a writer and a reader at once.
 type syncBuffer struct {
 	mu sync.Mutex

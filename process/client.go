@@ -245,6 +245,9 @@ type Info struct {
 	View
 	// Direct is set for a direct server call; its View is empty.
 	Direct *DirectResult `json:"direct,omitempty"`
+	// ActionRuns are the process's fire-and-forget actions as they are
+	// now, read from the workflows that run them, by step name.
+	ActionRuns []ActionRun `json:"actionRuns,omitempty"`
 	// StartedAt is when the workflow started.
 	StartedAt time.Time `json:"startedAt"`
 }
@@ -289,6 +292,11 @@ func (c *Client) Get(ctx context.Context, id string) (*Info, error) {
 	}
 	if err := resp.Get(&info.View); err != nil {
 		return nil, fmt.Errorf("read process %s: %w", id, err)
+	}
+	if len(info.Actions) > 0 {
+		if info.ActionRuns, err = c.actionRuns(ctx, id, info.Actions); err != nil {
+			return nil, fmt.Errorf("read process %s's fire-and-forget actions: %w", id, err)
+		}
 	}
 	switch ex.GetStatus() {
 	case enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING, enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED, enumspb.WORKFLOW_EXECUTION_STATUS_FAILED:

@@ -9,7 +9,9 @@
 //     projected schema with the minimal context of its references;
 //   - its fire-and-forget steps then each start a child workflow
 //     (FireAndForget) that runs the step's action with retries; the process
-//     does not wait, and a failure is recorded, not fatal;
+//     does not wait, and a failure is recorded, not fatal: the child
+//     outlives the process, and Client.Get reads each one's outcome from it
+//     (Info.ActionRuns: attempts, last error, done);
 //   - a SERVER chunk runs each step's registered action (Activities.Action),
 //     blocking, retried by Temporal, its result validated against the step's
 //     "output" schema;

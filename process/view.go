@@ -71,8 +71,10 @@ type View struct {
 	Calls []ModelCall `json:"calls,omitempty"`
 	// Replayed is true when any model answer came from a recording.
 	Replayed bool `json:"replayed,omitempty"`
-	// Actions has the status of each fire-and-forget action by step:
-	// "started", "completed" or "failed: …".
+	// Actions has the status of each fire-and-forget action by step
+	// (qualified name): "started", "completed" or "failed: …". The
+	// workflow follows them only while it runs; Client.Get brings them up
+	// to date, and Info.ActionRuns has their attempts and last error.
 	Actions map[string]string `json:"actions,omitempty"`
 	// Error says why the process failed; null while it has not.
 	Error *string `json:"error"`

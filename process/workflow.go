@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	enumspb "go.temporal.io/api/enums/v1"
@@ -242,7 +241,7 @@ func (r *Interpreter) fireAndForget(ctx workflow.Context, s *compile.ProgramStep
 		r.view.Actions = map[string]string{}
 	}
 	q := s.Qualified()
-	id := r.id + "-" + strings.ReplaceAll(q, ".", "-")
+	id := FireAndForgetID(r.id, q)
 	cctx := workflow.WithChildOptions(ctx, workflow.ChildWorkflowOptions{
 		WorkflowID:        id,
 		ParentClosePolicy: enumspb.PARENT_CLOSE_POLICY_ABANDON,

@@ -22,6 +22,105 @@ type Call struct {
 	Params jsonv.Value `json:"params"`
 	// Path is where the call is in its file.
 	Path jsonv.Pointer `json:"path"`
+	// If is a plan call's condition ("_if"): nil, the call always runs.
+	If *Condition `json:"if,omitempty"`
+}
+
+// Condition is a plan call's "_if": the call runs only when the state
+// variable State holds a value (not null) and, when given, the value
+// equals Equals or matches the schema Matches. A call whose condition does
+// not hold is skipped, not failed. Written
+//
+//	"_if": {"state": "†state.review.verdict", "equals": "approve"}
+//	"_if": {"state": "†state.review.verdict", "matches": {"not": {"const": "approve"}}}
+//	"_if": {"state": "†state.report"}
+//
+// so that two calls with opposite conditions are an if-else.
+type Condition struct {
+	State   []string     `json:"state"`
+	Equals  *jsonv.Value `json:"equals,omitempty"`
+	Matches jsonv.Value  `json:"matches,omitzero"`
+}
+
+// String is the condition as the dry run and the picture show it:
+// "state.a = \"x\"", "state.a matches {…}", "state.a is set".
+func (c *Condition) String() string {
+	v := strings.Join(append([]string{"state"}, c.State...), ".")
+	switch {
+	case c.Equals != nil:
+		return v + " = " + string(jsonv.Marshal(*c.Equals))
+	case !c.Matches.IsNull():
+		return v + " matches " + string(jsonv.Marshal(c.Matches))
+	}
+	return v + " is set"
+}
+
+// parseCondition reads "_if" at p.
+func parseCondition(file string, p jsonv.Pointer, v jsonv.Value, errs *schema.ErrorList) *Condition {
+	if v.Object() == nil {
+		errs.Add(file, p, "_if is an object {\"state\": \"†state.a\", \"equals\": V} or {\"state\": …, \"matches\": SCHEMA}, not %s", v.Kind())
+		return nil
+	}
+	c := &Condition{}
+	ok := true
+	for name, val := range v.Members() {
+		switch name {
+		case "state":
+			path, err := ParsePath(val.Str())
+			if err != nil || val.Kind() != jsonv.KindString {
+				errs.Add(file, p.Append(name), "_if reads a state variable: \"†state.a.b\", not %s", jsonv.Marshal(val))
+				ok = false
+				continue
+			}
+			c.State = path
+		case "equals":
+			if val.IsNull() {
+				// It could never hold, and null would not survive the trip
+				// through Temporal's payloads as a *jsonv.Value.
+				errs.Add(file, p.Append(name), "_if equals null never holds: a variable that holds null holds no value")
+				ok = false
+				continue
+			}
+			c.Equals = &val
+		case "matches":
+			if val.Kind() != jsonv.KindObject && val.Kind() != jsonv.KindBool {
+				errs.Add(file, p.Append(name), "_if matches a schema (an object or a boolean), not %s", val.Kind())
+				ok = false
+				continue
+			}
+			if _, err := schema.Cached(val); err != nil {
+				errs.Add(file, p.Append(name), "_if matches no valid schema: %v", err)
+				ok = false
+				continue
+			}
+			c.Matches = val
+		default:
+			errs.Add(file, p.Append(name), "_if has no member %q: it takes \"state\", and \"equals\" or \"matches\"", name)
+			ok = false
+		}
+	}
+	if c.State == nil && ok {
+		errs.Add(file, p, "_if needs \"state\": the state variable the call depends on (\"†state.a.b\")")
+		ok = false
+	}
+	if c.Equals != nil && !c.Matches.IsNull() {
+		errs.Add(file, p, "_if takes \"equals\" or \"matches\", not both")
+		ok = false
+	}
+	if !ok {
+		return nil
+	}
+	return c
+}
+
+// StateReads are the state paths the call reads: its parameters' (Reads),
+// then its condition's, under the parameter name "_if".
+func (c *Call) StateReads() []Read {
+	reads := c.Reads()
+	if c.If != nil {
+		reads = append(reads, Read{Param: "_if", Path: c.If.State})
+	}
+	return reads
 }
 
 // Name is how errors name a call: "call 3 (sendReport)".
@@ -77,6 +176,8 @@ func ParseCalls(file string, at jsonv.Pointer, v jsonv.Value) ([]*Call, error) {
 			switch name {
 			case "_tool":
 				c.Tool = val.Str()
+			case "_if":
+				c.If = parseCondition(file, p.Append(name), val, &errs)
 			case "_instance":
 				if val.Kind() != jsonv.KindString {
 					errs.Add(file, p.Append(name), "_instance must be a string")
@@ -128,6 +229,10 @@ type CallResult struct {
 	Output   string      `json:"output,omitempty"`
 	Result   jsonv.Value `json:"result"`
 	Error    string      `json:"error,omitempty"`
+	// Skipped says why a plan's call did not run: its condition did not
+	// hold, or a variable it reads is unset because the calls that write it
+	// were skipped. A skipped call has not failed.
+	Skipped string `json:"skipped,omitempty"`
 	// Run is the workflow id of a delegate call's sub-request, or of a
 	// launched process.
 	Run string `json:"run,omitempty"`
@@ -137,7 +242,7 @@ type CallResult struct {
 }
 
 // Summary is what the call did, in order: tool, instance, params, output
-// path, then result or error. It leaves out Run, which names a workflow and
+// path, then result, error or why it was skipped. It leaves out Run, which names a workflow and
 // differs from run to run.
 func (c CallResult) Summary() jsonv.Value {
 	o := jsonv.NewObject(6)
@@ -149,9 +254,12 @@ func (c CallResult) Summary() jsonv.Value {
 	if c.Output != "" {
 		o.Set("output", jsonv.StringValue(c.Output))
 	}
-	if c.Error != "" {
+	switch {
+	case c.Error != "":
 		o.Set("error", jsonv.StringValue(c.Error))
-	} else {
+	case c.Skipped != "":
+		o.Set("skipped", jsonv.StringValue(c.Skipped))
+	default:
 		o.Set("result", c.Result)
 	}
 	return o.Value()

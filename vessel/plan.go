@@ -27,8 +27,8 @@ type Edge struct {
 	Var  string `json:"var"`
 }
 
-// overlap reports whether one state path contains the other.
-func overlap(a, b []string) bool {
+// Overlap reports whether one state path contains the other.
+func Overlap(a, b []string) bool {
 	n := min(len(a), len(b))
 	return slices.Equal(a[:n], b[:n])
 }
@@ -44,9 +44,9 @@ func NewGraph(calls []*Call) *Graph {
 	}
 	for i, c := range calls {
 		mine := byInstance[c.Instance]
-		for _, read := range c.Reads() {
+		for _, read := range c.StateReads() {
 			for _, j := range mine {
-				if w := calls[j]; j != i && w.Output != nil && overlap(w.Output, read.Path) {
+				if w := calls[j]; j != i && w.Output != nil && Overlap(w.Output, read.Path) {
 					g.Deps[i] = append(g.Deps[i], Edge{From: j, Var: "state." + strings.Join(read.Path, ".")})
 				}
 			}
@@ -56,7 +56,7 @@ func NewGraph(calls []*Call) *Graph {
 				if j >= i {
 					break
 				}
-				if w := calls[j]; w.Output != nil && overlap(w.Output, c.Output) && !hasEdge(g.Deps[i], j) {
+				if w := calls[j]; w.Output != nil && Overlap(w.Output, c.Output) && !hasEdge(g.Deps[i], j) {
 					g.Deps[i] = append(g.Deps[i], Edge{From: j, Var: c.OutputString()})
 				}
 			}
@@ -109,8 +109,8 @@ func (g *Graph) Validate(file string, ts *Toolset, states map[string]jsonv.Value
 			}
 		}
 		errs.Append(file, CheckLaunch(file, c, t, c.Params))
-		for _, read := range c.Reads() {
-			written := slices.ContainsFunc(g.Deps[i], func(e Edge) bool { return g.Calls[e.From].Output != nil && overlap(g.Calls[e.From].Output, read.Path) })
+		for _, read := range c.StateReads() {
+			written := slices.ContainsFunc(g.Deps[i], func(e Edge) bool { return g.Calls[e.From].Output != nil && Overlap(g.Calls[e.From].Output, read.Path) })
 			if _, err := ReadState(states[c.Instance], read.Path); err != nil && !written {
 				errs.Add(file, c.Path.Append(read.Param), "%s reads †state.%s, but no call writes it and the state does not have it", c.Name(), strings.Join(read.Path, "."))
 			}
@@ -268,10 +268,17 @@ func Expand(plan []*Call, instances []string) ([]*Call, error) {
 
 // WriteTable writes the calls in the order they run, one line each: its
 // layer (calls of one layer run in parallel), number, tool, instance, the
-// variables it reads and writes, and the calls it waits for.
+// variables it reads (its condition's among them) and writes, the calls it
+// waits for and, when a call of the plan has one, its condition.
 func (g *Graph) WriteTable(w io.Writer) error {
 	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "STEP\tCALL\tTOOL\tINSTANCE\tREADS\tWRITES\tAFTER")
+	conditions := slices.ContainsFunc(g.Calls, func(c *Call) bool { return c.If != nil })
+	head := "STEP\tCALL\tTOOL\tINSTANCE\tREADS\tWRITES\tAFTER"
+	if conditions {
+		// Only a plan with conditions has the column: others read as before.
+		head += "\tIF"
+	}
+	fmt.Fprintln(tw, head)
 	dash := func(s string) string {
 		if s == "" {
 			return "-"
@@ -282,20 +289,29 @@ func (g *Graph) WriteTable(w io.Writer) error {
 		for _, i := range layer {
 			c := g.Calls[i]
 			var reads, after []string
-			for _, r := range c.Reads() {
+			for _, r := range c.StateReads() {
 				reads = append(reads, "state."+strings.Join(r.Path, "."))
 			}
 			for _, e := range g.Deps[i] {
 				after = append(after, fmt.Sprint(e.From+1))
 			}
-			fmt.Fprintf(tw, "%d\t%d\t%s\t%s\t%s\t%s\t%s\n", n+1, i+1, c.Tool, dash(c.Instance), dash(strings.Join(reads, ", ")), dash(c.OutputString()), dash(strings.Join(after, ", ")))
+			line := fmt.Sprintf("%d\t%d\t%s\t%s\t%s\t%s\t%s", n+1, i+1, c.Tool, dash(c.Instance), dash(strings.Join(reads, ", ")), dash(c.OutputString()), dash(strings.Join(after, ", ")))
+			if conditions {
+				cond := "-"
+				if c.If != nil {
+					cond = c.If.String()
+				}
+				line += "\t" + cond
+			}
+			fmt.Fprintln(tw, line)
 		}
 	}
 	return tw.Flush()
 }
 
 // Dot writes the graph for Graphviz: one node per call, one edge per
-// dependency labelled with its variable.
+// dependency labelled with its variable; a call with a condition is a
+// dashed box labelled with it.
 func (g *Graph) Dot() string {
 	var b strings.Builder
 	b.WriteString("digraph plan {\n  rankdir=LR;\n  node [shape=box, fontname=\"Helvetica\"];\n")
@@ -306,6 +322,12 @@ func (g *Graph) Dot() string {
 		}
 		if c.Output != nil {
 			label += "\\n→ " + c.OutputString()
+		}
+		if c.If != nil {
+			// A conditional call is a dashed box, its condition in its label.
+			label += "\\nif " + c.If.String()
+			fmt.Fprintf(&b, "  c%d [label=%q, style=dashed];\n", i+1, label)
+			continue
 		}
 		fmt.Fprintf(&b, "  c%d [label=%q];\n", i+1, label)
 	}

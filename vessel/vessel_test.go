@@ -2,6 +2,7 @@ package vessel
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -186,5 +187,75 @@ func TestToolNamesApart(t *testing.T) {
 	_, err = Build(context.Background(), &Vessel{Name: "v", Tools: []string{"aug:a/bar", "aug:b/bar"}, File: "v.json"}, BuildOptions{Registry: reg})
 	if err == nil || !strings.Contains(err.Error(), `v.json: /tools/0: tools aug:a/bar and aug:b/bar are both named "bar"`) {
 		t.Errorf("err = %v", err)
+	}
+}
+
+// branchPlan is an if-else in a plan: a verdict, then one message or the
+// other, a call that needs either, and a branch no verdict takes with its
+// dependant.
+const branchPlan = `[
+	{"_tool":"note","text":"†state.kind","_outputPath":"state.verdict"},
+	{"_tool":"note","text":"approved","_if":{"state":"†state.verdict.text","equals":"approve"},"_outputPath":"state.message"},
+	{"_tool":"note","text":"rejected","_if":{"state":"†state.verdict.text","matches":{"not":{"const":"approve"}}},"_outputPath":"state.message"},
+	{"_tool":"send","msg":"†state.message","_outputPath":"state.sent"},
+	{"_tool":"note","text":"escalate","_if":{"state":"†state.verdict.text","equals":"escalate"},"_outputPath":"state.escalation"},
+	{"_tool":"send","msg":"†state.escalation"}]`
+
+// TestPlanConditions: "_if" is parsed and validated with its JSON path,
+// wires its call after the calls that write its variable, and shows in the
+// dry run's table and the picture.
+func TestPlanConditions(t *testing.T) {
+	ts := &Toolset{Vessel: "t", Tools: []*Tool{
+		{Name: "note", Kind: Instruction, Schema: mustJSON(t, `{"type":"object","properties":{"text":{"type":"string"}},"required":["text"]}`)},
+		{Name: "send", Kind: Action, Action: "send", Schema: mustJSON(t, `{"type":"object","properties":{"msg":{"type":"object"}},"required":["msg"]}`)},
+	}}
+	states := map[string]jsonv.Value{"": mustJSON(t, `{"kind":"approve"}`)}
+	calls, err := ParseCalls("p", "/calls", mustJSON(t, branchPlan))
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := NewGraph(calls)
+	if err := g.Validate("p", ts, states); err != nil {
+		t.Fatal(err)
+	}
+	if got := fmt.Sprint(g.Layers()); got != "[[0] [1 4] [2 5] [3]]" {
+		t.Errorf("layers %s: the branches after the verdict, the second after the first (both write state.message)", got)
+	}
+	var table strings.Builder
+	if err := g.WriteTable(&table); err != nil {
+		t.Fatal(err)
+	}
+	golden.Check(t, "testdata/branch-plan.dry-run.txt", []byte(table.String()))
+	dot := g.Dot()
+	for _, want := range []string{
+		`c2 [label="2. note\n→ state.message\nif state.verdict.text = \"approve\"", style=dashed];`,
+		`c3 [label="3. note\n→ state.message\nif state.verdict.text matches {\"not\":{\"const\":\"approve\"}}", style=dashed];`,
+		`c1 -> c2 [label="state.verdict.text"];`,
+	} {
+		if !strings.Contains(dot, want) {
+			t.Errorf("the picture lacks %s:\n%s", want, dot)
+		}
+	}
+
+	bad := []struct{ name, calls, want string }{
+		{"not an object", `[{"_tool":"note","text":"x","_if":"state.a"}]`, `p: /calls/0/_if: _if is an object`},
+		{"not a state path", `[{"_tool":"note","text":"x","_if":{"state":"a.b"}}]`, `p: /calls/0/_if/state: _if reads a state variable`},
+		{"no state", `[{"_tool":"note","text":"x","_if":{"equals":1}}]`, `p: /calls/0/_if: _if needs "state"`},
+		{"both", `[{"_tool":"note","text":"x","_if":{"state":"†state.kind","equals":1,"matches":{}}}]`, `p: /calls/0/_if: _if takes "equals" or "matches", not both`},
+		{"unknown member", `[{"_tool":"note","text":"x","_if":{"state":"†state.kind","is":1}}]`, `p: /calls/0/_if/is: _if has no member "is"`},
+		{"equals null", `[{"_tool":"note","text":"x","_if":{"state":"†state.kind","equals":null}}]`, `p: /calls/0/_if/equals: _if equals null never holds`},
+		{"not a schema", `[{"_tool":"note","text":"x","_if":{"state":"†state.kind","matches":{"type":"strng"}}}]`, `p: /calls/0/_if/matches: _if matches no valid schema`},
+	}
+	for _, tt := range bad {
+		if _, err := ParseCalls("p", "/calls", mustJSON(t, tt.calls)); err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("%s: %v\nwant %s", tt.name, err, tt.want)
+		}
+	}
+	calls, err = ParseCalls("p", "/calls", mustJSON(t, `[{"_tool":"note","text":"x","_if":{"state":"†state.nothing"}}]`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := NewGraph(calls).Validate("p", ts, states); err == nil || !strings.Contains(err.Error(), "p: /calls/0/_if: call 1 (note) reads †state.nothing, but no call writes it and the state does not have it") {
+		t.Errorf("a condition on a variable nothing writes: %v", err)
 	}
 }

@@ -19,11 +19,12 @@ func newCompileCmd(io stdio) *cobra.Command {
 		dot, svg                  bool
 	)
 	cmd := &cobra.Command{
-		Use:   "compile FILE|- | compile --pipeline EXPR",
+		Use:   "compile FILE|URI|- | compile --pipeline EXPR",
 		Short: "Compile a process or a pipeline into chunks",
-		Long: `Compile splits a process schema (or, with --pipeline, a pipeline expression) into
-chunks by where each step runs — LLM, SERVER, USER — resolves every step's
-references, and prints the compiled process: the input plus "$defs" with one
+		Long: `Compile splits a process schema — a file, an aug: URI in --registry
+(aug:processes/schedule-meeting) or "-" for standard input — or, with
+--pipeline, a pipeline expression into chunks by where each step runs — LLM,
+SERVER, USER — resolves every step's references, and prints the compiled process: the input plus "$defs" with one
 definition per chunk in execution order, and the entry point.
 
   --actions a,b    the registered server actions: a step named for one of them
@@ -62,9 +63,12 @@ and exits with status 1.`,
 			if cmd.Flags().Changed("pipeline") {
 				p, err = compile.CompilePipeline(cmd.Context(), pipeline, opts)
 			} else {
-				var doc jsonv.Value
-				if doc, err = readInput(io, args[0]); err == nil {
-					p, err = compile.Compile(cmd.Context(), inputName(args[0]), doc, opts)
+				var (
+					doc  jsonv.Value
+					file string
+				)
+				if file, doc, err = readSchema(io, args[0], reg); err == nil {
+					p, err = compile.Compile(cmd.Context(), file, doc, opts)
 				}
 			}
 			if err != nil {

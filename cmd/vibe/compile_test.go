@@ -80,3 +80,32 @@ func TestCompileBatch(t *testing.T) {
 		t.Errorf("--batch 0: status %d, %s", status, stderr)
 	}
 }
+
+// TestCompileURI: vibe compile takes aug: URIs, as run, batch and the API
+// do, fragments among them, and names an unknown one.
+func TestCompileURI(t *testing.T) {
+	want, err := os.ReadFile("../../compile/testdata/schedule-meeting.compiled.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := example + "/registry"
+	status, stdout, stderr := run(t, "", "compile", "--registry", reg, "--actions", "FetchAvailability_Activity,sendInvitation", "aug:processes/schedule-meeting")
+	if status != 0 {
+		t.Fatalf("status %d: %s", status, stderr)
+	}
+	if stdout != string(want) {
+		t.Errorf("vibe compile aug:processes/schedule-meeting differs from the file's compilation:\n%s", stdout)
+	}
+	status, stdout, stderr = run(t, "", "compile", "--registry", reg, "--explain", "aug:processes/schedule-meeting:2#llmContext1")
+	if status != 0 || !strings.Contains(stdout, "LLM_identifyParticipants") {
+		t.Errorf("a fragment: status %d, %s%s", status, stdout, stderr)
+	}
+	status, _, stderr = run(t, "", "compile", "--registry", reg, "aug:processes/no-such")
+	if status != 1 || !strings.Contains(stderr, "aug:processes/no-such") || strings.Contains(stderr, "no such file") {
+		t.Errorf("an unknown URI: status %d, %s", status, stderr)
+	}
+	status, stdout, stderr = run(t, "", "compose", "--registry", reg, "aug:instructions/identifyParticipants")
+	if status != 0 || !strings.Contains(stdout, `"properties"`) {
+		t.Errorf("vibe compose of a URI: status %d, %s", status, stderr)
+	}
+}

@@ -2,22 +2,25 @@ package main
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/spf13/cobra"
 
 	"github.com/augceo/vibe/compose"
 	"github.com/augceo/vibe/jsonv"
+	"github.com/augceo/vibe/registry"
 	"github.com/augceo/vibe/schema"
 )
 
 func newComposeCmd(io stdio) *cobra.Command {
 	var regDir, pipeline string
 	cmd := &cobra.Command{
-		Use:   "compose FILE|- | compose --pipeline EXPR",
+		Use:   "compose FILE|URI|- | compose --pipeline EXPR",
 		Short: "Print a schema with its macros, mixins and references resolved",
 		Long: `Compose prints the plain schema an Instruction composes to: every $ref resolved
 (local pointers, aug: registry URIs, #name fragments) and every allOf of mixins
-folded, property order kept. FILE "-" reads standard input.
+folded, property order kept. FILE "-" reads standard input; an aug: URI
+(aug:processes/schedule-meeting) reads the document from --registry.
 
 With --pipeline it composes a pipeline expression instead:
   vibe compose --registry DIR --pipeline '"Schedule a meeting" | IdentifyParticipants | FetchAvailability'
@@ -50,11 +53,40 @@ On bad input it prints every error, one per line, as FILE: /json/path: message
 }
 
 func composeFile(ctx context.Context, io stdio, name string, opts compose.Options) (jsonv.Value, error) {
-	doc, err := readInput(io, name)
+	file, doc, err := readSchema(io, name, opts.Registry)
 	if err != nil {
 		return jsonv.Value{}, err
 	}
-	return compose.Flatten(ctx, inputName(name), doc, opts)
+	return compose.Flatten(ctx, file, doc, opts)
+}
+
+// readSchema reads the schema name: an aug: registry URI (a fragment, as
+// aug:processes/schedule-meeting#llmContext1, is kept as a $ref for the
+// flattening to resolve), a JSON file, or standard input for "-". file is
+// how errors name it.
+func readSchema(io stdio, name string, reg *registry.Registry) (file string, doc jsonv.Value, err error) {
+	if !registry.IsURI(name) {
+		doc, err = readInput(io, name)
+		return inputName(name), doc, err
+	}
+	if reg == nil {
+		return "", jsonv.Value{}, usageError{fmt.Errorf("cannot read %s: %w", name, registry.ErrNoRegistry)}
+	}
+	u, err := registry.ParseURI(name)
+	if err != nil {
+		return "", jsonv.Value{}, err
+	}
+	if u.Fragment != "" {
+		if _, err := reg.Resolve(name); err != nil {
+			return "", jsonv.Value{}, fmt.Errorf("cannot read %s: %w", name, err)
+		}
+		return name, jsonv.ObjectValue(jsonv.Member{Name: "$ref", Value: jsonv.StringValue(name)}), nil
+	}
+	d, err := reg.Document(name)
+	if err != nil {
+		return "", jsonv.Value{}, fmt.Errorf("cannot read %s: %w", name, err)
+	}
+	return d.File, d.Value, nil
 }
 
 // readInput reads a JSON file, or standard input for "-".

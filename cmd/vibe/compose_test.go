@@ -44,6 +44,25 @@ func TestComposePipeline(t *testing.T) {
 	}
 }
 
+// TestComposePipelineConst: the seed's sequential form is the same
+// pipeline as the chain; its name errors are located at line:column.
+func TestComposePipelineConst(t *testing.T) {
+	_, chain, _ := run(t, "", "compose", "--registry", "testdata/registry",
+		"--pipeline", `"Schedule a meeting" | identifyParticipants | fetchAvailability`)
+	status, stdout, stderr := run(t, "", "compose", "--registry", "testdata/registry",
+		"--pipeline", "const participants = identifyParticipants(\"Schedule a meeting\");\nconst availability = fetchAvailability(participants);")
+	if status != 0 || stdout != chain {
+		t.Fatalf("status %d: %s\n%s\nwant\n%s", status, stderr, stdout, chain)
+	}
+	status, _, stderr = run(t, "", "compose", "--registry", "testdata/registry",
+		"--pipeline", "const a = identifyParticipants(prompt);\nconst a = fetchAvailability(b);\nconst b = fetchAvailability(a);")
+	for _, want := range []string{"<pipeline>:2:7: a is bound twice: first at 1:7", "<pipeline>:2:29: b is used before it is bound at 3:7"} {
+		if status != 1 || !strings.Contains(stderr, want) {
+			t.Errorf("status %d, stderr lacks %q:\n%s", status, want, stderr)
+		}
+	}
+}
+
 func TestUsageErrors(t *testing.T) {
 	for _, args := range [][]string{
 		{"compose"},

@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
+	"github.com/augceo/vibe/api"
 	"github.com/augceo/vibe/jsonv"
 	"github.com/augceo/vibe/llm"
 	"github.com/augceo/vibe/process"
@@ -40,6 +41,7 @@ func newRunCmd(io stdio) *cobra.Command {
 		ef                                      engineFlags
 		wf                                      workerFlags
 		regDir, prompt, input, answer, pipeline string
+		waitActions                             time.Duration
 	)
 	cmd := &cobra.Command{
 		Use:   "run PROCESS [--prompt T] [--input J] [--answer J]",
@@ -51,6 +53,12 @@ It uses the vibe serve that has --data if one runs; otherwise it starts the
 embedded engine itself. When the process waits for a person it asks on the
 terminal; --answer J answers non-interactively; without a terminal it prints
 how to answer (vibe answer ID J) and leaves the process waiting, durably.
+
+A process does not wait for its fire-and-forget actions. Once it completes,
+run on its own engine waits up to --wait-actions (1m) for them to settle,
+showing each retry; what is still pending then is named with where it will
+run (the workflow, and the engine that resumes it). Through a running vibe
+serve (or with --wait-actions 0) it says which are pending and where they run.
 
 J is JSON, or @FILE.`,
 		Args: fileOrPipeline,
@@ -92,7 +100,10 @@ J is JSON, or @FILE.`,
 				return err
 			}
 			fmt.Fprintf(io.err, "vibe: started %s\n", started.ID)
-			return follow(ctx, io, p, started.ID, ans, true)
+			if err := follow(ctx, io, p, started.ID, ans, true); err != nil {
+				return err
+			}
+			return settleActions(ctx, io, p, started.ID, waitActions, ef.actionsRunWhere(p))
 		},
 	}
 	ef.add(cmd)
@@ -102,20 +113,23 @@ J is JSON, or @FILE.`,
 	cmd.Flags().StringVar(&input, "input", "", "data the process starts with (JSON or @FILE)")
 	cmd.Flags().StringVar(&answer, "answer", "", "the answer to give when the process waits for a person (JSON or @FILE)")
 	cmd.Flags().StringVar(&pipeline, "pipeline", "", "run this pipeline expression")
+	cmd.Flags().DurationVar(&waitActions, "wait-actions", time.Minute, "on its own engine, wait up to `D` after the process completes for its fire-and-forget actions to settle (0: do not wait)")
 	return cmd
 }
 
 func newAnswerCmd(io stdio) *cobra.Command {
 	var (
-		ef engineFlags
-		wf workerFlags
+		ef          engineFlags
+		wf          workerFlags
+		waitActions time.Duration
 	)
 	cmd := &cobra.Command{
 		Use:   "answer ID J",
 		Short: "Give a person's answer to a waiting process",
 		Long: `Answer sends the answer J (JSON, or @FILE) to the chunk process ID waits on. An
 answer that does not fit the chunk's schema is refused with the errors, and the
-process keeps waiting. Then it follows the process until it waits again or ends.`,
+process keeps waiting. Then it follows the process until it waits again or ends,
+and waits for its fire-and-forget actions as vibe run does (--wait-actions).`,
 		Args: exactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ans, err := parseJSONArg("answer", args[1])
@@ -131,11 +145,15 @@ process keeps waiting. Then it follows the process until it waits again or ends.
 				return err
 			}
 			fmt.Fprintf(io.err, "vibe: answer accepted\n")
-			return follow(cmd.Context(), io, p, args[0], jsonv.Value{}, false)
+			if err := follow(cmd.Context(), io, p, args[0], jsonv.Value{}, false); err != nil {
+				return err
+			}
+			return settleActions(cmd.Context(), io, p, args[0], waitActions, ef.actionsRunWhere(p))
 		},
 	}
 	ef.add(cmd)
 	wf.add(cmd)
+	cmd.Flags().DurationVar(&waitActions, "wait-actions", time.Minute, "on its own engine, wait up to `D` after the process completes for its fire-and-forget actions to settle (0: do not wait)")
 	return cmd
 }
 
@@ -370,4 +388,109 @@ func writeAny(io stdio, v any) error {
 	}
 	_, err = io.out.Write(append(b, '\n'))
 	return err
+}
+
+// actionsWhere says where a process's fire-and-forget actions run once this
+// command has ended, and whether they stop running with it (own is true:
+// this command's worker is the only one that runs them now).
+type actionsWhere struct {
+	own   bool
+	where string
+}
+
+// actionsRunWhere is where the actions of processes p started run.
+func (f *engineFlags) actionsRunWhere(p processes) actionsWhere {
+	switch c := p.(type) {
+	case *api.Client:
+		return actionsWhere{where: "on the workers of the vibe serve at " + c.BaseURL}
+	}
+	if f.temporal != "" {
+		return actionsWhere{own: true, where: "on the Temporal cluster at " + f.temporal + ", by the next Vibe worker that polls it"}
+	}
+	return actionsWhere{own: true, where: "on the embedded engine in " + f.data + ": they go on when a vibe serve, vibe worker or vibe run next runs on that data directory"}
+}
+
+// settleActions follows a completed process's fire-and-forget actions: on
+// the command's own worker, until each has completed or failed, at most
+// bound, showing each change on stderr; then it says how each ended, or
+// which are still pending and where they will run.
+func settleActions(ctx context.Context, io stdio, p processes, id string, bound time.Duration, w actionsWhere) error {
+	deadline := time.Now().Add(bound)
+	waiting, shown := false, map[string]string{}
+	for {
+		info, err := p.Get(ctx, id)
+		if err != nil {
+			return err
+		}
+		if info.Status != process.Completed || len(info.ActionRuns) == 0 {
+			return nil
+		}
+		var pending []string
+		for _, r := range info.ActionRuns {
+			if !r.Done {
+				pending = append(pending, r.Workflow)
+			}
+		}
+		wait := len(pending) > 0 && w.own && bound > 0 && time.Now().Before(deadline)
+		if wait && !waiting {
+			waiting = true
+			fmt.Fprintf(io.err, "vibe: waiting up to %s (--wait-actions) for %d fire-and-forget action(s) to settle\n", bound, len(pending))
+		}
+		for _, r := range info.ActionRuns {
+			if text := actionRunText(r); shown[r.Step] != text {
+				shown[r.Step] = text
+				fmt.Fprintf(io.err, "vibe: fire-and-forget %s %s\n", r.Step, text)
+			}
+		}
+		if len(pending) == 0 {
+			if waiting {
+				fmt.Fprintf(io.err, "vibe: the fire-and-forget actions have settled\n")
+			}
+			return nil
+		}
+		if !wait {
+			after := ""
+			if waiting {
+				after = " after " + bound.String()
+			}
+			fmt.Fprintf(io.err, "vibe: %d fire-and-forget action(s) still pending%s; the process does not wait for them. They run %s, each in its workflow (%s); vibe show %s tells how they end\n",
+				len(pending), after, w.where, strings.Join(pending, ", "), id)
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+// actionRunText says what a fire-and-forget action has come to.
+func actionRunText(r process.ActionRun) string {
+	attempts := func(n int) string {
+		if n == 1 {
+			return "1 attempt"
+		}
+		return fmt.Sprintf("%d attempts", n)
+	}
+	switch r.Status {
+	case process.ActionCompleted:
+		s := "completed after " + attempts(r.Attempts)
+		if r.Attempts > 1 && r.LastError != "" {
+			s += " (the last failure: " + r.LastError + ")"
+		}
+		return s
+	case process.ActionFailed:
+		return "failed after " + attempts(r.Attempts) + ": " + r.LastError
+	case process.ActionUnknown:
+		return "ended, how is not known: " + r.LastError
+	}
+	s := "running: " + attempts(r.Attempts) + " so far"
+	if r.LastError != "" {
+		s += ", the last failed: " + r.LastError
+	}
+	if r.NextAttempt != nil {
+		s += ", next attempt at " + r.NextAttempt.Local().Format(time.TimeOnly)
+	}
+	return s
 }

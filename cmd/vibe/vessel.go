@@ -364,6 +364,8 @@ func printResult(io stdio, res *agent.Info) error {
 		if c.Error != "" {
 			failed++
 			line += ": " + c.Error
+		} else if c.Skipped != "" {
+			line += ": skipped: " + c.Skipped
 		} else if c.Output != "" {
 			line += " → " + c.Output
 		}

@@ -339,3 +339,35 @@ func must[T any](v T, err error) T {
 	}
 	return v
 }
+
+// TestPlanBranchesCLI: a plan's "_if" in the dry run, the picture and a run
+// on the embedded engine, where the call whose condition does not hold is
+// skipped, not failed.
+func TestPlanBranchesCLI(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "branch-plan.json")
+	os.WriteFile(file, []byte(`{"context": [
+		{"type": "state", "_instance": "employee_A", "task": "Draft initial proposal", "status": "In Progress"},
+		{"type": "state", "_instance": "employee_B", "task": "Review team submissions", "status": "Blocked"},
+		{"type": "plan", "calls": [
+			{"_tool": "updateTask", "newTask": "†state.task", "newStatus": "Needs review", "_outputPath": "state.review"},
+			{"_tool": "updateTask", "newTask": "Unblock the review", "newStatus": "Escalated", "_if": {"state": "†state.status", "equals": "Blocked"}, "_outputPath": "state.escalation"}]}]}`), 0o644)
+	reg, vsl := manager+"/registry", manager+"/manager.vessel.json"
+	status, stdout, stderr := run(t, "", "plan", file, "--vessel", vsl, "--registry", reg, "--dry-run")
+	if status != 0 || !strings.Contains(stdout, "AFTER  IF") || !strings.Contains(stdout, `state.status = "Blocked"`) {
+		t.Errorf("--dry-run: %d\n%s%s", status, stdout, stderr)
+	}
+	status, stdout, _ = run(t, "", "plan", file, "--vessel", vsl, "--registry", reg, "--dot")
+	if status != 0 || !strings.Contains(stdout, `\nif state.status = \"Blocked\"", style=dashed];`) {
+		t.Errorf("--dot: %d\n%s", status, stdout)
+	}
+	if testing.Short() {
+		return
+	}
+	status, stdout, stderr = run(t, "", "plan", file, "--vessel", vsl, "--registry", reg, "--data", t.TempDir())
+	if want := `vibe: 2. updateTask [employee_A]: skipped: the condition state.status = "Blocked" does not hold: it is "In Progress"`; status != 0 || !strings.Contains(stderr, want) {
+		t.Errorf("run: %d, no %q in\n%s", status, want, stderr)
+	}
+	if !strings.Contains(stdout, `"skipped": "the condition state.status = \"Blocked\" does not hold`) || !strings.Contains(stdout, `"newStatus": "Escalated"`) {
+		t.Errorf("run's result:\n%s", stdout)
+	}
+}
