@@ -786,6 +786,13 @@ func tokens(u llm.Usage) string {
 	if u.CachedPromptTokens > 0 {
 		s += fmt.Sprintf(" (%d of the prompt's from the provider's cache, %.0f%%)", u.CachedPromptTokens, 100*float64(u.CachedPromptTokens)/float64(max(u.PromptTokens, 1)))
 	}
+	if b := u.Batched; b != nil && b.Total() > 0 {
+		if b.Total() == u.Total() {
+			s += ", all through the provider's Batch API"
+		} else {
+			s += fmt.Sprintf(", %d of them through the provider's Batch API", b.Total())
+		}
+	}
 	return s
 }
 
@@ -830,6 +837,9 @@ func costWords(p *llm.Prices, model string, u llm.Usage) string {
 	c, ok := p.Cost(model, u, false)
 	if !ok {
 		return fmt.Sprintf("; no price for %s in %s", model, p.File)
+	}
+	if u.Batched != nil && u.Batched.Total() > 0 {
+		return fmt.Sprintf("; cost %s, the batch discount taken off what went through the Batch API (prices: %s)", p.Format(c), p.File)
 	}
 	return fmt.Sprintf("; cost %s (prices: %s)", p.Format(c), p.File)
 }

@@ -54,9 +54,11 @@ func TestProviderBatchCrash(t *testing.T) {
 				time.Sleep(200 * time.Millisecond) // dead before this is answered
 			}})
 			out := filepath.Join(dir, "out.jsonl")
+			prices := filepath.Join(dir, "prices.json")
+			os.WriteFile(prices, []byte(`{"models": {"test-model": {"input": 1, "output": 4, "batchDiscount": 0.5}}}`), 0o644)
 			args := []string{"batch", filepath.Join(dir, "moderate.json"), "--in", filepath.Join(dir, "items.jsonl"), "--out", out,
 				"--batch-size", fmt.Sprint(k), "--data", filepath.Join(dir, "data"), "--actions-file", filepath.Join(dir, "actions.json"),
-				"--llm", "openai:test-model", "--llm-base-url", model.URL, "--provider-batch", "--provider-batch-poll", "50ms"}
+				"--llm", "openai:test-model", "--llm-base-url", model.URL, "--provider-batch", "--provider-batch-poll", "50ms", "--prices", prices}
 			mu.Lock()
 			first, firstOut := child(t, args...)
 			victim = first
@@ -75,6 +77,11 @@ func TestProviderBatchCrash(t *testing.T) {
 			}
 			t.Logf("killed at %s; the rerun took %s: %s", moment, time.Since(began).Round(time.Millisecond), lastLine(againOut.String()))
 			checkResults(t, readResults(t, out), n, nil)
+			// 13 requests of 100 prompt and 30 completion tokens: 1,300 ×
+			// 1 + 390 × 4 = 2,860 per million, half of it.
+			if s := againOut.String(); !strings.Contains(s, "1300 prompt + 390 completion tokens, all through the provider's Batch API; cost 0.001430 USD, the batch discount taken off") {
+				t.Errorf("the summary does not say the tokens went through the Batch API at half price:\n%s", s)
+			}
 			b := model.Batches
 			if b.Uploads() != 1 || b.Created() != 1 {
 				t.Errorf("%d request files uploaded and %d provider batches created, want 1 each", b.Uploads(), b.Created())
@@ -225,5 +232,71 @@ func TestProviderBatchAPI(t *testing.T) {
 	}
 	if _, keys, _ := led.counts(); keys != n {
 		t.Errorf("the action's effect was applied for %d items, want %d", keys, n)
+	}
+}
+
+// TestProviderBatchServeKill: vibe serve — its engine and its worker —
+// is SIGKILLed while a provider batch is in progress under a vibe batch
+// that feeds it, and started again: the same vibe batch, never
+// interrupted, finishes with one provider batch, each request submitted
+// once, each effect once, every line exact.
+func TestProviderBatchServeKill(t *testing.T) {
+	if testing.Short() {
+		t.Skip("kills and restarts vibe serve")
+	}
+	const n = 200
+	dir, led := batchSetup(t, n, nil, 0)
+	var (
+		mu     sync.Mutex
+		serve  *exec.Cmd
+		killed = make(chan struct{})
+	)
+	model := llmtest.NewServer(t, llmtest.Multiplexed(verdict), llmtest.Options{OnEvent: func(e llmtest.Event) {
+		mu.Lock()
+		defer mu.Unlock()
+		if e.Kind != llmtest.EventPoll || serve == nil {
+			return
+		}
+		serve.Process.Signal(syscall.SIGKILL)
+		serve = nil
+		close(killed)
+		time.Sleep(200 * time.Millisecond)
+	}})
+	data, addr := filepath.Join(dir, "data"), freeAddr(t)
+	serveArgs := []string{"serve", "--data", data, "--addr", addr, "--actions-file", filepath.Join(dir, "actions.json"),
+		"--llm", "openai:test-model", "--llm-base-url", model.URL}
+	c := &api.Client{BaseURL: "http://" + addr}
+	ready := func() bool { _, err := c.List(context.Background(), process.ListOptions{Limit: 1}); return err == nil }
+	mu.Lock()
+	serve, _ = child(t, serveArgs...)
+	first := serve
+	mu.Unlock()
+	waitUntil(t, "vibe serve", time.Minute, ready)
+	out := filepath.Join(dir, "out.jsonl")
+	feeder, feederOut := child(t, "batch", filepath.Join(dir, "moderate.json"), "--in", filepath.Join(dir, "items.jsonl"), "--out", out,
+		"--batch-size", "16", "--data", data, "--provider-batch", "--provider-batch-poll", "50ms")
+	select {
+	case <-killed:
+	case <-time.After(2 * time.Minute):
+		t.Fatalf("no provider batch was polled:\n%s", feederOut)
+	}
+	first.Wait()
+	_, serveOut := child(t, serveArgs...)
+	if err := feeder.Wait(); err != nil {
+		t.Fatalf("vibe batch: %v\n%s\nserve:\n%s", err, feederOut, serveOut)
+	}
+	t.Logf("vibe batch: %s", lastLine(feederOut.String()))
+	checkResults(t, readResults(t, out), n, nil)
+	b := model.Batches
+	if b.Uploads() != 1 || b.Created() != 1 || model.Requests() != 0 {
+		t.Errorf("%d uploads, %d provider batches, %d direct requests; want 1, 1, 0", b.Uploads(), b.Created(), model.Requests())
+	}
+	for id, times := range b.Submitted() {
+		if times != 1 {
+			t.Errorf("request %s submitted %d times", id, times)
+		}
+	}
+	if _, keys, repeated := led.counts(); keys != n || len(repeated) > 0 {
+		t.Errorf("the effect was applied for %d items (repeated %v), want %d once each", keys, repeated, n)
 	}
 }
