@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
@@ -14,6 +13,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
+	"github.com/augceo/vibe/jsonv"
 	"github.com/augceo/vibe/llm"
 	"github.com/augceo/vibe/process"
 )
@@ -259,7 +259,7 @@ func (pb *providerBatches) dispatch(ctx workflow.Context) {
 	var f *Flight
 	size := 0
 	for _, r := range pb.in.Pending {
-		n := len(mustJSON(r))
+		n := r.size()
 		if f == nil || f.Requests+r.Calls > MaxProviderRequests || (size > 0 && size+n > process.MaxPayloadSize/2) {
 			pb.in.Flights = append(pb.in.Flights, Flight{Key: submissionKey(pb.in.Batch, pb.in.Seq)})
 			pb.in.Seq++
@@ -429,9 +429,14 @@ func isFinal(err error) bool {
 	return errors.As(err, &ae) && ae.NonRetryable()
 }
 
-func mustJSON(v any) []byte {
-	b, _ := json.Marshal(v)
-	return b
+// size is about how many bytes r takes in an activity's input: its
+// schema, its items' prompts and contexts.
+func (r ProviderRequest) size() int {
+	n := len(jsonv.Marshal(r.Fill.Schema)) + len(r.Fill.System) + len(r.Key) + 256
+	for _, it := range r.Fill.Items {
+		n += len(it.ID) + len(it.Prompt) + len(jsonv.Marshal(it.Context)) + 64
+	}
+	return n
 }
 
 // SubmitInput is a provider batch to submit: its key and the fills it

@@ -135,7 +135,7 @@ func (p *Provider) findFile(ctx context.Context, filename string, since int64) (
 		if f.CreatedAt < since {
 			return "", nil
 		}
-		if f.Filename == filename && f.Status != oai.FileObjectStatusError {
+		if f.Filename == filename {
 			return f.ID, nil
 		}
 	}
