@@ -960,13 +960,25 @@ const speakerDoc = `{"name": "speaker_EN", "context": [{"type": "system", "messa
 
 // startScheduling is seed 001's composed StartProcess tool
 // (examples/schedule-meeting/tool.json) listed as a Vessel's tool.
-func startScheduling(t *testing.T) *vessel.Toolset {
+func startScheduling(t *testing.T) *vessel.Toolset { return startSchedulingFrom(t, "2") }
+
+// startSchedulingFrom is that tool with its fetchAvailability composed
+// from schedule-meeting version v: with "1" (organizerId, attendeeId) it
+// launches the registry's latest, schedule-meeting@2, whose entry chunk
+// takes organizerEmail and attendeeEmail — a hand-composed tool that no
+// longer fits the process it launches.
+func startSchedulingFrom(t *testing.T, version string) *vessel.Toolset {
 	t.Helper()
 	reg, err := registry.Open("../examples/schedule-meeting/registry")
 	if err != nil {
 		t.Fatal(err)
 	}
-	tool, err := schema.ReadFile("../examples/schedule-meeting/tool.json")
+	raw, err := os.ReadFile("../examples/schedule-meeting/tool.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw = []byte(strings.Replace(string(raw), "aug:processes/schedule-meeting:2#", "aug:processes/schedule-meeting:"+version+"#", 1))
+	tool, err := schema.Parse("tool.json", raw)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -981,11 +993,9 @@ func startScheduling(t *testing.T) *vessel.Toolset {
 	return ts
 }
 
-// The seed's tool composes fetchAvailability from schedule-meeting:1
-// (organizerId, attendeeId) and launches the registry's latest,
-// schedule-meeting@2, whose entry chunk takes organizerEmail and
-// attendeeEmail: llmContext1 as the tool alone asks for it, and as the
-// process takes it too.
+// A tool composed from schedule-meeting:1 (startSchedulingFrom "1")
+// launches schedule-meeting@2: llmContext1 as that tool alone asks for
+// it, and as the process takes it too.
 const (
 	entryAsTool = `{
 		"_considerations": "Alice and Bob, working hours", "_previousAttempt": "первая попытка", "_loopDone": true,
@@ -1007,7 +1017,7 @@ const (
 // an llmContext1 the process's entry chunk does not take is refused before
 // anything runs, naming the call's path.
 func TestStartProcessTool(t *testing.T) {
-	ts := startScheduling(t)
+	ts := startSchedulingFrom(t, "1")
 	st := ts.Tool("startScheduling")
 	if st == nil || st.Kind != vessel.Launch || st.Entry != "llmContext1" || st.ProcessName != "schedule-meeting" || st.Program == nil {
 		t.Fatalf("tool %+v: a launch of schedule-meeting", st)
@@ -1038,7 +1048,7 @@ func TestStartProcessTool(t *testing.T) {
 // not take is told so in a repair turn — the check POST /v1/processes
 // answers 422 with — and the process is launched with its corrected answer.
 func TestStartProcessToolRepair(t *testing.T) {
-	ts := startScheduling(t)
+	ts := startSchedulingFrom(t, "1")
 	model := scriptedDecisions(t,
 		`{"_reasoning": "schedule", "calls": [{"_tool": "startScheduling", "name": "ScheduleMeeting", "llmContext1": `+entryAsTool+`}]}`,
 		`{"_reasoning": "schedule", "calls": [{"_tool": "startScheduling", "name": "ScheduleMeeting", "llmContext1": `+entryAsProcess+`}]}`)
