@@ -76,11 +76,11 @@ func TestCompleteConventions(t *testing.T) {
 		"gen_ai.request.model": "test-model", "gen_ai.response.model": "test-model", "gen_ai.response.id": "chatcmpl-test",
 		"server.address": host, "gen_ai.usage.input_tokens": "100",
 	} {
-		if got := live[key].Emit(); got != want {
+		if got := live[key].String(); got != want {
 			t.Errorf("%s = %q, want %q", key, got, want)
 		}
 	}
-	if got := live["server.port"].Emit(); got != port {
+	if got := live["server.port"].String(); got != port {
 		t.Errorf("server.port = %s, want %s", got, port)
 	}
 	if got := live["gen_ai.response.finish_reasons"].AsStringSlice(); !slices.Equal(got, []string{"stop"}) {
@@ -90,10 +90,10 @@ func TestCompleteConventions(t *testing.T) {
 		t.Errorf("span %q", ended[0].Name())
 	}
 	// A replayed call still names the model.
-	if ended[1].Name() != "chat gpt-4o-mini" || attrs(1)["gen_ai.request.model"].Emit() != "gpt-4o-mini" {
+	if ended[1].Name() != "chat gpt-4o-mini" || attrs(1)["gen_ai.request.model"].String() != "gpt-4o-mini" {
 		t.Errorf("replayed: span %q, %v", ended[1].Name(), attrs(1))
 	}
-	if got := attrs(2)["error.type"].Emit(); got != "429" {
+	if got := attrs(2)["error.type"].String(); got != "429" {
 		t.Errorf("error.type %q", got)
 	}
 
