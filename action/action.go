@@ -49,6 +49,11 @@ type Action struct {
 	// must fit (an MCP tool's input schema): Client.Start checks every step
 	// that runs the action against it before the process starts.
 	InputSchema func(ctx context.Context) (jsonv.Value, error)
+	// ReadOnly says the action only reads — it changes nothing outside the
+	// process (a calendar's free slots, a lookup). The MCP server tells its
+	// clients that a process whose actions all read is not destructive
+	// (mcpserve); an action that does not say so is taken to have effects.
+	ReadOnly bool
 }
 
 // DefaultRetry retries an action with exponential backoff from one second

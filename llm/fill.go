@@ -2,8 +2,11 @@ package llm
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
+	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
@@ -13,6 +16,7 @@ import (
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
 )
 
@@ -189,33 +193,67 @@ func fill(ctx context.Context, p Provider, t Task, req *Request, spent int, opts
 }
 
 // Describer is what a Provider may say of itself, for traces: the GenAI
-// system ("openai", "anthropic") and the model it asks for.
+// provider ("openai", "anthropic": gen_ai.provider.name) and the model it
+// asks for.
 type Describer interface {
 	System() string
 	Model() string
 }
 
+// Endpointer is a Provider that says where it sends its requests: its
+// base URL, whose host and port are the model-call span's server.address
+// and server.port. Complete finds it through wrappers (Wrapper).
+type Endpointer interface {
+	Endpoint() string
+}
+
 var tracer = otel.Tracer("github.com/augceo/vibe/llm")
 
 // Complete sends one request inside a span named for the GenAI semantic
-// conventions ("chat MODEL"), with the model, the token usage and the
-// answer's size; the global tracer provider is a no-op until a program
-// installs one. It neither parses nor validates the answer: Fill does, and
-// a batch's call, which checks each item's part on its own.
+// conventions ("chat MODEL"): gen_ai.operation.name, gen_ai.provider.name
+// (and gen_ai.system, its older name, for backends that read that),
+// gen_ai.request.model, server.address and server.port, and from the
+// answer gen_ai.response.model, gen_ai.response.id,
+// gen_ai.response.finish_reasons and the token usage; a failure sets
+// error.type. It records the conventions' metrics
+// gen_ai.client.operation.duration and gen_ai.client.token.usage — not for
+// a replayed answer, which no model was asked for. A provider that names
+// no model (a recording) has its span named for the model that answered.
+// The global tracer and meter providers are no-ops until a program
+// installs them. It neither parses nor validates the answer: Fill does,
+// and a batch's call, which checks each item's part on its own.
 func Complete(ctx context.Context, p Provider, req *Request) (*Response, error) {
 	system, model := "", ""
 	if d, ok := p.(Describer); ok {
 		system, model = d.System(), d.Model()
 	}
+	attrs := []attribute.KeyValue{attribute.String("gen_ai.operation.name", "chat"),
+		attribute.String("gen_ai.provider.name", system), attribute.String("gen_ai.system", system)}
+	if model != "" {
+		attrs = append(attrs, attribute.String("gen_ai.request.model", model))
+	}
+	attrs = append(attrs, serverAttributes(p)...)
 	ctx, span := tracer.Start(ctx, strings.TrimSpace("chat "+model), trace.WithSpanKind(trace.SpanKindClient),
-		trace.WithAttributes(attribute.String("gen_ai.operation.name", "chat"), attribute.String("gen_ai.system", system),
-			attribute.String("gen_ai.request.model", model), attribute.String("vibe.step", req.Name)))
+		trace.WithAttributes(append(attrs, attribute.String("vibe.step", req.Name))...))
 	defer span.End()
+	start := time.Now()
 	resp, err := p.Complete(ctx, req)
 	if err != nil {
+		et := errorType(err)
 		span.RecordError(err)
 		span.SetStatus(codes.Error, err.Error())
+		span.SetAttributes(attribute.String("error.type", et))
+		if m := defaultMetrics(); m != nil {
+			m.operation.Record(ctx, time.Since(start).Seconds(), metric.WithAttributes(append(attrs, attribute.String("error.type", et))...))
+		}
 		return nil, err
+	}
+	if model == "" && resp.Model != "" {
+		// A recording names no model of its own: each answer says which
+		// model gave it.
+		span.SetName("chat " + resp.Model)
+		span.SetAttributes(attribute.String("gen_ai.request.model", resp.Model))
+		attrs = append(attrs, attribute.String("gen_ai.request.model", resp.Model))
 	}
 	span.SetAttributes(attribute.String("gen_ai.response.model", resp.Model),
 		attribute.Int64("gen_ai.usage.input_tokens", resp.Usage.PromptTokens),
@@ -223,5 +261,66 @@ func Complete(ctx context.Context, p Provider, req *Request) (*Response, error) 
 		attribute.Int64("gen_ai.usage.cache_read.input_tokens", resp.Usage.CachedPromptTokens),
 		attribute.Int64("gen_ai.usage.cache_creation.input_tokens", resp.Usage.CacheWriteTokens),
 		attribute.Bool("vibe.replayed", resp.Replayed))
+	if resp.ID != "" {
+		span.SetAttributes(attribute.String("gen_ai.response.id", resp.ID))
+	}
+	if len(resp.FinishReasons) > 0 {
+		span.SetAttributes(attribute.StringSlice("gen_ai.response.finish_reasons", resp.FinishReasons))
+	}
+	if m := defaultMetrics(); m != nil && !resp.Replayed {
+		attrs = append(attrs, attribute.String("gen_ai.response.model", resp.Model))
+		m.operation.Record(ctx, time.Since(start).Seconds(), metric.WithAttributes(attrs...))
+		m.usage.Record(ctx, resp.Usage.PromptTokens, metric.WithAttributes(append(attrs, attribute.String("gen_ai.token.type", "input"))...))
+		m.usage.Record(ctx, resp.Usage.CompletionTokens, metric.WithAttributes(append(attrs, attribute.String("gen_ai.token.type", "output"))...))
+	}
 	return resp, nil
+}
+
+// serverAttributes are server.address and server.port of the endpoint p
+// (or a provider it wraps) sends to; none when none says.
+func serverAttributes(p Provider) []attribute.KeyValue {
+	for p != nil {
+		if e, ok := p.(Endpointer); ok {
+			u, err := url.Parse(e.Endpoint())
+			if err != nil || u.Hostname() == "" {
+				return nil
+			}
+			port := u.Port()
+			if port == "" {
+				port = map[string]string{"https": "443", "http": "80"}[u.Scheme]
+			}
+			out := []attribute.KeyValue{attribute.String("server.address", u.Hostname())}
+			if n, err := strconv.Atoi(port); err == nil {
+				out = append(out, attribute.Int("server.port", n))
+			}
+			return out
+		}
+		w, ok := p.(Wrapper)
+		if !ok {
+			break
+		}
+		p = w.Unwrap()
+	}
+	return nil
+}
+
+// errorType is a failed call's error.type: the HTTP status of an
+// endpoint's error answer, "timeout" or "canceled" for a context that
+// ended, "not_recorded" for a recording without the answer, else the Go
+// type of the error ("*net.OpError"), as the conventions ask.
+func errorType(err error) string {
+	var api *APIError
+	switch {
+	case errors.As(err, &api) && api.StatusCode != 0:
+		return strconv.Itoa(api.StatusCode)
+	case errors.Is(err, context.DeadlineExceeded):
+		return "timeout"
+	case errors.Is(err, context.Canceled):
+		return "canceled"
+	case errors.Is(err, ErrNotRecorded):
+		return "not_recorded"
+	case errors.As(err, &api) && api.Err != nil:
+		return fmt.Sprintf("%T", api.Err)
+	}
+	return fmt.Sprintf("%T", err)
 }

@@ -16,7 +16,19 @@ type Metrics struct {
 	requests metric.Int64Counter     // vibe.llm.requests {step, model, replayed}
 	duration metric.Float64Histogram // vibe.llm.duration, seconds {step, model}
 	values   metric.Float64Histogram // vibe.instruction.metric: numeric "$" metrics {metric, step, process, instance}
+
+	// The GenAI semantic conventions' client metrics, one record per
+	// model call (Complete), with the call span's gen_ai.* and server.*
+	// attributes.
+	operation metric.Float64Histogram // gen_ai.client.operation.duration, seconds {error.type on failures}
+	usage     metric.Int64Histogram   // gen_ai.client.token.usage {gen_ai.token.type=input|output}
 }
+
+// The conventions' advised bucket boundaries of the GenAI client metrics.
+var (
+	durationBuckets = []float64{0.01, 0.02, 0.04, 0.08, 0.16, 0.32, 0.64, 1.28, 2.56, 5.12, 10.24, 20.48, 40.96, 81.92}
+	tokenBuckets    = []float64{1, 4, 16, 64, 256, 1024, 4096, 16384, 65536, 262144, 1048576, 4194304, 16777216, 67108864}
+)
 
 // NewMetrics creates the instruments on meter.
 func NewMetrics(meter metric.Meter) (*Metrics, error) {
@@ -36,6 +48,14 @@ func NewMetrics(meter metric.Meter) (*Metrics, error) {
 	}
 	if m.values, err = meter.Float64Histogram("vibe.instruction.metric",
 		metric.WithDescription(`Numeric "$" metrics models filled in, by metric name.`)); err != nil {
+		return nil, err
+	}
+	if m.operation, err = meter.Float64Histogram("gen_ai.client.operation.duration", metric.WithUnit("s"),
+		metric.WithDescription("GenAI operation duration."), metric.WithExplicitBucketBoundaries(durationBuckets...)); err != nil {
+		return nil, err
+	}
+	if m.usage, err = meter.Int64Histogram("gen_ai.client.token.usage", metric.WithUnit("{token}"),
+		metric.WithDescription("Number of input and output tokens used."), metric.WithExplicitBucketBoundaries(tokenBuckets...)); err != nil {
 		return nil, err
 	}
 	return &m, nil

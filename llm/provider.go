@@ -121,6 +121,12 @@ type Response struct {
 	Content string `json:"content"`
 	// Model is the model that answered, as the endpoint reports it.
 	Model string `json:"model"`
+	// ID is the endpoint's id of the answer (OpenAI's chatcmpl-…,
+	// Anthropic's msg_…); "" when it gives none.
+	ID string `json:"id,omitempty"`
+	// FinishReasons are why the model stopped, as the endpoint says it,
+	// one per choice ("stop", "tool_calls"; Anthropic's "tool_use").
+	FinishReasons []string `json:"finishReasons,omitempty"`
 	// Usage is the token usage the endpoint reported.
 	Usage Usage `json:"usage"`
 	// Latency is the wall time of the request, retries included.

@@ -3,19 +3,32 @@
 // over stdio or streamable HTTP, with the official Go SDK.
 //
 // Each process is a tool: its input schema is what starting the process
-// needs (the prompt and the input), its description the process schema's,
-// and its result the process's output with its id. A call starts the
-// process and follows it, sending a progress notification as each chunk
-// finishes, until it completes or fails. Four more tools read and drive
-// processes: list_processes, show_process, answer_process and
-// cancel_process; the resources vibe://processes and vibe://processes/{id}
-// hold the list and each process's state.
+// needs (the prompt and the input — typed by the input schema of the
+// action the process's input goes to, when that action declares one, as
+// an MCP tool does), its description the process schema's, its output
+// schema its result's: the process's output (its state, typed by its
+// steps' schemas) with its id and status. Its annotations say what its
+// steps do: a process of model and person steps only is neither
+// destructive nor open-world; one with server actions is open-world, and
+// destructive unless each of its actions says it only reads
+// (action.Action.ReadOnly). A process whose actions are not all
+// registered on the worker is not offered at all — its calls could only
+// fail — and the log says which actions it lacks (New fails for one named
+// in Options.Processes). A call starts the process and follows it,
+// sending a progress notification as each chunk finishes, until it
+// completes or fails. Four more tools read and drive processes:
+// list_processes (by status and process name), show_process,
+// answer_process and cancel_process; the resources vibe://processes and
+// vibe://processes/{id} hold the list and each process's state. The
+// handshake's serverInfo.version is Vibe's (vibe.Version).
 //
 // When a followed process waits for a person, the person is asked through
 // MCP elicitation in form mode, when the client takes elicitations and the
 // USER chunk's schema fits what a form can ask (Form says exactly what
 // fits: flat fields of strings, numbers, booleans and string enums, one
-// object of them per step). The answer goes to the process, which checks
+// object of them per step). The form's message tells the context the
+// chunk references as lines of text ("draftInvitation › subject: …"),
+// bounded; show_process has it whole. The answer goes to the process, which checks
 // it: a refused answer is asked again with the problems. Otherwise the
 // call returns "waiting" with the process's id, the chunk's schema and why
 // no form was asked, and answer_process continues the process later. The

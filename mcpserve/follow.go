@@ -280,8 +280,10 @@ func multiRoundTripped(req *mcp.CallToolRequest) bool {
 	return v == "" || v >= multiRoundTrip
 }
 
-// message is what the person reads above the form: the process, the chunk
-// and the context the chunk references.
+// message is what the person reads above the form: the process, the
+// chunk, and the context the chunk references summarised as text — one
+// line per value, "step › field: value", at most maxContextLines of them —
+// rather than the context's JSON, which the client shows as it is.
 func message(info *process.Info, refused string) string {
 	var b strings.Builder
 	if refused != "" {
@@ -302,10 +304,98 @@ func message(info *process.Info, refused string) string {
 			}
 		}
 	}
-	if c := info.Waiting.Context; c.Len() > 0 {
-		fmt.Fprintf(&b, "\n\n%s", jsonv.MarshalIndent(c, "  "))
+	if lines := summary(info.Waiting.Context); len(lines) > 0 {
+		b.WriteString("\n\nWhat the process knows so far:")
+		for _, l := range lines {
+			b.WriteString("\n• " + l)
+		}
 	}
 	return b.String()
+}
+
+// The bounds of a context's summary: a person reads a form's message,
+// and the full context stays in show_process.
+const (
+	maxContextLines = 24
+	maxValueRunes   = 200
+)
+
+// summary is a context as lines of text: each scalar (or list of
+// scalars) under its path of names, the context's top name left out when
+// there is one (it is the chunk's context, "llmContext2"); thinking
+// fields and metrics, which the model filled for itself, are left out.
+func summary(ctx jsonv.Value) []string {
+	var lines []string
+	var more int
+	add := func(line string) {
+		if len(lines) < maxContextLines {
+			lines = append(lines, line)
+		} else {
+			more++
+		}
+	}
+	var walk func(path []string, v jsonv.Value)
+	walk = func(path []string, v jsonv.Value) {
+		label := strings.Join(path, " › ")
+		if label != "" {
+			label += ": "
+		}
+		switch v.Kind() {
+		case jsonv.KindObject:
+			for name, m := range v.Members() {
+				if schema.IsThinking(name) || schema.IsMetric(name) {
+					continue
+				}
+				walk(append(path[:len(path):len(path)], name), m)
+			}
+		case jsonv.KindArray:
+			if scalars(v) {
+				var parts []string
+				for _, e := range v.Array() {
+					parts = append(parts, scalarText(e))
+				}
+				add(label + clip(strings.Join(parts, ", ")))
+				return
+			}
+			for i, e := range v.Array() {
+				walk(append(path[:len(path):len(path)], fmt.Sprint(i+1)), e)
+			}
+		default:
+			add(label + clip(scalarText(v)))
+		}
+	}
+	if ctx.Object() != nil && ctx.Len() == 1 {
+		ctx = ctx.Object().Members()[0].Value
+	}
+	walk(nil, ctx)
+	if more > 0 {
+		lines = append(lines, fmt.Sprintf("… and %d more (show_process has them all)", more))
+	}
+	return lines
+}
+
+func scalars(v jsonv.Value) bool {
+	for _, e := range v.Array() {
+		if k := e.Kind(); k == jsonv.KindObject || k == jsonv.KindArray {
+			return false
+		}
+	}
+	return true
+}
+
+func scalarText(v jsonv.Value) string {
+	if v.Kind() == jsonv.KindString {
+		return v.Str()
+	}
+	return string(jsonv.Marshal(v))
+}
+
+func clip(s string) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if r := []rune(s); len(r) > maxValueRunes {
+		return string(r[:maxValueRunes]) + "…"
+	}
+	return s
 }
 
 // outcome is the result of a process that completed or failed — or, read

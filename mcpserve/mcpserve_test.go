@@ -183,6 +183,16 @@ func TestElicitation(t *testing.T) {
 					if want := `{"additionalProperties":false,"properties":{"input":{"description":"Data the process starts with; it is kept in the process's state under \"input\".","type":"object"},"prompt":{"description":"The person's request: what the process is to do.","type":"string"}},"required":["prompt"],"type":"object"}`; string(in) != want {
 						t.Errorf("input schema %s", in)
 					}
+					// Its actions send an invitation: destructive, open-world.
+					if a := tool.Annotations; a == nil || a.DestructiveHint == nil || !*a.DestructiveHint || a.OpenWorldHint == nil || !*a.OpenWorldHint || a.ReadOnlyHint {
+						t.Errorf("annotations %+v", a)
+					}
+					out, _ := json.Marshal(tool.OutputSchema)
+					for _, want := range []string{`"required":["id","process","status"]`, `"identifyParticipants":{"properties":{"attendee":`, `"serverContext2":{"properties":{"sendInvitation":`} {
+						if !strings.Contains(string(out), want) {
+							t.Errorf("the output schema lacks %s:\n%s", want, out)
+						}
+					}
 				}
 			}
 			slices.Sort(names)
@@ -217,6 +227,12 @@ func TestElicitation(t *testing.T) {
 				t.Errorf("the invitation: %q", got)
 			}
 
+			if want := `"outputSchema":{"type":"object","properties":{"id":{"type":"string","description":"The process's id."},"process":{"type":"string"},"status":`; !strings.Contains(wire.String(), want) {
+				t.Errorf("the wire lacks %s", want)
+			}
+			if v := cs.InitializeResult().ServerInfo.Version; v != vibe.Version() || v == "" {
+				t.Errorf("serverInfo.version %q, want %q", v, vibe.Version())
+			}
 			if want := `"requestedSchema":{"type":"object","properties":{"decision":{"type":"string","enum":["Approve","Reject"],"description":`; !strings.Contains(wire.String(), want) {
 				t.Errorf("the wire lacks %s", want)
 			}
@@ -231,7 +247,7 @@ func TestElicitation(t *testing.T) {
 				t.Errorf("the form %s\nwant     %s", form, want)
 			}
 			if q.Mode != "form" || q.Meta[MetaProcess] != id || q.Meta[MetaChunk] != "USER_userContext" ||
-				!strings.Contains(q.Message, id) || !strings.Contains(q.Message, "Встреча 20 марта в 14:00") {
+				!strings.Contains(q.Message, id) || !strings.Contains(q.Message, "\n• draftInvitation › subject: Встреча 20 марта в 14:00") || strings.Contains(q.Message, "{") {
 				t.Errorf("the elicitation: mode %q, meta %v, message:\n%s", q.Mode, q.Meta, q.Message)
 			}
 			want := []string{"started " + id, "✓ LLM_llmContext1", "✓ SERVER_serverContext1", "✓ LLM_llmContext2", "✓ USER_userContext", "✓ SERVER_serverContext2"}
@@ -374,13 +390,72 @@ func TestWaiting(t *testing.T) {
 	if err := reg.Add("aug:processes/review", doc); err != nil {
 		t.Fatal(err)
 	}
-	s, _ := startVibe(t, &action.Registry{}, reg)
+	// lookUp's action reads, and is given the process's input: the tool's
+	// input is typed by the action's schema. notify's action is not
+	// registered: it is not offered.
+	for uri, text := range map[string]string{
+		"aug:processes/lookup": `{"title": "Look up", "type": "object", "properties": {"serverContext": {"type": "object", "properties": {
+			"lookUp": {"type": "object", "properties": {"country": {"type": "string"}}}}}}}`,
+		"aug:processes/notify": `{"title": "Notify", "type": "object", "properties": {"serverContext": {"type": "object", "properties": {
+			"sendNote": {"type": "object", "properties": {"sent": {"type": "boolean"}}}}}}}`,
+	} {
+		doc, _ := jsonv.Parse([]byte(text))
+		if err := reg.Add(uri, doc); err != nil {
+			t.Fatal(err)
+		}
+	}
+	acts := &action.Registry{}
+	acts.Register(action.Action{Name: "lookUp", ReadOnly: true,
+		Run: func(ctx context.Context, in jsonv.Value) (jsonv.Value, error) {
+			return jsonv.ObjectValue(jsonv.Member{Name: "country", Value: jsonv.StringValue("France of " + in.Lookup("city").Str())}), nil
+		},
+		InputSchema: func(context.Context) (jsonv.Value, error) {
+			return jsonv.Parse([]byte(`{"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}`))
+		}})
+	s, _ := startVibe(t, acts, reg)
 	cs, _ := connect(t, s, &mcp.ClientOptions{ElicitationHandler: func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
 		t.Error("asked with a form")
 		return nil, errors.New("no")
 	}}, "", nil)
 	ctx := context.Background()
-	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "review", Arguments: map[string]any{"prompt": "check it"}})
+
+	tools := map[string]*mcp.Tool{}
+	for tool, err := range cs.Tools(ctx, nil) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		tools[tool.Name] = tool
+	}
+	if _, ok := tools["notify"]; ok {
+		t.Error("notify is offered, though its action sendNote is not registered")
+	}
+	// A model and a person only: neither destructive nor open-world.
+	if a := tools["review"].Annotations; a == nil || a.DestructiveHint == nil || *a.DestructiveHint || a.OpenWorldHint == nil || *a.OpenWorldHint {
+		t.Errorf("review's annotations %+v", a)
+	}
+	// An action that reads: open-world, not destructive.
+	lookup := tools["lookup"]
+	if a := lookup.Annotations; a == nil || a.DestructiveHint == nil || *a.DestructiveHint || a.OpenWorldHint == nil || !*a.OpenWorldHint {
+		t.Errorf("lookup's annotations %+v", a)
+	}
+	in, _ := json.Marshal(lookup.InputSchema)
+	if !strings.Contains(string(in), `"input":{"description":"Data the process starts with, which its actions are given;`) ||
+		!strings.Contains(string(in), `"properties":{"city":{"type":"string"}},"required":["city"]`) || !strings.Contains(string(in), `"required":["prompt","input"]`) {
+		t.Errorf("lookup's input schema %s", in)
+	}
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "lookup", Arguments: map[string]any{"prompt": "where", "input": map[string]any{"country": "?"}}})
+	if err != nil || !res.IsError || !strings.Contains(res.Content[0].(*mcp.TextContent).Text, "/input") {
+		t.Errorf("an input without its city: %v %+v", err, res)
+	}
+	res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "lookup", Arguments: map[string]any{"prompt": "where", "input": map[string]any{"city": "Lyon"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out := result(t, res); out.Lookup("status").Str() != "completed" {
+		t.Errorf("lookup: %s", jsonv.Marshal(out))
+	}
+
+	res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "review", Arguments: map[string]any{"prompt": "check it"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -389,7 +464,47 @@ func TestWaiting(t *testing.T) {
 		!strings.Contains(out.Lookup("message").Str(), "/review/address: a form's field is a string, number, integer, boolean or array, not object") {
 		t.Fatalf("result %s", jsonv.Marshal(out))
 	}
-	res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: ToolAnswer, Arguments: map[string]any{"id": out.Lookup("id").Str(), "answer": map[string]any{"review": map[string]any{"address": map[string]any{"city": "Lyon"}}}}})
+	id := out.Lookup("id").Str()
+
+	// list_processes by status.
+	listed := func(status string) []string {
+		t.Helper()
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: ToolList, Arguments: map[string]any{"status": status}})
+		if err != nil || res.IsError {
+			t.Fatalf("list %s: %v %+v", status, err, res)
+		}
+		var ids []string
+		for _, p := range result(t, res).Lookup("processes").Array() {
+			if p.Lookup("status").Str() != status {
+				t.Errorf("listed as %s: %s", status, jsonv.Marshal(p))
+			}
+			ids = append(ids, p.Lookup("id").Str())
+		}
+		return ids
+	}
+	if got := listed("waiting"); !slices.Equal(got, []string{id}) {
+		t.Errorf("waiting: %v, want [%s]", got, id)
+	}
+	if got := listed("completed"); len(got) != 1 || !strings.HasPrefix(got[0], "lookup-") {
+		t.Errorf("completed: %v", got)
+	}
+
+	// An unknown id is said once.
+	for _, tool := range []string{ToolShow, ToolCancel, ToolAnswer} {
+		args := map[string]any{"id": "nope-1"}
+		if tool == ToolAnswer {
+			args["answer"] = map[string]any{}
+		}
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: tool, Arguments: args})
+		if err != nil || !res.IsError {
+			t.Fatalf("%s: %v %+v", tool, err, res)
+		}
+		if text := res.Content[0].(*mcp.TextContent).Text; text != "no such process: nope-1" {
+			t.Errorf("%s of an unknown id: %q", tool, text)
+		}
+	}
+
+	res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: ToolAnswer, Arguments: map[string]any{"id": id, "answer": map[string]any{"review": map[string]any{"address": map[string]any{"city": "Lyon"}}}}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,7 +16,9 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/augceo/vibe/action"
 	"github.com/augceo/vibe/compile"
+	"github.com/augceo/vibe/internal/version"
 	"github.com/augceo/vibe/jsonv"
 	"github.com/augceo/vibe/process"
 	"github.com/augceo/vibe/registry"
@@ -49,8 +51,17 @@ type Options struct {
 	Poll time.Duration
 	// Logger records what the server does; nil means slog.Default().
 	Logger *slog.Logger
-	// Version is the server's version in the MCP handshake.
+	// Version is the server's version in the MCP handshake
+	// (serverInfo.version); empty means Vibe's own (vibe.Version).
 	Version string
+	// Actions are the worker's actions. A process that runs an action they
+	// do not hold is not offered as a tool (the log, or New's error for
+	// one named in Processes, says which actions are missing), and they
+	// say whether the process's tool is destructive and how its input is
+	// typed. Nil means Processes' own when it is a *process.Client
+	// (its Registered), and otherwise no check: the worker is elsewhere
+	// (a running vibe serve's), and each action is taken to have effects.
+	Actions *action.Registry
 }
 
 // The tools that read and drive processes.
@@ -97,7 +108,12 @@ func New(ctx context.Context, p Processes, opts Options) (*Server, error) {
 		opts.Logger = slog.Default()
 	}
 	if opts.Version == "" {
-		opts.Version = "dev"
+		opts.Version = version.Vibe()
+	}
+	if opts.Actions == nil {
+		if pc, ok := p.(*process.Client); ok {
+			opts.Actions = pc.Registered
+		}
 	}
 	s := &Server{p: p, opts: opts, stopping: make(chan struct{}), runs: map[*mcp.ServerSession]chan struct{}{}}
 	s.mcp = mcp.NewServer(&mcp.Implementation{Name: "vibe", Title: "Vibe processes", Version: opts.Version}, &mcp.ServerOptions{
@@ -116,7 +132,7 @@ func New(ctx context.Context, p Processes, opts Options) (*Server, error) {
 	names := map[string]string{ToolList: "", ToolShow: "", ToolAnswer: "", ToolCancel: ""}
 	var errs []error
 	for _, uri := range uris {
-		o, err := offer(ctx, opts.Registry, uri)
+		o, err := offer(ctx, opts.Registry, uri, opts.Actions, opts.Logger)
 		if err == nil {
 			if other, dup := names[o.tool.Name]; dup {
 				err = fmt.Errorf("%s: its tool name %q is taken (by %s)", uri, o.tool.Name, orBuiltin(other))
@@ -165,8 +181,11 @@ func orBuiltin(uri string) string {
 	return uri
 }
 
-// offer prepares the tool of a process.
-func offer(ctx context.Context, reg *registry.Registry, uri string) (*offered, error) {
+// offer prepares the tool of a process: its annotations from its
+// actions, its input typed as its actions take it, its output schema from
+// its steps. A process whose actions are not all registered is not
+// offered: its calls could only fail.
+func offer(ctx context.Context, reg *registry.Registry, uri string, acts *action.Registry, logger *slog.Logger) (*offered, error) {
 	if reg == nil {
 		return nil, fmt.Errorf("%s: %w", uri, registry.ErrNoRegistry)
 	}
@@ -177,6 +196,9 @@ func offer(ctx context.Context, reg *registry.Registry, uri string) (*offered, e
 	p, err := compile.Compile(ctx, d.File, d.Value, compile.Options{Registry: reg})
 	if err != nil {
 		return nil, err
+	}
+	if missing := unregistered(p, acts); len(missing) > 0 {
+		return nil, unavailable(uri, missing)
 	}
 	name := toolName(d.URI.Path)
 	title := d.Value.Lookup("title").Str()
@@ -189,10 +211,12 @@ func offer(ctx context.Context, reg *registry.Registry, uri string) (*offered, e
 	}
 	desc += fmt.Sprintf("Starts the durable Vibe process %s and returns its output with its id. "+
 		"When it waits for a person, the person is asked in a form, or the result says \"waiting\" and %s continues it.", d.URI.Document(), ToolAnswer)
-	input := startSchema(p.Prompt != "")
+	in, typed := inputSchema(ctx, p, acts, logger)
+	input := startSchema(p.Prompt != "", in, typed)
 	return &offered{
-		uri:    uri,
-		tool:   &mcp.Tool{Name: name, Title: title, Description: desc, InputSchema: json.RawMessage(jsonv.Marshal(input))},
+		uri: uri,
+		tool: &mcp.Tool{Name: name, Title: title, Description: desc, Annotations: annotations(title, p, acts),
+			InputSchema: raw(input), OutputSchema: raw(outputSchema(p))},
 		input:  input,
 		chunks: len(p.Chunks),
 	}, nil
@@ -221,19 +245,6 @@ func toolName(p string) string {
 	return name
 }
 
-// startSchema is the input schema of a process's tool: what starting the
-// process needs. The prompt is optional when the process has its own.
-func startSchema(hasPrompt bool) jsonv.Value {
-	s := mustParse(`{"type": "object", "properties": {
-		"prompt": {"type": "string", "description": "The person's request: what the process is to do."},
-		"input": {"type": "object", "description": "Data the process starts with; it is kept in the process's state under \"input\"."}},
-		"required": ["prompt"], "additionalProperties": false}`)
-	if hasPrompt {
-		s.Object().Delete("required")
-	}
-	return s
-}
-
 func mustParse(s string) jsonv.Value {
 	v, err := jsonv.Parse([]byte(s))
 	if err != nil {
@@ -245,6 +256,8 @@ func mustParse(s string) jsonv.Value {
 // The input schemas of the tools that read and drive processes.
 var (
 	listSchema = mustParse(`{"type": "object", "properties": {
+		"status": {"type": "string", "enum": ["running", "waiting", "completed", "failed"], "description": "Only the processes of this status (waiting: for a person's answer)."},
+		"process": {"type": "string", "description": "Only the processes whose name starts with this (schedule-meeting)."},
 		"limit": {"type": "integer", "minimum": 1, "maximum": 1000, "description": "At most this many, newest first (default 100)."},
 		"cursor": {"type": "string", "description": "The \"next\" of the page before, for the page after it."}}, "additionalProperties": false}`)
 	idSchema     = mustParse(`{"type": "object", "properties": {"id": {"type": "string", "description": "The process's id, such as schedule-meeting-7f3a9c2e."}}, "required": ["id"], "additionalProperties": false}`)
@@ -257,16 +270,16 @@ var (
 func raw(v jsonv.Value) json.RawMessage { return json.RawMessage(jsonv.Marshal(v)) }
 
 func (s *Server) addProcessTools() {
-	readOnly := &mcp.ToolAnnotations{ReadOnlyHint: true}
-	yes := true
+	yes, no := true, false
+	readOnly := &mcp.ToolAnnotations{ReadOnlyHint: true, OpenWorldHint: &no}
 	s.mcp.AddTool(&mcp.Tool{Name: ToolList, Title: "List processes", Annotations: readOnly, InputSchema: raw(listSchema),
-		Description: "Lists Vibe processes, newest first: id, process, status (running, waiting, completed, failed), start time; \"next\" is the cursor of the following page, or null."}, s.list)
+		Description: "Lists Vibe processes, newest first — all, or those of one status (status: \"waiting\" lists those that wait for a person) or process: id, process, status (running, waiting, completed, failed), start time; \"next\" is the cursor of the following page, or null."}, s.list)
 	s.mcp.AddTool(&mcp.Tool{Name: ToolShow, Title: "Show a process", Annotations: readOnly, InputSchema: raw(idSchema),
 		Description: "Shows a Vibe process: its status, what it waits for (chunk, schema, context), its state (every step's result), usage."}, s.show)
 	s.mcp.AddTool(&mcp.Tool{Name: ToolAnswer, Title: "Answer a waiting process", InputSchema: raw(answerSchema),
 		Description: "Gives a person's answer to the chunk a waiting process waits on, then follows the process as its tool does: " +
 			"its output when it completes. An answer that does not fit the chunk's schema is refused with the problems, and the process keeps waiting."}, s.answer)
-	s.mcp.AddTool(&mcp.Tool{Name: ToolCancel, Title: "Cancel a process", Annotations: &mcp.ToolAnnotations{DestructiveHint: &yes}, InputSchema: raw(idSchema),
+	s.mcp.AddTool(&mcp.Tool{Name: ToolCancel, Title: "Cancel a process", Annotations: &mcp.ToolAnnotations{DestructiveHint: &yes, OpenWorldHint: &no}, InputSchema: raw(idSchema),
 		Description: "Cancels a Vibe process: its workflow stops, and the process ends failed."}, s.cancel)
 }
 
@@ -354,7 +367,8 @@ func (s *Server) list(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallT
 		return bad, nil
 	}
 	limit, _ := args.Lookup("limit").Int()
-	page, err := s.p.List(ctx, process.ListOptions{Limit: int(limit), Cursor: args.Lookup("cursor").Str()})
+	page, err := s.p.List(ctx, process.ListOptions{Limit: int(limit), Cursor: args.Lookup("cursor").Str(),
+		Status: process.Status(args.Lookup("status").Str()), Process: args.Lookup("process").Str()})
 	if err != nil {
 		return failure(err), nil
 	}

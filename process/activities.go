@@ -128,7 +128,10 @@ func (a *Activities) FillChecked(ctx context.Context, in FillInput, check func(j
 		span.SetStatus(codes.Error, err.Error())
 		return FillOutput{}, FillError(err)
 	}
-	span.SetAttributes(attribute.Int64("gen_ai.usage.input_tokens", res.Usage.PromptTokens), attribute.Int64("gen_ai.usage.output_tokens", res.Usage.CompletionTokens),
+	// The chunk's totals under vibe.* names: gen_ai.usage.* belong to the
+	// model-call spans below it ("chat MODEL"), and a backend that sums
+	// them over spans would count a chunk's tokens twice.
+	span.SetAttributes(attribute.Int64("vibe.usage.input_tokens", res.Usage.PromptTokens), attribute.Int64("vibe.usage.output_tokens", res.Usage.CompletionTokens),
 		attribute.Int("vibe.requests", res.Requests))
 	out := FillOutput{Value: res.Value, Usage: res.Usage, Model: res.Model, Requests: res.Requests + sent.Earlier(), Replayed: res.Replayed, Turns: res.Turns,
 		Split: true, Thinking: res.Thinking, Metrics: res.Metrics}

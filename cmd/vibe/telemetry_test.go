@@ -53,6 +53,26 @@ func TestTelemetry(t *testing.T) {
 		chat["gen_ai.usage.input_tokens"] != "100" || chat["gen_ai.usage.output_tokens"] == "" {
 		t.Errorf("model-call span %v", chat)
 	}
+	// GenAI conventions on the model call; token usage there only, the
+	// chunk's totals under vibe.* names.
+	if chat := spans["chat test-model"]; chat["gen_ai.provider.name"] != "openai" || chat["gen_ai.response.id"] != "chatcmpl-test" ||
+		chat["server.address"] != "127.0.0.1" || chat["server.port"] == "" {
+		t.Errorf("model-call span %v", chat)
+	}
+	for _, name := range []string{"chunk LLM_llmContext1", "chunk LLM_llmContext2"} {
+		if c := spans[name]; c["gen_ai.usage.input_tokens"] != "" || c["vibe.usage.input_tokens"] == "" {
+			t.Errorf("%s: %v", name, c)
+		}
+	}
+	var signals int
+	for name := range spans {
+		if strings.Contains(name, "Signal") || strings.Contains(name, "Query") {
+			signals++
+		}
+	}
+	if signals > 0 {
+		t.Errorf("%d signal or query spans: %v", signals, keys(spans))
+	}
 	if a := spans["action sendInvitation"]; !strings.HasPrefix(a["vibe.idempotency_key"], "vibe:schedule-meeting-") || a["vibe.step"] != "serverContext2.sendInvitation" {
 		t.Errorf("action span %v", a)
 	}

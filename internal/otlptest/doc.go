@@ -1,3 +1,3 @@
-// Package otlptest is an in-process OTLP/gRPC receiver for tests: it keeps
+// Package otlptest is an in-process OTLP receiver (gRPC or HTTP) for tests: it keeps
 // every span and metric data point that exporters send it.
 package otlptest

@@ -1,8 +1,12 @@
 package otlptest
 
 import (
+	"compress/gzip"
 	"context"
+	"io"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"strconv"
 	"sync"
 	"testing"
@@ -13,9 +17,11 @@ import (
 	metricpb "go.opentelemetry.io/proto/otlp/metrics/v1"
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 	"google.golang.org/grpc"
+	"google.golang.org/protobuf/proto"
 )
 
-// Receiver is an OTLP/gRPC collector on loopback.
+// Receiver is an OTLP collector on loopback: gRPC (Start) or HTTP
+// (StartHTTP).
 type Receiver struct {
 	// URL is where exporters send: http://127.0.0.1:PORT.
 	URL string
@@ -38,6 +44,61 @@ func Start(t testing.TB) *Receiver {
 	go s.Serve(ln)
 	t.Cleanup(s.Stop)
 	return r
+}
+
+// StartHTTP starts a receiver of OTLP/HTTP (protobuf bodies at
+// /v1/traces and /v1/metrics); it stops when the test ends. Its URL is
+// the collector's base, http://127.0.0.1:PORT.
+func StartHTTP(t testing.TB) *Receiver {
+	r := &Receiver{}
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /v1/traces", func(w http.ResponseWriter, req *http.Request) {
+		var in coltracepb.ExportTraceServiceRequest
+		if !readProto(w, req, &in) {
+			return
+		}
+		out, _ := traces{r: r}.Export(req.Context(), &in)
+		writeProto(w, out)
+	})
+	mux.HandleFunc("POST /v1/metrics", func(w http.ResponseWriter, req *http.Request) {
+		var in colmetricpb.ExportMetricsServiceRequest
+		if !readProto(w, req, &in) {
+			return
+		}
+		out, _ := metrics{r: r}.Export(req.Context(), &in)
+		writeProto(w, out)
+	})
+	srv := httptest.NewServer(mux)
+	t.Cleanup(srv.Close)
+	r.URL = srv.URL
+	return r
+}
+
+func readProto(w http.ResponseWriter, req *http.Request, m proto.Message) bool {
+	var body io.Reader = req.Body
+	if req.Header.Get("Content-Encoding") == "gzip" {
+		z, err := gzip.NewReader(req.Body)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return false
+		}
+		body = z
+	}
+	b, err := io.ReadAll(body)
+	if err == nil {
+		err = proto.Unmarshal(b, m)
+	}
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return false
+	}
+	return true
+}
+
+func writeProto(w http.ResponseWriter, m proto.Message) {
+	b, _ := proto.Marshal(m)
+	w.Header().Set("Content-Type", "application/x-protobuf")
+	w.Write(b)
 }
 
 type traces struct {

@@ -85,6 +85,14 @@ func (p *Provider) System() string { return "anthropic" }
 // Model is the model the provider asks for.
 func (p *Provider) Model() string { return p.opts.Model }
 
+// Endpoint is the base URL requests go to (llm.Endpointer).
+func (p *Provider) Endpoint() string {
+	if p.opts.BaseURL != "" {
+		return p.opts.BaseURL
+	}
+	return "https://api.anthropic.com/"
+}
+
 // Complete sends req with its schema as the input schema of one tool the
 // model must call, and returns the call's input as JSON text. An endpoint's
 // error is an *llm.APIError; a cancelled ctx returns ctx's error.
@@ -184,9 +192,15 @@ func read(msg *sdk.Message, name string) (*llm.Response, error) {
 	if err != nil {
 		return nil, err
 	}
+	var reasons []string
+	if msg.StopReason != "" {
+		reasons = []string{string(msg.StopReason)}
+	}
 	return &llm.Response{
-		Content: content,
-		Model:   string(msg.Model),
+		Content:       content,
+		Model:         string(msg.Model),
+		ID:            msg.ID,
+		FinishReasons: reasons,
 		// Anthropic's input_tokens leave out those read from or written to
 		// its prompt cache: the prompt is all three.
 		Usage: llm.Usage{PromptTokens: msg.Usage.InputTokens + msg.Usage.CacheReadInputTokens + msg.Usage.CacheCreationInputTokens,

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -110,6 +111,10 @@ func TestForcedToolUse(t *testing.T) {
 	}
 	if resp.Content != `{"zeta":"z","alpha":{"yy":1,"bb":"b"}}` || resp.Model != "claude-sonnet-4-5-20250929" || resp.Replayed {
 		t.Errorf("response %+v", resp)
+	}
+	// For the GenAI conventions' gen_ai.response.id and finish_reasons.
+	if resp.ID != "msg_01" || !slices.Equal(resp.FinishReasons, []string{"tool_use"}) {
+		t.Errorf("id %q, finish reasons %q", resp.ID, resp.FinishReasons)
 	}
 	// Anthropic's input_tokens leave the cache's out: the prompt is all of
 	// them, the cached ones counted apart.

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -100,7 +101,7 @@ func TestBatchRoundTrip(t *testing.T) {
 					t.Fatalf("%s: %+v", r.ID, got)
 				}
 				direct.Latency = 0
-				if *got.Response != *direct {
+				if !reflect.DeepEqual(*got.Response, *direct) {
 					t.Errorf("%s: batch %+v, direct %+v", r.ID, *got.Response, *direct)
 				}
 			}

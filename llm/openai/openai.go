@@ -79,6 +79,14 @@ func (p *Provider) System() string { return "openai" }
 // Model is the model the provider asks for.
 func (p *Provider) Model() string { return p.opts.Model }
 
+// Endpoint is the base URL requests go to (llm.Endpointer).
+func (p *Provider) Endpoint() string {
+	if p.opts.BaseURL != "" {
+		return p.opts.BaseURL
+	}
+	return "https://api.openai.com/v1/"
+}
+
 // Complete sends req and returns the model's answer: the message content in
 // ModeJSONSchema, the forced call's arguments in ModeTool. An endpoint's
 // error is an *llm.APIError; a cancelled ctx returns ctx's error.
@@ -189,9 +197,17 @@ func (p *Provider) read(resp *oai.ChatCompletion, c *call) (*llm.Response, error
 			content = string(jsonv.Marshal(c.proj.Restore(v)))
 		}
 	}
+	var reasons []string
+	for _, ch := range resp.Choices {
+		if ch.FinishReason != "" {
+			reasons = append(reasons, ch.FinishReason)
+		}
+	}
 	return &llm.Response{
-		Content: content,
-		Model:   resp.Model,
+		Content:       content,
+		Model:         resp.Model,
+		ID:            resp.ID,
+		FinishReasons: reasons,
 		Usage: llm.Usage{PromptTokens: resp.Usage.PromptTokens, CompletionTokens: resp.Usage.CompletionTokens,
 			CachedPromptTokens: resp.Usage.PromptTokensDetails.CachedTokens},
 	}, nil

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -130,6 +131,10 @@ func TestJSONSchemaMode(t *testing.T) {
 	}
 	if resp.Content != `{"zeta":"z","alpha":{"yy":1,"bb":"b"}}` || resp.Model != "gpt-4o-mini-2024-07-18" || resp.Replayed {
 		t.Errorf("response %+v", resp)
+	}
+	// For the GenAI conventions' gen_ai.response.id and finish_reasons.
+	if resp.ID != "chatcmpl-1" || !slices.Equal(resp.FinishReasons, []string{"stop"}) || p.Endpoint() != srv.URL {
+		t.Errorf("id %q, finish reasons %q, endpoint %q", resp.ID, resp.FinishReasons, p.Endpoint())
 	}
 	// The prompt's tokens read from OpenAI's cache are counted apart too.
 	if resp.Usage != (llm.Usage{PromptTokens: 57, CompletionTokens: 21, CachedPromptTokens: 32}) || resp.Latency <= 0 {

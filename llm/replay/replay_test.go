@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
@@ -86,7 +87,7 @@ func TestRecordThenReplay(t *testing.T) {
 		}
 		want := *recorded[i]
 		want.Replayed = true
-		if *got != want {
+		if !reflect.DeepEqual(*got, want) {
 			t.Errorf("request %d: replayed %+v, recorded %+v", i, *got, want)
 		}
 	}
