@@ -482,10 +482,21 @@ func TestWaiting(t *testing.T) {
 		}
 		return ids
 	}
-	if got := listed("waiting"); !slices.Equal(got, []string{id}) {
+	// Visibility takes a moment to index a status.
+	settled := func(status string, ok func([]string) bool) []string {
+		t.Helper()
+		var got []string
+		for deadline := time.Now().Add(15 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+			if got = listed(status); ok(got) || time.Now().After(deadline) {
+				return got
+			}
+		}
+	}
+	if got := settled("waiting", func(got []string) bool { return slices.Equal(got, []string{id}) }); !slices.Equal(got, []string{id}) {
 		t.Errorf("waiting: %v, want [%s]", got, id)
 	}
-	if got := listed("completed"); len(got) != 1 || !strings.HasPrefix(got[0], "lookup-") {
+	lookupDone := func(got []string) bool { return len(got) == 1 && strings.HasPrefix(got[0], "lookup-") }
+	if got := settled("completed", lookupDone); !lookupDone(got) {
 		t.Errorf("completed: %v", got)
 	}
 
