@@ -95,11 +95,14 @@ type ProviderDone struct {
 // Flight is one provider batch: its key, the provider's id once
 // submitted, and the fills it holds.
 type Flight struct {
-	Key      string     `json:"key"`
-	ID       string     `json:"id,omitempty"`
-	Fills    []FillRef  `json:"fills"`
-	Requests int        `json:"requests"`
-	Status   string     `json:"status,omitempty"`
+	Key      string    `json:"key"`
+	ID       string    `json:"id,omitempty"`
+	Fills    []FillRef `json:"fills"`
+	Requests int       `json:"requests"`
+	Status   string    `json:"status,omitempty"`
+	// Answered counts the requests the provider has answered or failed so
+	// far, as it last said.
+	Answered int        `json:"answered,omitempty"`
 	Polls    int        `json:"polls,omitempty"`
 	Since    *time.Time `json:"since,omitempty"` // when it was submitted
 }
@@ -354,7 +357,7 @@ func (pb *providerBatches) poll(ctx workflow.Context, key string) {
 				pb.finish(ctx, key, ProviderDone{ID: f.ID, Error: "the provider batch could not be read: " + process.ErrorText(err)})
 				return
 			}
-			f.Status = st.Status
+			f.Status, f.Answered = st.Status, st.Succeeded+st.Failed
 			if !st.Ended {
 				pb.poll(ctx, key)
 				return

@@ -215,6 +215,9 @@ otherwise it starts the embedded engine itself, or joins --temporal.`,
 				case <-running:
 				}
 			}()
+			if opts.Call.ProviderBatch {
+				go followProvider(ctx, c, opts.ID, p, running)
+			}
 			sum, err := c.Run(ctx, input, emit, opts)
 			close(running)
 			p.finish()
@@ -634,6 +637,45 @@ func (p *progress) finish() {
 	defer p.mu.Unlock()
 	if p.bar != nil {
 		p.bar.Finish()
+	}
+}
+
+// followProvider notes, between the progress updates, where the batch's
+// provider batches are whenever that changes, until done is closed: a
+// provider batch may take hours, and the progress does not move while it
+// runs.
+func followProvider(ctx context.Context, c *batch.Client, id string, p *progress, done <-chan struct{}) {
+	last := ""
+	t := time.NewTicker(5 * time.Second)
+	defer t.Stop()
+	for {
+		select {
+		case <-done:
+			return
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		st, err := c.Status(ctx, id)
+		if err != nil || st.Provider == nil {
+			continue
+		}
+		var parts []string
+		for _, f := range st.Provider.Flights {
+			switch {
+			case f.ID == "":
+				parts = append(parts, fmt.Sprintf("%d requests being submitted", f.Requests))
+			default:
+				parts = append(parts, fmt.Sprintf("%s %s, %d of %d requests answered", f.ID, f.Status, f.Answered, f.Requests))
+			}
+		}
+		if st.Provider.Pending > 0 {
+			parts = append(parts, fmt.Sprintf("%d calls gathering for the next", st.Provider.Pending))
+		}
+		if now := strings.Join(parts, "; "); now != last && now != "" {
+			p.note("vibe: provider batches: " + now)
+			last = now
+		}
 	}
 }
 

@@ -300,3 +300,31 @@ func TestProviderBatchServeKill(t *testing.T) {
 		t.Errorf("the effect was applied for %d items (repeated %v), want %d once each", keys, repeated, n)
 	}
 }
+
+// TestProviderBatchProgress: while a provider batch runs, vibe batch says
+// where it is — its id, its status, the requests answered — since the
+// progress does not move for as long as the provider takes.
+func TestProviderBatchProgress(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs a batch")
+	}
+	dir, _ := batchSetup(t, 32, nil, 0)
+	model := llmtest.NewServer(t, llmtest.Multiplexed(verdict), llmtest.Options{})
+	model.Batches.Hold()
+	created := model.Batches.Await(llmtest.EventBatch)
+	cmd, out := child(t, "batch", filepath.Join(dir, "moderate.json"), "--in", filepath.Join(dir, "items.jsonl"), "--out", filepath.Join(dir, "out.jsonl"),
+		"--data", filepath.Join(dir, "data"), "--actions-file", filepath.Join(dir, "actions.json"),
+		"--llm", "openai:test-model", "--llm-base-url", model.URL, "--provider-batch", "--provider-batch-poll", "50ms")
+	var ev llmtest.Event
+	select {
+	case ev = <-created:
+	case <-time.After(time.Minute):
+		t.Fatalf("no provider batch was created:\n%s", out)
+	}
+	want := "vibe: provider batches: " + ev.ID + " validating, 0 of 1 requests answered"
+	waitUntil(t, "vibe batch to say where the provider batch is", 30*time.Second, func() bool { return strings.Contains(out.String(), want) })
+	model.Batches.Release()
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("vibe batch: %v\n%s", err, out)
+	}
+}
