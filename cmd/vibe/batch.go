@@ -106,6 +106,9 @@ otherwise it starts the embedded engine itself, or joins --temporal.`,
 			if in == "" {
 				return usageError{errors.New("give the items: --in FILE.jsonl, or --in - for stdin")}
 			}
+			if (provider || fallback) && strings.HasPrefix(wf.llm.spec, "replay:") {
+				return usageError{errors.New("--provider-batch sends the calls through the provider's Batch API, and a recording has none: give --llm openai:MODEL or anthropic:MODEL")}
+			}
 			if size < 0 || concurrency < 0 {
 				return usageError{errors.New("--batch-size and --concurrency are counts: 1 or more (0 for the default)")}
 			}
