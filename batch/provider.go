@@ -584,6 +584,7 @@ func (a *Activities) Collect(ctx context.Context, in CollectInput) (*FillOutput,
 			continue
 		}
 		resp := *r.Response
+		llm.RecordBatched(ctx, a.Provider, in.Done.ID, c.req, &resp)
 		resp.Usage = resp.Usage.AsBatched()
 		if err := absorb(ctx, sent, in.Fill, c, &resp, opts, out); err != nil {
 			return nil, err

@@ -4,6 +4,7 @@ import (
 	"context"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"go.opentelemetry.io/otel"
@@ -13,7 +14,6 @@ import (
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
-	tracenoop "go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/augceo/vibe/llm"
 	"github.com/augceo/vibe/llm/openai"
@@ -35,14 +35,11 @@ func (r recorded) Complete(context.Context, *llm.Request) (*llm.Response, error)
 // TestCompleteConventions: a model call's span and metrics follow the
 // GenAI semantic conventions.
 func TestCompleteConventions(t *testing.T) {
-	spans := tracetest.NewSpanRecorder()
-	otel.SetTracerProvider(sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(spans)))
+	spans := testSpans()
+	before := len(spans.Ended())
 	reader := sdkmetric.NewManualReader()
 	otel.SetMeterProvider(sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader)))
-	t.Cleanup(func() {
-		otel.SetTracerProvider(tracenoop.NewTracerProvider())
-		otel.SetMeterProvider(metricnoop.NewMeterProvider())
-	})
+	t.Cleanup(func() { otel.SetMeterProvider(metricnoop.NewMeterProvider()) })
 	ctx := context.Background()
 	srv := newChatServer(t, `{"subject": "Hi"}`)
 	p := llm.Priced{Provider: openai.New(openai.Options{Model: "test-model", BaseURL: srv.URL, APIKey: "k", MaxRetries: -1})}
@@ -58,7 +55,7 @@ func TestCompleteConventions(t *testing.T) {
 		t.Fatal("no error")
 	}
 
-	ended := spans.Ended()
+	ended := spans.Ended()[before:]
 	if len(ended) != 3 {
 		t.Fatalf("%d spans", len(ended))
 	}
@@ -143,3 +140,36 @@ func TestCompleteConventions(t *testing.T) {
 		t.Errorf("metrics found: %v", found)
 	}
 }
+
+// TestRecordBatched: an answer read from a provider batch gets a span of
+// its own, with its usage and its cost at the batch discount.
+func TestRecordBatched(t *testing.T) {
+	spans := testSpans()
+	before := len(spans.Ended())
+	prices := &llm.Prices{Currency: "USD", Models: map[string]llm.Price{"gpt-4o-mini": {Input: 1, Output: 4, BatchDiscount: 0.5}}}
+	p := llm.Priced{Provider: openai.New(openai.Options{Model: "gpt-4o-mini"}), Prices: prices}
+	req := &llm.Request{Name: "LLM_assess"}
+	resp := &llm.Response{Model: "gpt-4o-mini-2024-07-18", ID: "chatcmpl-1", Usage: llm.Usage{PromptTokens: 1_000_000, CompletionTokens: 250_000}}
+	llm.RecordBatched(context.Background(), p, "batch_abc", req, resp)
+	ended := spans.Ended()[before:]
+	if len(ended) != 1 || ended[0].Name() != "chat gpt-4o-mini-2024-07-18" {
+		t.Fatalf("spans %v", ended)
+	}
+	got := map[attribute.Key]attribute.Value{}
+	for _, kv := range ended[0].Attributes() {
+		got[kv.Key] = kv.Value
+	}
+	// (1,000,000 × 1 + 250,000 × 4) / 1e6 = 2, half of it.
+	if got["vibe.cost"].AsFloat64() != 1 || got["vibe.provider_batch.id"].AsString() != "batch_abc" || got["gen_ai.usage.input_tokens"].AsInt64() != 1_000_000 ||
+		got["gen_ai.provider.name"].AsString() != "openai" || got["gen_ai.response.id"].AsString() != "chatcmpl-1" {
+		t.Errorf("attributes %v", got)
+	}
+}
+
+// testSpans records the package's spans: OpenTelemetry's global tracers
+// take the first tracer provider set and keep it, so the tests share one.
+var testSpans = sync.OnceValue(func() *tracetest.SpanRecorder {
+	spans := tracetest.NewSpanRecorder()
+	otel.SetTracerProvider(sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(spans)))
+	return spans
+})
