@@ -157,7 +157,7 @@ func (f *workerFlags) loader(reg *registry.Registry) *vessel.Loader {
 func (f *workerFlags) add(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&f.actionsFile, "actions-file", "", "server actions: a JSON object from action names to HTTP endpoints")
 	cmd.Flags().StringVar(&f.delegateAllow, "delegate-allow", os.Getenv("VIBE_DELEGATE_ALLOW"), "hosts delegates may be fetched from over http(s), comma-separated (default $VIBE_DELEGATE_ALLOW)")
-	cmd.Flags().StringVar(&f.otlp, "otlp", "", "export traces and metrics to the OpenTelemetry collector at `URL` (OTLP/gRPC: http://localhost:4317, or https://…); default: the OTEL_EXPORTER_OTLP_* variables")
+	cmd.Flags().StringVar(&f.otlp, "otlp", "", "export traces and metrics over OTLP to the OpenTelemetry collector at `URL`: gRPC (http://localhost:4317, or https://…), or HTTP with OTEL_EXPORTER_OTLP_PROTOCOL=http/protobuf (http://localhost:4318); default: the OTEL_EXPORTER_OTLP_* variables")
 	f.llm.add(cmd)
 }
 

@@ -13,4 +13,10 @@
 //
 //	go run ./examples/schedule-meeting                  # asks you to approve
 //	go run ./examples/schedule-meeting -decision Reject # answers for you
+//
+// With -serve-actions ADDR it runs no process: it serves the two actions
+// over HTTP, as actions.json names them, for the vibe command (vibe run,
+// vibe serve) to run the process with a model of its own.
+//
+//	go run ./examples/schedule-meeting -serve-actions 127.0.0.1:8091
 package main

@@ -10,6 +10,7 @@ import (
 	"io"
 	"io/fs"
 	"log/slog"
+	"net/http"
 	"os"
 	"os/signal"
 	"strings"
@@ -17,6 +18,7 @@ import (
 	"syscall"
 	"time"
 
+	"go.temporal.io/sdk/temporal"
 	"golang.org/x/term"
 
 	"github.com/augceo/vibe"
@@ -38,10 +40,17 @@ const Prompt = "Ассистент, запланируй встречу межд
 func main() {
 	data := flag.String("data", engine.DefaultDataDir, "data directory of the embedded engine")
 	decision := flag.String("decision", "", "answer for the person: Approve or Reject (default: ask on the terminal, or approve when there is none)")
+	serve := flag.String("serve-actions", "", "serve the two actions over HTTP at `ADDR` (for actions.json and the vibe command) instead of running the process")
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := run(ctx, *data, *decision, os.Stdin, os.Stdout); err != nil {
+	var err error
+	if *serve != "" {
+		err = serveActions(ctx, *serve, os.Stdout)
+	} else {
+		err = run(ctx, *data, *decision, os.Stdin, os.Stdout)
+	}
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "schedule-meeting:", err)
 		os.Exit(1)
 	}
@@ -146,7 +155,8 @@ func run(ctx context.Context, data, decision string, in io.Reader, out io.Writer
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(out, "Started %s on the embedded engine in %s.\nThe model's answers are replayed from a recording (examples/schedule-meeting/answers.jsonl), not asked of a live model.\n\n", started.ID, data)
+	fmt.Fprintf(out, "Started %s on the embedded engine in %s.\nThe model's answers are replayed from a recording (examples/schedule-meeting/answers.jsonl), not asked of a live model.\n"+
+		"The prompt and the answers are in Russian, the language of the seed document this example comes from (seed 001); the lines \"In English:\" say what they hold.\n\n", started.ID, data)
 	// The watch yields the process each time it has changed, and ends
 	// with it: the last view is the completed or failed process.
 	var info *process.Info
@@ -175,6 +185,7 @@ func run(ctx context.Context, data, decision string, in io.Reader, out io.Writer
 		return fmt.Errorf("the process failed: %s", *info.Error)
 	}
 	b := jsonv.MarshalIndent(info.State, "  ")
+	fmt.Fprintf(out, "\nIn English: %s\n", summary(info.State))
 	fmt.Fprintf(out, "\nCompleted. Model usage: %d prompt + %d completion tokens (replayed).\nState:\n%s\n", info.Usage.PromptTokens, info.Usage.CompletionTokens, b)
 	return nil
 }
@@ -185,6 +196,9 @@ func approve(info *process.Info, decision string, in io.Reader, out io.Writer) (
 	draft := info.Waiting.Context.Lookup("llmContext2").Lookup("draftInvitation")
 	fmt.Fprintf(out, "\nThe process waits for your approval of this invitation:\n\n  Subject: %s\n\n  %s\n\n",
 		draft.Lookup("subject").Str(), strings.ReplaceAll(draft.Lookup("body").Str(), "\n", "\n  "))
+	who := info.State.Lookup("llmContext1").Lookup("identifyParticipants")
+	fmt.Fprintf(out, "In English: an invitation from %s to %s to meet at %s.\n\n", who.Lookup("organizer").Str(), who.Lookup("attendee").Str(),
+		info.State.Lookup("llmContext2").Lookup("findCommonSlot").Lookup("selectedSlot").Str())
 	if decision == "" {
 		f, ok := in.(*os.File)
 		if !ok || !term.IsTerminal(int(f.Fd())) {
@@ -207,6 +221,70 @@ func approve(info *process.Info, decision string, in io.Reader, out io.Writer) (
 		}
 	}
 	return jsonv.Parse([]byte(`{"confirmInvitation":{"decision":"` + decision + `"}}`))
+}
+
+// summary says in English what the process's (Russian) state holds: who
+// meets when, and what became of the invitation.
+func summary(state jsonv.Value) string {
+	who := state.Lookup("llmContext1").Lookup("identifyParticipants")
+	slot := state.Lookup("llmContext2").Lookup("findCommonSlot").Lookup("selectedSlot").Str()
+	sent := state.Lookup("serverContext2").Lookup("sendInvitation")
+	return fmt.Sprintf("%s and %s meet at %s (the slot the model chose from both calendars); the invitation: %s (%s).",
+		who.Lookup("organizer").Str(), who.Lookup("attendee").Str(), slot, sent.Lookup("status").Str(), sent.Lookup("messageId").Str())
+}
+
+// serveActions serves the two actions over HTTP — POST /FetchAvailability_Activity
+// and POST /sendInvitation, as actions.json names them — so that the vibe
+// command (vibe run, vibe serve) can run the process with its own model:
+// the command line takes actions from an actions file, not Go functions.
+// The body is the action's input, the reply its output; the Idempotency-Key
+// header is the call's key.
+func serveActions(ctx context.Context, addr string, out io.Writer) error {
+	srv := &http.Server{Addr: addr, Handler: actionsHandler(out), ReadHeaderTimeout: 10 * time.Second}
+	go func() {
+		<-ctx.Done()
+		srv.Close()
+	}()
+	fmt.Fprintf(out, "Serving the actions FetchAvailability_Activity and sendInvitation at http://%s/ (examples/schedule-meeting/actions.json); Ctrl-C stops.\n", addr)
+	if err := srv.ListenAndServe(); !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}
+
+// actionsHandler answers POST /NAME with the action NAME's result.
+func actionsHandler(out io.Writer) http.Handler {
+	mux := http.NewServeMux()
+	acts := Actions()
+	for _, name := range acts.Names() {
+		act, _ := acts.Resolve(name)
+		mux.HandleFunc("POST /"+name, func(w http.ResponseWriter, r *http.Request) {
+			body, err := io.ReadAll(io.LimitReader(r.Body, 1<<20))
+			if err != nil {
+				http.Error(w, err.Error(), http.StatusBadRequest)
+				return
+			}
+			in, err := jsonv.Parse(body)
+			if err != nil {
+				http.Error(w, err.Error(), http.StatusBadRequest)
+				return
+			}
+			res, err := act.Run(action.WithIdempotencyKey(r.Context(), r.Header.Get("Idempotency-Key")), in)
+			if err != nil {
+				// 4xx fails the step at once; 5xx is retried.
+				status := http.StatusInternalServerError
+				if ae := (*temporal.ApplicationError)(nil); errors.As(err, &ae) && ae.NonRetryable() {
+					status = http.StatusUnprocessableEntity
+				}
+				http.Error(w, err.Error(), status)
+				return
+			}
+			fmt.Fprintf(out, "%s: answered %s\n", name, r.Header.Get("Idempotency-Key"))
+			w.Header().Set("Content-Type", "application/json")
+			w.Write(jsonv.Marshal(res))
+		})
+	}
+	return mux
 }
 
 // compile-time check that the replay provider is a provider.

@@ -2,7 +2,11 @@ package main
 
 import (
 	"context"
+	"fmt"
+	"io"
 	"log/slog"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -12,6 +16,7 @@ import (
 	"go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/testsuite"
 
+	"github.com/augceo/vibe/action"
 	"github.com/augceo/vibe/compile"
 	"github.com/augceo/vibe/internal/golden"
 	"github.com/augceo/vibe/jsonv"
@@ -125,9 +130,60 @@ func TestRunEmbedded(t *testing.T) {
 	if err := run(ctx, t.TempDir(), "Approve", strings.NewReader(""), &out); err != nil {
 		t.Fatalf("%v\n%s", err, out.String())
 	}
-	for _, want := range []string{"replayed from a recording", "✓ LLM_llmContext1", "✓ USER_userContext", "✓ SERVER_serverContext2", "Completed.", `"status": "sent"`} {
+	for _, want := range []string{"replayed from a recording", "✓ LLM_llmContext1", "✓ USER_userContext", "✓ SERVER_serverContext2", "Completed.", `"status": "sent"`,
+		"In English: an invitation from alice@example.com to bob@example.com to meet at 2024-03-20T14:00:00Z.",
+		"In English: alice@example.com and bob@example.com meet at 2024-03-20T14:00:00Z"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("output lacks %q:\n%s", want, out.String())
 		}
+	}
+}
+
+// TestServeActions: -serve-actions answers the actions file's endpoints
+// with the Go actions, as the vibe command's HTTP actions call them, and
+// applies each idempotency key once.
+func TestServeActions(t *testing.T) {
+	var log strings.Builder
+	srv := httptest.NewServer(actionsHandler(&log))
+	defer srv.Close()
+	acts, err := action.Load("actions.json", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := os.ReadFile("actions.json")
+	file, _ := jsonv.Parse(b)
+	for _, name := range []string{"FetchAvailability_Activity", "sendInvitation"} {
+		url := file.Lookup(name).Str()
+		if url == "" {
+			url = file.Lookup(name).Lookup("url").Str()
+		}
+		if url != "http://127.0.0.1:8091/"+name {
+			t.Errorf("actions.json: %s at %q", name, url)
+		}
+	}
+	if len(acts) != 2 {
+		t.Errorf("actions.json: %d actions", len(acts))
+	}
+	post := func(name, key, body string) string {
+		req, _ := http.NewRequest(http.MethodPost, srv.URL+"/"+name, strings.NewReader(body))
+		req.Header.Set("Idempotency-Key", key)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return fmt.Sprintf("%d %s", resp.StatusCode, strings.TrimSpace(string(b)))
+	}
+	if got := post("FetchAvailability_Activity", "k1", `{"llmContext1":{"fetchAvailability":{"timeRange":{"start":"2024-03-20T09:00:00Z"}}}}`); !strings.HasPrefix(got, `200 {"organizerSlots":["2024-03-20T10:00:00Z",`) {
+		t.Errorf("FetchAvailability_Activity: %s", got)
+	}
+	if got := post("FetchAvailability_Activity", "k2", `{"llmContext1":{"fetchAvailability":{"timeRange":{"start":"soon"}}}}`); !strings.HasPrefix(got, "422 ") {
+		t.Errorf("a bad time range is not retried: %s", got)
+	}
+	send := `{"llmContext1":{"identifyParticipants":{"organizer":"a@x","attendee":"b@x"}},"llmContext2":{"draftInvitation":{"subject":"s","body":"b"}},"userContext":{"confirmInvitation":{"decision":"Approve"}}}`
+	first, again := post("sendInvitation", "k3", send), post("sendInvitation", "k3", send)
+	if first != `200 {"messageId":"msg-b@x","status":"sent"}` || again != first {
+		t.Errorf("sendInvitation: %s, then %s", first, again)
 	}
 }
