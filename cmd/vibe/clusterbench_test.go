@@ -48,7 +48,8 @@ var clusterItems = flag.Int("cluster.items", 0, "BenchmarkBatchCluster: items of
 // what none of these used: other work on the machine (others-cpu%). The cluster is started after the embedded run, so that
 // its idle services do not share the cores with it; each namespace has its
 // search attributes and a polling worker before the clock starts. Without
-// PostgreSQL the cluster runs are skipped.
+// PostgreSQL the cluster runs are skipped. With -count N each
+// configuration runs N times in a row, on one cluster started once.
 //
 //	go test ./cmd/vibe -run XXX -bench BenchmarkBatchCluster -benchtime 1x -count 3 -timeout 0 [-batch.items 10000] [-cluster.items N]
 func BenchmarkBatchCluster(b *testing.B) {
@@ -65,9 +66,13 @@ func BenchmarkBatchCluster(b *testing.B) {
 		benchBatchRun(b, *batchItems, func(dir string) []string { return []string{"--data", filepath.Join(dir, "data")} }, work, led, nil)
 	})
 	cl := clustertest.Start(b)
+	namespaces := 0
 	for _, workers := range []int{1, 2} {
+		// With -count, each sub-benchmark runs that many times on the one
+		// cluster: each time on a namespace of its own.
 		b.Run(fmt.Sprintf("engine=cluster/workers=%d", workers), func(b *testing.B) {
-			ns := fmt.Sprintf("bench-w%d", workers)
+			namespaces++
+			ns := fmt.Sprintf("bench-%d-w%d", namespaces, workers)
 			cl.CreateNamespace(ns, 24*time.Hour)
 			tf := []string{"--temporal", cl.HostPort, "--namespace", ns}
 			// A vibe worker registers the search attributes (as any Vibe
