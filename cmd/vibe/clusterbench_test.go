@@ -45,7 +45,10 @@ var clusterItems = flag.Int("cluster.items", 0, "BenchmarkBatchCluster: items of
 // tworker-cpu% is Temporal's own worker service), PostgreSQL with its
 // backends (postgres-cpu%), this test process, which serves the model and
 // the action (bench-cpu%), the whole machine (machine-cpu%), and of that
-// what none of these used: other work on the machine (others-cpu%). The cluster is started after the embedded run, so that
+// what none of these used: other work on the machine (others-cpu%); and
+// the CPU time all of these but the machine's other work took per item
+// (cpu-ms/item), which other work on the machine changes much less than
+// the rate. The cluster is started after the embedded run, so that
 // its idle services do not share the cores with it; each namespace has its
 // search attributes and a polling worker before the clock starts. Without
 // PostgreSQL the cluster runs are skipped. With -count N each
@@ -197,6 +200,7 @@ func benchBatchRun(b *testing.B, n int, engine func(dir string) []string, work [
 		}
 	}
 	b.ReportMetric(100*(cpu["machine"]-ours)/wall.Seconds(), "others-cpu%")
+	b.ReportMetric(1000*ours/float64(n*run), "cpu-ms/item")
 }
 
 // treeCPU is the CPU time, in seconds, of process pid (0: this one): with
