@@ -304,3 +304,21 @@ func (quiet) Debug(string, ...any) {}
 func (quiet) Info(string, ...any)  {}
 func (quiet) Warn(string, ...any)  {}
 func (quiet) Error(string, ...any) {}
+
+// Pids are the process ids of the running services, by name, and of
+// PostgreSQL's postmaster as "postgres" (its backends are its children),
+// for a benchmark to read their CPU time from /proc. A service that has
+// exited is left out.
+func (c *Cluster) Pids() map[string]int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	pids := map[string]int{"postgres": c.pg.cmd.Process.Pid}
+	for name, p := range c.procs {
+		select {
+		case <-p.done:
+		default:
+			pids[name] = p.cmd.Process.Pid
+		}
+	}
+	return pids
+}
