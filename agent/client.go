@@ -392,6 +392,7 @@ type Summary struct {
 	Vessel    string         `json:"vessel"`
 	Status    process.Status `json:"status"`
 	StartedAt time.Time      `json:"startedAt"`
+	EndedAt   *time.Time     `json:"endedAt,omitempty"` // nil while it runs
 }
 
 // Page is one page of requests, newest first.
@@ -407,15 +408,33 @@ type Page struct {
 var listQuery = fmt.Sprintf("WorkflowType = '%s' AND ParentWorkflowId IS NULL", WorkflowName)
 
 // List returns a page of requests, newest first; a cursor it did not give
-// is refused with an error that wraps process.ErrBadCursor.
+// is refused with an error that wraps process.ErrBadCursor. Of opts'
+// filters it takes Status (running, completed or failed; a request waits
+// for no person), Since and Before; not Process.
 func (c *Client) List(ctx context.Context, opts ListOptions) (Page, error) {
-	execs, next, err := process.ListExecutions(ctx, c.Temporal, "requests", listQuery, opts)
+	query := listQuery
+	switch opts.Status {
+	case "":
+	case process.Running:
+		query += " AND ExecutionStatus = 'Running'"
+	case process.Completed:
+		query += " AND ExecutionStatus = 'Completed'"
+	case process.Failed:
+		query += " AND ExecutionStatus != 'Running' AND ExecutionStatus != 'Completed'"
+	default:
+		return Page{}, fmt.Errorf("list requests: no status %q (want running, completed or failed)", opts.Status)
+	}
+	execs, next, err := process.ListExecutions(ctx, c.Temporal, "requests", query+process.TimeQuery(opts), opts)
 	if err != nil {
 		return Page{}, err
 	}
 	page := Page{Requests: make([]Summary, len(execs)), Next: next}
 	for i, ex := range execs {
 		page.Requests[i] = Summary{ID: ex.GetExecution().GetWorkflowId(), Vessel: memoVessel(ex.GetMemo()), Status: statusOf(ex.GetStatus()), StartedAt: ex.GetStartTime().AsTime()}
+		if ex.GetStatus() != enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING && ex.GetCloseTime() != nil {
+			end := ex.GetCloseTime().AsTime()
+			page.Requests[i].EndedAt = &end
+		}
 	}
 	return page, nil
 }

@@ -359,3 +359,33 @@ func TestMounts(t *testing.T) {
 		t.Errorf("a foreign Host: %d", rec.Code)
 	}
 }
+
+// answersAs is fakeProcesses that records who the API says sent each
+// answer (AnswersAs).
+type answersAs struct {
+	*fakeProcesses
+	by []string
+}
+
+func (f *answersAs) AnswerAs(ctx context.Context, id string, answer jsonv.Value, by string) (*process.View, error) {
+	f.by = append(f.by, by)
+	return f.Answer(ctx, id, answer)
+}
+
+// TestAnswerRecordsWho: the API's answers are recorded as an API client's,
+// with the token or on loopback without one.
+func TestAnswerRecordsWho(t *testing.T) {
+	for _, tc := range []struct{ token, want string }{
+		{"", "an API client on loopback (no token)"},
+		{"s3cret", "an API client with the token"},
+	} {
+		f := &answersAs{fakeProcesses: &fakeProcesses{}}
+		h := Handler(f, Options{Token: tc.token, Logger: slogDiscard()})
+		if code, _, raw := call(t, h, "POST", "/v1/processes/meeting-0001/answer", `{"decision":"Approve"}`, tc.token); code != 200 {
+			t.Fatalf("%d %s", code, raw)
+		}
+		if len(f.by) != 1 || f.by[0] != tc.want {
+			t.Errorf("token %q: recorded as %q, want %q", tc.token, f.by, tc.want)
+		}
+	}
+}

@@ -18,6 +18,7 @@ import (
 	"go.temporal.io/sdk/worker"
 
 	"github.com/augceo/vibe/engine"
+	"github.com/augceo/vibe/jsonv"
 	"github.com/augceo/vibe/process"
 )
 
@@ -219,4 +220,81 @@ func TestOnTheEngine(t *testing.T) {
 			}
 		}
 	})
+
+	t.Run("retry, end times, days, who answered", func(t *testing.T) {
+		before := time.Now().Add(-time.Second)
+		id := start(t, greetDoc)
+		again, err := pc.Retry(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if again.ID == id || again.Name != "greet" {
+			t.Errorf("retried as %+v", again)
+		}
+		eng.Client().GetWorkflow(ctx, again.ID, "").Get(ctx, nil)
+		old, err := pc.Get(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		info, err := pc.Get(ctx, again.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The same input: the same first value, so the same state.
+		if info.Status != old.Status || string(jsonv.Marshal(info.State)) != string(jsonv.Marshal(old.State)) {
+			t.Errorf("the retry %s %s, the original %s %s", info.Status, jsonv.Marshal(info.State), old.Status, jsonv.Marshal(old.State))
+		}
+		if info.EndedAt == nil || info.EndedAt.Before(info.StartedAt) || len(info.Timings) == 0 || info.Timings[0].End == nil {
+			t.Errorf("ended at %v (started %v), timings %+v", info.EndedAt, info.StartedAt, info.Timings)
+		}
+		if _, err := pc.Retry(ctx, "greet-ffffffff"); !errors.Is(err, process.ErrNotFound) {
+			t.Errorf("retry of no process: %v", err)
+		}
+		// The list's days: since a moment before, both; from tomorrow,
+		// none; before then, none of these. The visibility store follows
+		// the workflows by a moment.
+		var since []string
+		waitFor(t, func() bool {
+			page, err := pc.List(ctx, process.ListOptions{Since: before})
+			since = nil
+			for _, s := range page.Processes {
+				if s.EndedAt != nil && !s.EndedAt.Before(s.StartedAt) {
+					since = append(since, s.ID)
+				}
+			}
+			return err == nil && slices.Contains(since, id) && slices.Contains(since, again.ID)
+		})
+		if page, err := pc.List(ctx, process.ListOptions{Since: time.Now().Add(24 * time.Hour)}); err != nil || len(page.Processes) != 0 {
+			t.Errorf("since tomorrow: %v %v", page.Processes, err)
+		}
+		if page, err := pc.List(ctx, process.ListOptions{Before: before}); err != nil || slices.ContainsFunc(page.Processes, func(s process.Summary) bool { return s.ID == id }) {
+			t.Errorf("before the start: %v %v", page.Processes, err)
+		}
+		// An answer over the API is recorded with who sent it and when.
+		code, out := post(t, "/v1/processes", `{"process":`+approveDoc+`}`)
+		if code != 201 {
+			t.Fatalf("start: %d %v", code, out)
+		}
+		waiting := out["id"].(string)
+		waitFor(t, func() bool { info, err := pc.Get(ctx, waiting); return err == nil && info.Status == process.Waiting })
+		if code, out := post(t, "/v1/processes/"+waiting+"/answer", `{"approve_User":{"ok":true}}`); code != 200 {
+			t.Fatalf("answer: %d %v", code, out)
+		}
+		eng.Client().GetWorkflow(ctx, waiting, "").Get(ctx, nil)
+		info, err = pc.Get(ctx, waiting)
+		if err != nil || len(info.Answers) != 1 || info.Answers[0].By != "an API client on loopback (no token)" || info.Answers[0].Chunk != "USER_approve_User" ||
+			info.Answers[0].At.Before(info.StartedAt) {
+			t.Errorf("answers %+v %v", info.Answers, err)
+		}
+	})
+}
+
+// waitFor waits up to 30 s until ok.
+func waitFor(t *testing.T, ok func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(30 * time.Second); !ok(); time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("timed out")
+		}
+	}
 }

@@ -31,6 +31,13 @@ type Processes interface {
 	Answer(ctx context.Context, id string, answer jsonv.Value) (*process.View, error)
 }
 
+// AnswersAs is what a Processes may also do: record who sent an answer
+// with it (process.Client does, in the process's View.Answers). The API
+// records its answers as an API client's.
+type AnswersAs interface {
+	AnswerAs(ctx context.Context, id string, answer jsonv.Value, by string) (*process.View, error)
+}
+
 // Options configures Handler. The zero value needs no token — and so
 // answers only requests addressed to loopback from no other web origin —
 // and logs to slog.Default.
@@ -387,7 +394,17 @@ func (s *server) answer(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	if _, err := s.p.Answer(r.Context(), id, body); err != nil {
+	var err error
+	if as, ok := s.p.(AnswersAs); ok {
+		by := "an API client on loopback (no token)"
+		if s.opts.Token != "" {
+			by = "an API client with the token"
+		}
+		_, err = as.AnswerAs(r.Context(), id, body, by)
+	} else {
+		_, err = s.p.Answer(r.Context(), id, body)
+	}
+	if err != nil {
 		s.failed(w, r, err)
 		return
 	}

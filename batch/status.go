@@ -12,7 +12,10 @@ type Status struct {
 	ID      string `json:"id"`
 	Process string `json:"process"`
 	// Status is "running", "completed" (every item finished), "failed"
-	// (every item finished, some failed) or "canceled".
+	// (every item finished, some failed) or "canceled". The console shows
+	// "failed" with items done as "completed with failures"; the value
+	// stays "failed" here, in the API and in vibe batches, where scripts
+	// read it.
 	Status string `json:"status"`
 	// Items counts the items read so far; Done, Failed and Waiting those
 	// completed, failed and waiting for a person.

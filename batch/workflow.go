@@ -244,19 +244,21 @@ func (g *group) handlers(ctx workflow.Context) error {
 		return err
 	}
 	return workflow.SetUpdateHandlerWithOptions(ctx, process.UpdateItemAnswer,
-		func(ctx workflow.Context, id string, answer jsonv.Value) (process.View, error) {
+		// by, who sent the answer, is optional as it is for a process's own
+		// workflow (process.Client.AnswerAs).
+		func(ctx workflow.Context, id string, answer jsonv.Value, by string) (process.View, error) {
 			r, err := item(id)
 			if err != nil {
 				return process.View{}, err
 			}
-			return r.Accept(ctx, answer)
+			return r.Accept(ctx, answer, by)
 		},
-		workflow.UpdateHandlerOptions{Validator: func(id string, answer jsonv.Value) error {
+		workflow.UpdateHandlerOptions{Validator: func(id string, answer jsonv.Value, by string) error {
 			r, err := item(id)
 			if err != nil {
 				return err
 			}
-			return r.Validate(answer)
+			return r.Validate(answer, by)
 		}})
 }
 

@@ -14,6 +14,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/augceo/vibe/internal/origin"
 	"github.com/augceo/vibe/internal/throttle"
@@ -93,13 +95,30 @@ func mac(key []byte, parts ...string) []byte {
 
 var b64 = base64.RawURLEncoding
 
-// newSession makes a session cookie's value.
-func (a *auth) newSession(now time.Time) string {
-	payload := make([]byte, 8+16)
+// maxName bounds the name a person gives at sign-in, in bytes.
+const maxName = 64
+
+// newSession makes a session cookie's value: its expiry, a random nonce,
+// and the name the person gave at sign-in ("" for none), which the
+// console records with their answers.
+func (a *auth) newSession(now time.Time, name string) string {
+	payload := make([]byte, 8+16, 8+16+len(name))
 	binary.BigEndian.PutUint64(payload, uint64(now.Add(sessionFor).Unix()))
 	rand.Read(payload[8:])
+	payload = append(payload, name...)
 	p := b64.EncodeToString(payload)
 	return p + "." + b64.EncodeToString(mac(a.sessionKey, p))
+}
+
+// cleanName is a name given at sign-in as it is kept: printable, on one
+// line, at most maxName bytes.
+func cleanName(s string) string {
+	s = strings.Join(strings.FieldsFunc(s, func(r rune) bool { return !unicode.IsPrint(r) || unicode.IsSpace(r) }), " ")
+	for len(s) > maxName {
+		_, size := utf8.DecodeLastRuneInString(s)
+		s = s[:len(s)-size]
+	}
+	return s
 }
 
 // session reports whether r carries a session cookie that is valid at now
@@ -110,39 +129,57 @@ func (a *auth) session(r *http.Request, now time.Time) bool {
 	if err != nil {
 		return false
 	}
-	nonce, expiry, ok := a.verify(ck.Value, now)
+	s, ok := a.verify(ck.Value, now)
 	if !ok {
 		return false
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	_, revoked := a.revoked[nonce]
-	return !revoked && expiry-int64(sessionFor.Seconds()) > a.notBefore
+	_, revoked := a.revoked[s.nonce]
+	return !revoked && s.expiry-int64(sessionFor.Seconds()) > a.notBefore
 }
 
-// verify returns the nonce and expiry of a session cookie's value that this
-// run signed and that has not expired at now.
-func (a *auth) verify(value string, now time.Time) (nonce string, expiry int64, ok bool) {
+// sessionInfo is what a session cookie carries.
+type sessionInfo struct {
+	nonce  string
+	expiry int64 // Unix seconds
+	name   string
+}
+
+// label names a session for the audit of answers: the person's name
+// when they gave one, and a short id of the session (not the secret
+// cookie: a few bytes of its nonce, which sign nothing).
+func (s sessionInfo) label() string {
+	id := fmt.Sprintf("console session %x", s.nonce[:4])
+	if s.name == "" {
+		return id
+	}
+	return s.name + " (" + id + ")"
+}
+
+// verify returns what a session cookie's value carries, when this run
+// signed it and it has not expired at now.
+func (a *auth) verify(value string, now time.Time) (sessionInfo, bool) {
 	if a.token == "" {
-		return "", 0, false
+		return sessionInfo{}, false
 	}
 	p, sig, ok := strings.Cut(value, ".")
 	if !ok {
-		return "", 0, false
+		return sessionInfo{}, false
 	}
 	got, err := b64.DecodeString(sig)
 	if err != nil || !hmac.Equal(got, mac(a.sessionKey, p)) {
-		return "", 0, false
+		return sessionInfo{}, false
 	}
 	payload, err := b64.DecodeString(p)
-	if err != nil || len(payload) != 24 {
-		return "", 0, false
+	if err != nil || len(payload) < 24 || len(payload) > 24+maxName {
+		return sessionInfo{}, false
 	}
-	expiry = int64(binary.BigEndian.Uint64(payload))
-	if now.Unix() >= expiry {
-		return "", 0, false
+	s := sessionInfo{expiry: int64(binary.BigEndian.Uint64(payload)), nonce: string(payload[8:24]), name: string(payload[24:])}
+	if now.Unix() >= s.expiry {
+		return sessionInfo{}, false
 	}
-	return string(payload[8:]), expiry, true
+	return s, true
 }
 
 // revoke ends the session r carries, if it has a valid one: the same
@@ -152,10 +189,11 @@ func (a *auth) revoke(r *http.Request, now time.Time) {
 	if err != nil {
 		return
 	}
-	nonce, expiry, ok := a.verify(ck.Value, now)
+	s, ok := a.verify(ck.Value, now)
 	if !ok {
 		return
 	}
+	nonce, expiry := s.nonce, s.expiry
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if len(a.revoked) >= revokedCap {
@@ -234,6 +272,24 @@ func (a *auth) checkPost(r *http.Request) string {
 	return ""
 }
 
+// who says who sent r, for the audit of a person's answer: the signed-in
+// session (with the name given at sign-in), a client with the token, or
+// — without a token — a browser on loopback.
+func (c *console) who(r *http.Request) string {
+	switch {
+	case c.auth.bearer(r):
+		return "a client with the token (bearer header)"
+	case c.opts.Token == "":
+		return "the console on loopback (no sign-in)"
+	}
+	if ck, err := r.Cookie(sessionCookie); err == nil {
+		if s, ok := c.auth.verify(ck.Value, c.now()); ok {
+			return s.label()
+		}
+	}
+	return "the console (no session)"
+}
+
 // public reports whether anyone may ask for r: what signing in needs.
 func public(r *http.Request) bool {
 	p := path.Clean(r.URL.Path)
@@ -260,8 +316,8 @@ func (c *console) Refuse(w http.ResponseWriter, r *http.Request) {
 
 // signinData is the sign-in page.
 type signinData struct {
-	Next    string
-	Problem string
+	Next, Name string
+	Problem    string
 }
 
 func (signinData) title() string { return "Sign in" }
@@ -284,21 +340,21 @@ func (c *console) signin(w http.ResponseWriter, r *http.Request) {
 		c.fail(w, r, &pageError{status: http.StatusForbidden, msg: "refused: " + why})
 		return
 	}
-	next, token := localPath(r.PostFormValue("next")), r.PostFormValue("token")
+	next, token, name := localPath(r.PostFormValue("next")), r.PostFormValue("token"), cleanName(r.PostFormValue("name"))
 	right, wait := c.tries.Guess(throttle.Client(r), c.now(), func() bool {
 		return subtle.ConstantTimeCompare([]byte(token), []byte(c.opts.Token)) == 1
 	})
 	if wait > 0 {
 		w.Header().Set("Retry-After", throttle.RetryAfter(wait))
-		c.render(w, r, http.StatusTooManyRequests, "signin", signinData{Next: next,
+		c.render(w, r, http.StatusTooManyRequests, "signin", signinData{Next: next, Name: name,
 			Problem: fmt.Sprintf("Too many wrong tokens from your address: try again in %s s.", throttle.RetryAfter(wait))})
 		return
 	}
 	if !right {
-		c.render(w, r, http.StatusUnauthorized, "signin", signinData{Next: next, Problem: "That is not the server's token."})
+		c.render(w, r, http.StatusUnauthorized, "signin", signinData{Next: next, Name: name, Problem: "That is not the server's token."})
 		return
 	}
-	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: c.auth.newSession(c.now()), Path: "/", MaxAge: int(sessionFor.Seconds()),
+	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: c.auth.newSession(c.now(), name), Path: "/", MaxAge: int(sessionFor.Seconds()),
 		HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil})
 	http.Redirect(w, r, next, http.StatusSeeOther)
 }

@@ -54,7 +54,7 @@ func TestRefusedWithoutToken(t *testing.T) {
 	srv, f := tokenServer(t)
 	forged := &http.Cookie{Name: sessionCookie, Value: "e30.AAAA"}
 	other, _ := newAuth("another token")
-	stale := &http.Cookie{Name: sessionCookie, Value: other.newSession(testNow)}
+	stale := &http.Cookie{Name: sessionCookie, Value: other.newSession(testNow, "")}
 	for _, cookie := range []*http.Cookie{nil, forged, stale} {
 		for _, path := range consoleURLs {
 			for _, method := range []string{"GET", "POST"} {
@@ -222,9 +222,9 @@ func TestRevokedBound(t *testing.T) {
 		r.AddCookie(&http.Cookie{Name: sessionCookie, Value: value})
 		return r
 	}
-	kept := a.newSession(testNow)
+	kept := a.newSession(testNow, "")
 	for i := range revokedCap {
-		a.revoke(with(a.newSession(testNow)), testNow)
+		a.revoke(with(a.newSession(testNow, "")), testNow)
 		if len(a.revoked) != i+1 {
 			t.Fatalf("%d revoked, want %d", len(a.revoked), i+1)
 		}
@@ -232,25 +232,25 @@ func TestRevokedBound(t *testing.T) {
 	if !a.session(with(kept), testNow) {
 		t.Fatal("a session not signed out is refused")
 	}
-	a.revoke(with(a.newSession(testNow)), testNow)
+	a.revoke(with(a.newSession(testNow, "")), testNow)
 	if len(a.revoked) != 0 || a.session(with(kept), testNow) {
 		t.Errorf("past the bound: %d remembered, the kept session valid: %v", len(a.revoked), a.session(with(kept), testNow))
 	}
 	later := testNow.Add(time.Second)
-	if !a.session(with(a.newSession(later)), later) {
+	if !a.session(with(a.newSession(later, "")), later) {
 		t.Error("a session made after the bound was passed is refused")
 	}
 	restarted, _ := newAuth("s3cret")
-	if restarted.session(with(a.newSession(later)), later) {
+	if restarted.session(with(a.newSession(later, "")), later) {
 		t.Error("a session of the run before the restart is valid")
 	}
 	// Expired sessions are dropped to make room, not counted.
 	b, _ := newAuth("s3cret")
 	for range revokedCap {
-		b.revoke(with(b.newSession(testNow)), testNow)
+		b.revoke(with(b.newSession(testNow, "")), testNow)
 	}
 	after := testNow.Add(sessionFor + time.Second)
-	b.revoke(with(b.newSession(after)), after)
+	b.revoke(with(b.newSession(after, "")), after)
 	if len(b.revoked) != 1 || b.notBefore != 0 {
 		t.Errorf("after the others expired: %d remembered, notBefore %d", len(b.revoked), b.notBefore)
 	}

@@ -22,10 +22,26 @@ type batchRow struct {
 	Elapsed   time.Duration
 	// Cost is what its tokens cost at the console's prices ("" without).
 	Cost string
+	// Shown is the status as the console shows it (Shown.Class its
+	// badge's): a batch that ended with failed items is "completed with
+	// failures" — its items ran to their end — though the API's Status
+	// stays "failed"; one whose every item failed is "failed".
+	Shown shownStatus
+}
+
+// shownStatus is a status as a badge shows it.
+type shownStatus struct{ Text, Class string }
+
+// batchStatus is how the console shows a batch's status.
+func batchStatus(s batch.Status) shownStatus {
+	if s.Status == batch.StatusFailed && s.Done > 0 {
+		return shownStatus{Text: "completed with failures", Class: "partial"}
+	}
+	return shownStatus{Text: s.Status, Class: s.Status}
 }
 
 func rowOf(s batch.Status, now time.Time) batchRow {
-	b := batchRow{Status: s, Finished: s.Done + s.Failed, Of: s.Items}
+	b := batchRow{Status: s, Finished: s.Done + s.Failed, Of: s.Items, Shown: batchStatus(s)}
 	if !s.Ended && s.Total > s.Items {
 		b.Of = s.Total
 	}
@@ -48,6 +64,7 @@ type batchList struct {
 	Rows   []batchRow
 	Now    time.Time
 	Priced bool // a cost column
+	Totals totals
 }
 
 func (batchList) title() string { return "Batches" }
@@ -58,13 +75,23 @@ func (c *console) batches(r *http.Request) (any, error) {
 		return nil, err
 	}
 	now := c.now()
-	data := batchList{Now: now}
+	data := batchList{Now: now, Totals: totals{N: len(list), What: "batches"}}
+	amount := 0.0
 	for _, s := range list {
 		row := rowOf(s, now)
 		row.Cost = c.cost(s.Model, s.Usage)
 		data.Rows = append(data.Rows, row)
+		data.Totals.Usage = data.Totals.Usage.Add(s.Usage)
+		if a, ok := c.opts.Prices.Cost(s.Model, s.Usage, false); ok {
+			amount += a
+		} else if c.opts.Prices != nil && s.Usage.Total() > 0 {
+			data.Totals.Unpriced++
+		}
 	}
 	data.Priced = c.opts.Prices != nil
+	if data.Priced {
+		data.Totals.Cost = c.opts.Prices.Format(amount)
+	}
 	return data, nil
 }
 

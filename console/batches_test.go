@@ -67,7 +67,17 @@ func TestBatchList(t *testing.T) {
 	// throughput as items finished a second (until the end, once ended).
 	inOrder(t, page,
 		`<a href="/batches/batch-2">`, "moderate", `<span class="badge running">running</span>`, "230 of 1000, 5 waiting", "3.8/s", "11100",
-		`<a href="/batches/batch-1">`, "invoices", `<span class="badge failed">failed</span>`, "100 of 100", "2.5/s", "<td class=\"num\">10</td>", "1200")
+		`<a href="/batches/batch-1">`, "invoices", `<span class="badge partial">completed with failures</span>`, "100 of 100", "2.5/s", "<td class=\"num\">10</td>", "1200")
+	// Totals of the batches' tokens; no cost without prices.
+	inOrder(t, page, "Totals of the 2 batches: <strong>12300 tokens</strong> (10000 prompt + 2300 completion)</p>")
+	if strings.Contains(page, "price") {
+		t.Errorf("a console without prices speaks of them:\n%s", page)
+	}
+	// A batch whose every item failed is failed.
+	f.list = append(f.list, batch.Status{ID: "batch-0", Process: "invoices", Status: "failed", Items: 3, Failed: 3, StartedAt: f.list[1].StartedAt, FinishedAt: f.list[1].FinishedAt})
+	if _, page := fetch(t, c, "/batches"); !strings.Contains(page, `<a href="/batches/batch-0">batch-0</a></td><td>invoices</td><td><span class="badge failed">failed</span>`) {
+		t.Errorf("a batch whose every item failed:\n%s", page)
+	}
 	f.list = nil
 	if _, page := fetch(t, c, "/batches"); !strings.Contains(page, "No batches.") {
 		t.Errorf("no batches:\n%s", page)
@@ -85,7 +95,7 @@ func TestBatchPage(t *testing.T) {
 		t.Fatalf("%d\n%s", status, page)
 	}
 	golden.Check(t, "testdata/batch.html", []byte(page))
-	inOrder(t, page, "Batch batch-1", "failed", "started 2026-11-23 11:40:00 UTC", "finished 2026-11-23 11:40:40 UTC",
+	inOrder(t, page, "Batch batch-1", `<span class="badge partial">completed with failures</span>`, "started 2026-11-23 11:40:00 UTC", "finished 2026-11-23 11:40:40 UTC",
 		"100 of 100", "(100%)", "<dd>90</dd>", "<dd>10</dd>", "2.5/s over 40s", "4 (1000 prompt + 200 completion tokens)",
 		"Failed items",
 		// An item's process is a link; a bad input line has none. Errors
@@ -135,7 +145,8 @@ func TestBatchCost(t *testing.T) {
 	prices := &llm.Prices{Currency: "USD", Models: map[string]llm.Price{"gpt-4o-mini": {Input: 0.15, CachedInput: 0.075, Output: 0.6, BatchDiscount: 0.5}}}
 	c := pagesAt(t, Options{Batches: f, Prices: prices})
 	_, list := fetch(t, c, "/batches")
-	inOrder(t, list, "<th class=\"num\">Cost</th>", `<a href="/batches/pb">`, "0.0900 USD")
+	inOrder(t, list, "Totals of the 1 batches: <strong>1100000 tokens</strong>", "· <strong>0.0900 USD</strong></p>",
+		"<th class=\"num\">Cost</th>", `<a href="/batches/pb">`, "0.0900 USD")
 	_, page := fetch(t, c, "/batches/pb")
 	inOrder(t, page, "32 (1000000 prompt, 400000 of them cached + 100000 completion tokens; 1100000 of them through the provider's Batch API)",
 		"<dt>Cost</dt><dd>0.0900 USD, the batch discount applied</dd>",

@@ -6,7 +6,6 @@ import (
 	"embed"
 	"errors"
 	"fmt"
-	"github.com/augceo/vibe/llm"
 	"html/template"
 	"io/fs"
 	"log/slog"
@@ -20,7 +19,9 @@ import (
 	"github.com/augceo/vibe/compile"
 	"github.com/augceo/vibe/internal/throttle"
 	"github.com/augceo/vibe/jsonv"
+	"github.com/augceo/vibe/llm"
 	"github.com/augceo/vibe/process"
+	"github.com/augceo/vibe/registry"
 )
 
 // Processes is what the console reads and answers of processes:
@@ -29,6 +30,32 @@ type Processes interface {
 	List(ctx context.Context, opts process.ListOptions) (process.Page, error)
 	Get(ctx context.Context, id string) (*process.Info, error)
 	Answer(ctx context.Context, id string, answer jsonv.Value) (*process.View, error)
+}
+
+// Starter starts processes: process.Client implements it. With it the
+// console has a page that starts one (/start).
+type Starter interface {
+	Start(ctx context.Context, opts process.StartOptions) (*process.Started, error)
+}
+
+// Canceler cancels a process: process.Client implements it. With it a
+// running or waiting process's page has a Cancel button.
+type Canceler interface {
+	Cancel(ctx context.Context, id string) error
+}
+
+// Retrier starts a process again, a new one with the input the old one
+// started with: process.Client implements it. With it a finished
+// process's page has a Retry button.
+type Retrier interface {
+	Retry(ctx context.Context, id string) (*process.Started, error)
+}
+
+// AnswersAs records who sent an answer with it (process.Client does, in
+// the process's View.Answers): the console says which session sent each.
+// Processes that do not are answered with Answer, and keep only when.
+type AnswersAs interface {
+	AnswerAs(ctx context.Context, id string, answer jsonv.Value, by string) (*process.View, error)
 }
 
 // Programs gives the compiled program a process runs, for its picture and
@@ -64,9 +91,12 @@ type Options struct {
 	// gets a session cookie (see api.Sessions), or a client sends it as
 	// "Authorization: Bearer <token>".
 	Token string
-	// Processes are the processes shown; Programs is taken from it when it
-	// implements that too.
+	// Processes are the processes shown; Programs, Starter, Canceler,
+	// Retrier and AnswersAs are taken from it when it implements them too.
 	Processes Processes
+	// Registry, when set, lists the processes the start form offers
+	// (aug:processes/…); any registry URI may be typed there too.
+	Registry *registry.Registry
 	// Requests, when set, shows the Vessel requests.
 	Requests Requests
 	// Batches, when set, shows the batches.
@@ -104,8 +134,8 @@ func (c *console) cost(model string, u llm.Usage) string {
 // The console's own bounds.
 const (
 	// listLimit is the most processes, requests or waiting processes a
-	// page shows.
-	listLimit = 100
+	// page shows; the next are a link away (the engine's cursor).
+	listLimit = 50
 	// failedLimit is the most failed items a batch's page shows.
 	failedLimit = 100
 	// streamFor bounds one event stream; the browser reconnects at once
@@ -134,6 +164,9 @@ func Handler(opts Options) http.Handler {
 type console struct {
 	opts     Options
 	programs Programs
+	starter  Starter
+	canceler Canceler
+	retrier  Retrier
 	pages    *template.Template
 	mux      *http.ServeMux
 	auth     *auth
@@ -180,6 +213,9 @@ func newConsole(opts Options) (*console, error) {
 	c := &console{opts: opts, pages: pages, auth: a, now: time.Now,
 		finished: map[string]processRow{}, programCache: map[string]*compile.Program{}}
 	c.programs, _ = opts.Processes.(Programs)
+	c.starter, _ = opts.Processes.(Starter)
+	c.canceler, _ = opts.Processes.(Canceler)
+	c.retrier, _ = opts.Processes.(Retrier)
 	c.routes()
 	return c, nil
 }
@@ -199,6 +235,16 @@ func (c *console) routes() {
 		c.page("GET /batches/{id}", "batch", c.batch)
 	}
 	c.mux.HandleFunc("POST /processes/{id}/answer", c.answer)
+	if c.starter != nil {
+		c.page("GET /start", "start", c.startPage)
+		c.mux.HandleFunc("POST /processes", c.start)
+	}
+	if c.canceler != nil {
+		c.mux.HandleFunc("POST /processes/{id}/cancel", c.cancel)
+	}
+	if c.retrier != nil {
+		c.mux.HandleFunc("POST /processes/{id}/retry", c.retry)
+	}
 	c.mux.HandleFunc("GET /events/{path...}", c.events)
 	c.mux.HandleFunc("GET /signin", c.signinPage)
 	c.mux.HandleFunc("POST /signin", c.signin)
@@ -254,6 +300,7 @@ type view struct {
 	SignedIn   bool // shows "sign out"
 	Requests   bool
 	Batches    bool
+	Start      bool // a link to the start form
 	TemporalUI string
 	Live       string // the event stream of the page, "" for none
 }
@@ -262,7 +309,7 @@ type view struct {
 func (c *console) render(w http.ResponseWriter, r *http.Request, status int, name string, data any) {
 	v := view{Page: name, Title: titleOf(name, data), Data: data, CSRF: c.auth.csrfToken(w, r),
 		SignedIn: c.opts.Token != "" && c.auth.session(r, c.now()), Requests: c.opts.Requests != nil, Batches: c.opts.Batches != nil,
-		TemporalUI: c.opts.TemporalUI}
+		Start: c.starter != nil, TemporalUI: c.opts.TemporalUI}
 	if c.pages.Lookup(name+".live") != nil {
 		v.Live = "/events" + r.URL.Path
 		if r.URL.RawQuery != "" {
@@ -309,6 +356,10 @@ func (c *console) fail(w http.ResponseWriter, r *http.Request, err error) {
 		status = pe.status
 	case errors.Is(err, process.ErrNotFound), errors.Is(err, agent.ErrNotFound), errors.Is(err, batch.ErrNotFound):
 		status = http.StatusNotFound
+	case errors.Is(err, process.ErrBadCursor):
+		status = http.StatusBadRequest
+	case errors.Is(err, process.ErrHostedCancel), errors.Is(err, process.ErrHostedRetry):
+		status = http.StatusConflict
 	case errors.Is(err, context.DeadlineExceeded):
 		status = http.StatusServiceUnavailable
 	}

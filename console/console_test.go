@@ -1,6 +1,7 @@
 package console
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -59,18 +60,101 @@ type fakeProcesses struct {
 	infos    []*process.Info // newest first
 	programs map[string]*compile.Program
 	answers  map[string]jsonv.Value
+	// listed are the options of each List; started the processes Start
+	// and Retry started, canceled those Cancel cancelled.
+	listed   []process.ListOptions
+	started  []string
+	canceled []string
+	// seq numbers the processes started, for their ids.
+	seq int
 }
 
+// List pages as the engine does: a page of Limit, newest first, its
+// cursor the place of the next page's first process.
 func (f *fakeProcesses) List(_ context.Context, opts process.ListOptions) (process.Page, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	var page process.Page
+	f.listed = append(f.listed, opts)
+	var match []process.Summary
 	for _, in := range f.infos {
-		if (opts.Status == "" || in.Status == opts.Status) && strings.HasPrefix(in.Process, opts.Process) {
-			page.Processes = append(page.Processes, process.Summary{ID: in.ID, Process: in.Process, Status: in.Status, StartedAt: in.StartedAt})
+		if (opts.Status == "" || in.Status == opts.Status) && strings.HasPrefix(in.Process, opts.Process) &&
+			(opts.Since.IsZero() || !in.StartedAt.Before(opts.Since)) && (opts.Before.IsZero() || in.StartedAt.Before(opts.Before)) {
+			match = append(match, process.Summary{ID: in.ID, Process: in.Process, Status: in.Status, StartedAt: in.StartedAt, EndedAt: in.EndedAt})
 		}
 	}
+	from := 0
+	if opts.Cursor != "" {
+		if _, err := fmt.Sscan(opts.Cursor, &from); err != nil || from < 0 || from > len(match) {
+			return process.Page{}, fmt.Errorf("list processes: cursor %q: %w", opts.Cursor, process.ErrBadCursor)
+		}
+	}
+	limit := cmp.Or(opts.Limit, process.DefaultListLimit)
+	to := min(from+limit, len(match))
+	page := process.Page{Processes: match[from:to]}
+	if to < len(match) {
+		page.Next = fmt.Sprint(to)
+	}
 	return page, nil
+}
+
+// Start starts a process of the example's program, running its first
+// chunk.
+func (f *fakeProcesses) Start(_ context.Context, opts process.StartOptions) (*process.Started, error) {
+	name, ok := strings.CutPrefix(opts.Process, "aug:processes/")
+	if !ok || name != "schedule-meeting" {
+		return nil, fmt.Errorf("%w: %s", registry.ErrNotFound, opts.Process)
+	}
+	return f.add(name, opts.Input), nil
+}
+
+// add starts a process name with input, as the engine would.
+func (f *fakeProcesses) add(name string, input jsonv.Value) *process.Started {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.seq++
+	id := fmt.Sprintf("%s-0001%04x", name, f.seq)
+	state := jsonv.ObjectValue()
+	if !input.IsNull() {
+		state = jsonv.ObjectValue(jsonv.Member{Name: "input", Value: input})
+	}
+	in := &process.Info{ID: id, Process: name, StartedAt: testNow,
+		View: process.View{Status: process.Running, Chunk: "LLM_llmContext1", Done: []string{}, State: state, Thinking: jsonv.ObjectValue(), Metrics: jsonv.ObjectValue(),
+			Timings: []process.Timing{{Chunk: "LLM_llmContext1", Start: testNow.Add(-1500 * time.Millisecond)}}}}
+	f.infos = append([]*process.Info{in}, f.infos...)
+	for _, other := range f.infos {
+		if p, ok := f.programs[other.ID]; ok && other.Process == name && f.programs != nil {
+			f.programs[id] = p
+			break
+		}
+	}
+	f.started = append(f.started, id)
+	return &process.Started{ID: id, Name: name}
+}
+
+// Cancel ends a running process failed, as the engine does.
+func (f *fakeProcesses) Cancel(_ context.Context, id string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, in := range f.infos {
+		if in.ID == id {
+			f.canceled = append(f.canceled, id)
+			if in.Status == process.Running || in.Status == process.Waiting {
+				msg, end := "the workflow was canceled", testNow
+				in.Status, in.Waiting, in.Error, in.EndedAt = process.Failed, nil, &msg, &end
+			}
+			return nil
+		}
+	}
+	return fmt.Errorf("%w: %s", process.ErrNotFound, id)
+}
+
+// Retry starts process id again, with its input.
+func (f *fakeProcesses) Retry(ctx context.Context, id string) (*process.Started, error) {
+	info, err := f.Get(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	return f.add(info.Process, info.State.Lookup("input")), nil
 }
 
 func (f *fakeProcesses) Get(_ context.Context, id string) (*process.Info, error) {
@@ -86,6 +170,12 @@ func (f *fakeProcesses) Get(_ context.Context, id string) (*process.Info, error)
 }
 
 func (f *fakeProcesses) Answer(ctx context.Context, id string, answer jsonv.Value) (*process.View, error) {
+	return f.AnswerAs(ctx, id, answer, "")
+}
+
+// AnswerAs takes an answer as the engine does, and records who sent it
+// and when, as the process's view does.
+func (f *fakeProcesses) AnswerAs(ctx context.Context, id string, answer jsonv.Value, by string) (*process.View, error) {
 	info, err := f.Get(ctx, id)
 	if err != nil {
 		return nil, err
@@ -106,6 +196,7 @@ func (f *fakeProcesses) Answer(ctx context.Context, id string, answer jsonv.Valu
 	f.answers[id] = answer
 	for _, in := range f.infos {
 		if in.ID == id {
+			in.Answers = append(in.Answers, process.Answered{Chunk: in.Waiting.Chunk, By: by, At: testNow})
 			in.Status, in.Waiting, in.Chunk = process.Running, nil, "SERVER_serverContext2"
 		}
 	}
@@ -113,6 +204,8 @@ func (f *fakeProcesses) Answer(ctx context.Context, id string, answer jsonv.Valu
 }
 
 func (f *fakeProcesses) Program(_ context.Context, id string) (*compile.Program, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
 	if p, ok := f.programs[id]; ok {
 		return p, nil
 	}
@@ -188,17 +281,64 @@ func meetingFixture(t testing.TB) *fakeProcesses {
 			Waiting: &process.Pending{Chunk: "USER_userContext", Schema: prog.Chunks[3].Schema, Context: mustJSON(t, `{"llmContext2":{"draftInvitation":`+draft+`}}`)},
 			State:   state, Thinking: mustJSON(t, `{"llmContext2.findCommonSlot":{"_why":"the only common slot"}}`), Metrics: jsonv.ObjectValue(),
 			Usage: llm.Usage{PromptTokens: 360, CompletionTokens: 100}, Calls: calls,
-			StepUsage: []process.StepUsage{{Step: "llmContext2.draftInvitation", Usage: llm.Usage{PromptTokens: 140, CompletionTokens: 41}}}}}
-	completed := &process.Info{ID: "schedule-meeting-0000bbbb", Process: "schedule-meeting", StartedAt: testNow.Add(-3 * time.Hour),
+			StepUsage: []process.StepUsage{{Step: "llmContext2.draftInvitation", Usage: llm.Usage{PromptTokens: 140, CompletionTokens: 41}}},
+			Timings:   timings(testNow.Add(-5*time.Minute), "LLM_llmContext1", 900, "SERVER_serverContext1", 0, "serverContext1.FetchAvailability_Activity", 2300, "", 50, "LLM_llmContext2", 1400, "USER_userContext", -1)}}
+	completedAt, failedAt := testNow.Add(-3*time.Hour+95*time.Minute+12*time.Second), testNow.Add(-50*time.Hour+4*time.Second)
+	completed := &process.Info{ID: "schedule-meeting-0000bbbb", Process: "schedule-meeting", StartedAt: testNow.Add(-3 * time.Hour), EndedAt: &completedAt,
 		View: process.View{Status: process.Completed, Done: []string{"LLM_llmContext1", "SERVER_serverContext1", "LLM_llmContext2", "USER_userContext", "SERVER_serverContext2"},
-			State: state, Thinking: jsonv.ObjectValue(), Metrics: jsonv.ObjectValue(), Usage: llm.Usage{PromptTokens: 360, CompletionTokens: 100}, Calls: calls}}
-	failed := &process.Info{ID: "billing-0000cccc", Process: "billing", StartedAt: testNow.Add(-50 * time.Hour),
+			State: state, Thinking: jsonv.ObjectValue(), Metrics: jsonv.ObjectValue(), Usage: llm.Usage{PromptTokens: 360, CompletionTokens: 100}, Calls: calls,
+			Timings: timings(testNow.Add(-3*time.Hour), "LLM_llmContext1", 900, "SERVER_serverContext1", 0, "serverContext1.FetchAvailability_Activity", 2300, "", 50,
+				"LLM_llmContext2", 1400, "USER_userContext", (95*time.Minute + 5*time.Second).Milliseconds(), "SERVER_serverContext2", 0, "serverContext2.sendInvitation", 1200, "", 10),
+			Answers: []process.Answered{{Chunk: "USER_userContext", By: "Ada (console session 5eed1234)", At: testNow.Add(-3*time.Hour + 95*time.Minute + 10*time.Second)}}}}
+	failed := &process.Info{ID: "billing-0000cccc", Process: "billing", StartedAt: testNow.Add(-50 * time.Hour), EndedAt: &failedAt,
 		View: process.View{Status: process.Failed, Chunk: "LLM_llmContext1", Done: []string{}, State: jsonv.ObjectValue(), Thinking: jsonv.ObjectValue(), Metrics: jsonv.ObjectValue(),
 			Calls: []process.ModelCall{{Chunk: "LLM_llmContext1", Context: jsonv.ObjectValue(), Turns: []llm.Turn{{Answer: "I cannot", ParseError: "invalid character 'I' looking for beginning of value"},
 				{Answer: `{"identifyParticipants":{}}`, Problems: []schema.Invalid{{Path: "/identifyParticipants", Message: "missing property 'organizer'"}}}}}},
 			Error: &failedMsg}}
 	return &fakeProcesses{infos: []*process.Info{waiting, completed, failed}, answers: map[string]jsonv.Value{},
 		programs: map[string]*compile.Program{waiting.ID: prog, completed.ID: prog, failed.ID: prog}}
+}
+
+// timings are a process's timings from start: each chunk (or "chunk.step"
+// name, a SERVER step's action inside the chunk before it) with the
+// milliseconds it ran, one after the other; a chunk's span covers its
+// steps', which follow it with the chunk's own milliseconds after them
+// given as a step named "". -1 is a span that has not ended.
+func timings(start time.Time, spans ...any) []process.Timing {
+	var out []process.Timing
+	at, chunk := start, -1
+	for i := 0; i+1 < len(spans); i += 2 {
+		name, ms := spans[i].(string), time.Duration(toInt64(spans[i+1]))*time.Millisecond
+		switch {
+		case name == "": // the rest of the chunk's own time
+			at = at.Add(ms)
+			end := at
+			out[chunk].End = &end
+		case strings.Contains(name, "."): // a step of the chunk
+			end := at.Add(ms)
+			out = append(out, process.Timing{Chunk: out[chunk].Chunk, Step: name, Start: at, End: &end})
+			at = end
+		default:
+			out = append(out, process.Timing{Chunk: name, Start: at})
+			chunk = len(out) - 1
+			if ms > 0 {
+				at = at.Add(ms)
+				end := at
+				out[chunk].End = &end
+			}
+		}
+	}
+	return out
+}
+
+func toInt64(v any) int64 {
+	switch v := v.(type) {
+	case int:
+		return int64(v)
+	case int64:
+		return v
+	}
+	panic(fmt.Sprintf("not a number of milliseconds: %v", v))
 }
 
 // TestPages: every page answers, with what a person looks for on it.
@@ -210,8 +350,15 @@ func TestPages(t *testing.T) {
 		want   []string
 		not    []string
 	}{
-		{"/", 200, []string{"<h1>Processes</h1>", `href="/processes/schedule-meeting-0000aaaa"`, `<a href="/inbox#schedule-meeting-0000aaaa">USER_userContext</a>`,
-			`<span class="badge failed">failed</span>`, `>460<`, `>5m<`, `>3h<`, `>2d<`, `data-live="/events/"`}, nil},
+		{"/", 200, []string{"<h1>Processes", `href="/processes/schedule-meeting-0000aaaa"`, `<a href="/inbox#schedule-meeting-0000aaaa">USER_userContext</a>`,
+			`<span class="badge failed">failed</span>`, `>460<`, `data-live="/events/"`,
+			// Start and end times, and durations: so far while it runs.
+			`title="2026-11-23 11:55:00 UTC">11:55:00<`, `>5m00s so far<`,
+			`title="2026-11-23 09:00:00 UTC">09:00:00<`, `title="2026-11-23 10:35:12 UTC">10:35:12<`, `>1h35m<`,
+			`title="2026-11-21 10:00:00 UTC">2026-11-21 10:00<`, `>4.0s<`,
+			// Totals of the page; no prices, no cost.
+			"Totals of the 3 processes on this page: <strong>920 tokens</strong> (720 prompt + 200 completion)",
+			`<a class="button" href="/start">Start a process</a>`}, []string{"Cost", `rel="next"`}},
 		{"/processes?status=waiting", 200, []string{"schedule-meeting-0000aaaa", `<option value="waiting" selected>`, `data-live="/events/processes?status=waiting"`},
 			[]string{"schedule-meeting-0000bbbb", "billing-0000cccc"}},
 		{"/processes?name=bill", 200, []string{"billing-0000cccc", `value="bill"`}, []string{"schedule-meeting-0000aaaa"}},
@@ -234,9 +381,19 @@ func TestPages(t *testing.T) {
 			`action="/processes/schedule-meeting-0000aaaa/answer"`, `name="/confirmInvitation/decision"`, "What it is about",
 			// The model's script, as text.
 			"&lt;script&gt;alert(1)&lt;/script&gt;",
-		}, []string{"<script>alert(1)"}},
+			// It runs: it can be cancelled, not retried; the wait counts on.
+			`action="/processes/schedule-meeting-0000aaaa/cancel"`, "waiting · waited 4m55s so far", "took 5m00s so far",
+		}, []string{"<script>alert(1)", "/retry", "Answered by"}},
 		{"/processes/billing-0000cccc", 200, []string{`<section class="failure">`, "missing property &#39;organizer&#39;", "<code>/identifyParticipants</code>",
-			"Not JSON: invalid character", `class="chunk failed"`}, []string{`id="answer"`}},
+			"Not JSON: invalid character", `class="chunk failed"`, "ended 2026-11-21 10:00:04 UTC · took 4.0s", `action="/processes/billing-0000cccc/retry"`},
+			[]string{`id="answer"`, "/cancel"}},
+		{"/processes/schedule-meeting-0000bbbb", 200, []string{
+			// Durations of the chunks, the wait for a person, and each action.
+			"done · 900ms</span>", "done · 2.4s</span>", "FetchAvailability_Activity</span> <span class=\"took\">2.3s</span>",
+			"done · waited 1h35m</span>", "sendInvitation</span> <span class=\"took\">1.2s</span>",
+			// Who answered, and when.
+			"Answered by <strong>Ada (console session 5eed1234)</strong> at 2026-11-23 10:35:10 UTC.",
+			"took 1h35m · ", `action="/processes/schedule-meeting-0000bbbb/retry"`}, []string{"so far", "/cancel"}},
 		{"/processes/nope", 404, []string{"no such process: nope"}, nil},
 		{"/inbox", 200, []string{`id="schedule-meeting-0000aaaa"`, `name="/confirmInvitation/decision"`, `value="&#34;Approve&#34;"`, `name="from" value="inbox"`,
 			"&lt;script&gt;alert(1)&lt;/script&gt;"}, []string{"schedule-meeting-0000bbbb", "<script>alert(1)"}},
@@ -495,7 +652,7 @@ func TestEvents(t *testing.T) {
 		t.Fatalf("first %q", ev)
 	}
 	ev := next()
-	if !strings.HasPrefix(ev, "event: page\ndata: <table") || !strings.Contains(ev, "schedule-meeting-0000aaaa") {
+	if !strings.HasPrefix(ev, "event: page\ndata: <p class=\"totals\">") || !strings.Contains(ev, "schedule-meeting-0000aaaa") {
 		t.Fatalf("the page %q", ev)
 	}
 	for _, line := range strings.Split(ev, "\n")[1:] {
@@ -527,11 +684,6 @@ func TestEventsNotFound(t *testing.T) {
 			t.Errorf("%s: %d %s", path, status, body)
 		}
 	}
-}
-
-// Start is api.Processes': the tests start nothing.
-func (f *fakeProcesses) Start(context.Context, process.StartOptions) (*process.Started, error) {
-	return nil, fmt.Errorf("the fake starts nothing")
 }
 
 // TestGolden: the live parts of the processes list and of a process's

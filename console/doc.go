@@ -1,10 +1,14 @@
 // Package console is Vibe's web console, served by `vibe serve` at "/":
-// the processes (a list that updates itself over server-sent events, and a
-// page per process with its compiled program drawn, what each model call
-// was sent and answered, repair turns, tokens, latency, actions, state and
-// error), an inbox of the processes that wait for a person with a form
-// made from each USER chunk's JSON Schema, the batches, and the Vessel
-// requests with their delegates' sub-requests nested.
+// the processes (a list that updates itself over server-sent events, a
+// page at a time, filtered by status, name and day, with start and end
+// times, durations and the totals of tokens and cost; and a page per
+// process with its compiled program drawn, what each model call was sent
+// and answered, repair turns, tokens, latency, how long each chunk and
+// action ran, actions, state, error, and who answered each USER chunk and
+// when), an inbox of the processes that wait for a person with a form
+// made from each USER chunk's JSON Schema, forms that start, cancel and
+// retry a process, the batches, and the Vessel requests with their
+// delegates' sub-requests nested.
 //
 // Pages are html/template with embedded assets: no CDN, no build step, one
 // small script (server-sent events, the forms' array rows). Every value

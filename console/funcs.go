@@ -27,6 +27,8 @@ var funcs = template.FuncMap{
 	"kind":       func(v jsonv.Value) string { return v.Kind().String() },
 	"members":    members,
 	"answerArgs": func(f *answerForm, csrf string) answerArgs { return answerArgs{Form: f, CSRF: csrf} },
+	"stamp":      stamp,
+	"span":       span,
 }
 
 // answerArgs is what the answer form's template gets.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"html/template"
 	"net/http"
+	"net/url"
 	"slices"
 	"strings"
 	"sync"
@@ -27,43 +28,84 @@ type processRow struct {
 	// Waiting is the chunk it waits on for a person; Chunk the one it
 	// runs (or failed in).
 	Waiting, Chunk string
-	Tokens         int64
-	StartedAt      time.Time
+	Usage          llm.Usage
+	// Cost is what its model calls cost at the console's prices; Priced
+	// is false when one of their models has no price (or there are no
+	// prices).
+	Cost     float64
+	Priced   bool
+	CostText string
+	timed
 	// Problem says why the process could not be read.
 	Problem string
 }
 
 // processList is the processes page.
 type processList struct {
-	Status, Name string
-	Statuses     []process.Status
-	Rows         []processRow
-	More         bool
-	Problem      string
-	Now          time.Time
+	filter
+	Statuses []process.Status
+	Rows     []processRow
+	Pager    pager
+	Totals   totals
+	Problem  string
+	Now      time.Time
 }
 
 func (processList) title() string { return "Processes" }
 
-// processes is the list, newest first, filtered by status and by the
-// start of the process's name; the engine filters, so the filter covers
-// every process, not only a page.
+// totals are the tokens and cost of the processes on a list's page.
+type totals struct {
+	// N counts the processes (or batches) added up; What says which
+	// ("processes on this page").
+	N     int
+	What  string
+	Usage llm.Usage
+	// Cost is the sum of the priced processes' costs, "" without prices;
+	// Unpriced counts the processes whose model has no price.
+	Cost     string
+	Unpriced int
+}
+
+// processes is the list, newest first, a page at a time, filtered by
+// status, by the start of the process's name and by the day it started;
+// the engine filters, so the filter covers every process, not only a
+// page.
 func (c *console) processes(r *http.Request) (any, error) {
 	q := r.URL.Query()
-	data := processList{Status: q.Get("status"), Name: strings.TrimSpace(q.Get("name")), Now: c.now(),
+	f := filterOf(q)
+	data := processList{filter: f, Now: c.now(), Problem: f.Problem,
 		Statuses: []process.Status{process.Running, process.Waiting, process.Completed, process.Failed}}
-	page, err := c.opts.Processes.List(r.Context(), process.ListOptions{Limit: listLimit, Status: process.Status(data.Status), Process: data.Name})
+	page, err := c.opts.Processes.List(r.Context(), f.options(listLimit))
 	if err != nil {
-		if data.Status == "" && data.Name == "" {
+		if !f.Filtered() && f.Cursor == "" {
 			return nil, err
 		}
-		// A filter the engine cannot take is the person's to fix.
+		// A filter or cursor the engine cannot take is the person's to fix.
 		data.Problem = err.Error()
 		return data, nil
 	}
-	data.More = page.Next != ""
 	data.Rows = c.rows(r.Context(), page.Processes)
+	data.Pager = pagerOf("/processes", f, page.Next, q, len(data.Rows))
+	data.Totals = c.totals(data.Rows)
 	return data, nil
+}
+
+// totals adds up rows' tokens and, at the console's prices, their cost.
+func (c *console) totals(rows []processRow) totals {
+	t := totals{N: len(rows), What: "processes on this page"}
+	amount := 0.0
+	for _, row := range rows {
+		t.Usage = t.Usage.Add(row.Usage)
+		if row.Priced {
+			amount += row.Cost
+		} else if c.opts.Prices != nil && row.Usage.Total() > 0 {
+			t.Unpriced++
+		}
+	}
+	if c.opts.Prices != nil {
+		t.Cost = c.opts.Prices.Format(amount)
+	}
+	return t
 }
 
 // rows reads each listed process for what it waits for, its chunk and
@@ -93,13 +135,21 @@ func (c *console) rows(ctx context.Context, list []process.Summary) []processRow
 }
 
 func (c *console) row(ctx context.Context, s process.Summary) processRow {
-	row := processRow{ID: s.ID, Process: s.Process, Status: s.Status, StartedAt: s.StartedAt}
+	row := processRow{ID: s.ID, Process: s.Process, Status: s.Status, timed: timed{StartedAt: s.StartedAt, EndedAt: s.EndedAt, Open: open(s.Status)}}
 	info, err := c.opts.Processes.Get(ctx, s.ID)
 	if err != nil {
 		row.Problem = err.Error()
 		return row
 	}
-	row.Status, row.Chunk, row.Tokens = info.Status, info.Chunk, info.Usage.Total()
+	row.Status, row.Chunk, row.Usage = info.Status, info.Chunk, info.Usage
+	row.Open = open(info.Status)
+	row.Cost, row.Priced = c.callsAmount(info.Calls)
+	if row.Priced {
+		row.CostText = c.opts.Prices.Format(row.Cost)
+	}
+	if info.EndedAt != nil {
+		row.EndedAt = info.EndedAt
+	}
 	if waiting(info) {
 		row.Waiting = info.Waiting.Chunk
 	}
@@ -135,6 +185,11 @@ type processPage struct {
 	// Cost is what the process's model calls cost at the console's
 	// prices ("" without).
 	Cost string
+	// Took is how long the process has run (to its end, or so far).
+	Took string
+	// Cancel and Retry show those buttons: the console can cancel a
+	// process that runs or waits, and start a finished one again.
+	Cancel, Retry bool
 }
 
 func (p processPage) title() string { return p.Info.Process + " " + p.Info.ID }
@@ -152,6 +207,12 @@ type chunkView struct {
 	Schema   jsonv.Value
 	Thinking jsonv.Value // the chunk's own "_" fields
 	Metrics  jsonv.Value
+	// Took is how long the chunk ran (a USER chunk: waited for a person),
+	// "" when the process kept no timings; Running is set while it runs.
+	Took    string
+	Running bool
+	// Answered is who answered a USER chunk, and when.
+	Answered *process.Answered
 }
 
 // stepView is one step of a chunk.
@@ -169,6 +230,9 @@ type stepView struct {
 	// ActionStatus is a fire-and-forget action's: started, completed or
 	// failed: ….
 	ActionStatus string
+	// Took is how long a blocking action ran (retries included), "" when
+	// the process kept no timings.
+	Took string
 }
 
 // callView is one model call: what it was sent, and each turn.
@@ -206,7 +270,11 @@ func (c *console) process(r *http.Request) (any, error) {
 // processPage shows info; form, when set, is the answer form as posted
 // (with its problems).
 func (c *console) processPage(ctx context.Context, info *process.Info, form *answerForm) (processPage, error) {
-	page := processPage{Info: info, Temporal: c.temporalLink(info.ID), Now: c.now(), Form: form, Cost: c.callsCost(info.Calls)}
+	now := c.now()
+	page := processPage{Info: info, Temporal: c.temporalLink(info.ID), Now: now, Form: form, Cost: c.callsCost(info.Calls),
+		Took:   timed{StartedAt: info.StartedAt, EndedAt: info.EndedAt, Open: open(info.Status)}.Took(now),
+		Cancel: c.canceler != nil && info.Direct == nil && (info.Status == process.Running || info.Status == process.Waiting),
+		Retry:  c.retrier != nil && (info.Status == process.Completed || info.Status == process.Failed)}
 	if page.Form == nil && waiting(info) {
 		page.Form = newAnswerForm(info, jsonv.Value{}, nil, "")
 	}
@@ -224,7 +292,7 @@ func (c *console) processPage(ctx context.Context, info *process.Info, form *ans
 		// diagram escapes every name it draws.
 		page.Picture = template.HTML(svg.String())
 	}
-	page.Chunks = chunkViews(prog, info)
+	page.Chunks = chunkViews(prog, info, now)
 	if info.Status == process.Failed && len(info.Calls) > 0 {
 		last := info.Calls[len(info.Calls)-1]
 		if last.Chunk == info.Chunk && len(last.Turns) > 0 {
@@ -237,29 +305,49 @@ func (c *console) processPage(ctx context.Context, info *process.Info, form *ans
 // callsCost is what calls cost at the console's prices, each by its own
 // model; "" when a call's model has no price.
 func (c *console) callsCost(calls []process.ModelCall) string {
-	if c.opts.Prices == nil || len(calls) == 0 {
+	if len(calls) == 0 {
 		return ""
 	}
-	total := 0.0
+	if total, ok := c.callsAmount(calls); ok {
+		return c.opts.Prices.Format(total)
+	}
+	return ""
+}
+
+// callsAmount is what calls cost at the console's prices; ok is false
+// when a call's model has no price, or the console has no prices.
+func (c *console) callsAmount(calls []process.ModelCall) (total float64, ok bool) {
+	if c.opts.Prices == nil {
+		return 0, false
+	}
 	for _, call := range calls {
 		amount, ok := c.opts.Prices.Cost(call.Model, call.Usage, false)
 		if !ok {
-			return ""
+			return 0, false
 		}
 		total += amount
 	}
-	return c.opts.Prices.Format(total)
+	return total, true
 }
 
 // chunkViews lays out what each chunk did, in execution order.
-func chunkViews(prog *compile.Program, info *process.Info) []chunkView {
+func chunkViews(prog *compile.Program, info *process.Info, now time.Time) []chunkView {
 	out := make([]chunkView, len(prog.Chunks))
 	for i := range prog.Chunks {
 		ch := &prog.Chunks[i]
 		cv := chunkView{N: i + 1, Name: ch.Name, Kind: ch.Kind, State: chunkState(ch.Name, info), Schema: ch.Schema,
 			Thinking: info.Thinking.Lookup(ch.Name), Metrics: info.Metrics.Lookup(ch.Name)}
+		cv.Took, cv.Running = took(info, ch.Name, "", now)
+		for _, a := range info.Answers {
+			if a.Chunk == ch.Name {
+				cv.Answered = &a
+			}
+		}
 		for j := range ch.Steps {
-			cv.Steps = append(cv.Steps, stepOf(&ch.Steps[j], info))
+			sv := stepOf(&ch.Steps[j], info)
+			// Only a SERVER chunk's actions have timings of their own.
+			sv.Took, _ = took(info, ch.Name, sv.Qualified, now)
+			cv.Steps = append(cv.Steps, sv)
 		}
 		for _, call := range info.Calls {
 			if call.Chunk == ch.Name {
@@ -269,6 +357,26 @@ func chunkViews(prog *compile.Program, info *process.Info) []chunkView {
 		out[i] = cv
 	}
 	return out
+}
+
+// took is how long chunk (or its step, when set) ran, by the process's
+// timings: to its end, or to now while it runs (running). The last timing
+// counts: a chunk runs once.
+func took(info *process.Info, chunk, step string, now time.Time) (d string, running bool) {
+	for i := len(info.Timings) - 1; i >= 0; i-- {
+		t := info.Timings[i]
+		if t.Chunk != chunk || t.Step != step {
+			continue
+		}
+		if t.End != nil {
+			return span(t.End.Sub(t.Start)), false
+		}
+		if info.Status == process.Failed || info.Status == process.Completed {
+			return "", false // ended without its end recorded: cancelled
+		}
+		return span(now.Sub(t.Start)), true
+	}
+	return "", false
 }
 
 func chunkState(name string, info *process.Info) string {
@@ -349,7 +457,7 @@ func newAnswerForm(info *process.Info, value jsonv.Value, problems []schema.Inva
 // form.
 type inboxPage struct {
 	Forms []inboxItem
-	More  bool
+	Pager pager
 	Now   time.Time
 }
 
@@ -361,17 +469,18 @@ type inboxItem struct {
 func (inboxPage) title() string { return "Inbox" }
 
 func (c *console) inbox(r *http.Request) (any, error) {
-	return c.inboxPage(r.Context(), nil)
+	return c.inboxPage(r.Context(), r.URL.Query(), nil)
 }
 
-// inboxPage reads the waiting processes; posted, when set, is the form
-// of one of them as it was posted.
-func (c *console) inboxPage(ctx context.Context, posted *answerForm) (inboxPage, error) {
-	page, err := c.opts.Processes.List(ctx, process.ListOptions{Limit: listLimit, Status: process.Waiting})
+// inboxPage reads the waiting processes, a page at a time (q's cursor);
+// posted, when set, is the form of one of them as it was posted.
+func (c *console) inboxPage(ctx context.Context, q url.Values, posted *answerForm) (inboxPage, error) {
+	f := filter{Cursor: q.Get("cursor")}
+	page, err := c.opts.Processes.List(ctx, process.ListOptions{Limit: listLimit, Status: process.Waiting, Cursor: f.Cursor})
 	if err != nil {
 		return inboxPage{}, err
 	}
-	data := inboxPage{More: page.Next != "", Now: c.now()}
+	data := inboxPage{Now: c.now()}
 	for _, s := range page.Processes {
 		info, err := c.opts.Processes.Get(ctx, s.ID)
 		if err != nil || !waiting(info) {
@@ -384,6 +493,7 @@ func (c *console) inboxPage(ctx context.Context, posted *answerForm) (inboxPage,
 		form.From = "inbox"
 		data.Forms = append(data.Forms, inboxItem{Info: info, Form: form})
 	}
+	data.Pager = pagerOf("/inbox", f, page.Next, q, len(page.Processes))
 	return data, nil
 }
 
@@ -393,13 +503,7 @@ func (c *console) inboxPage(ctx context.Context, posted *answerForm) (inboxPage,
 // its field, and the process keeps waiting; a taken one goes to the
 // process's page.
 func (c *console) answer(w http.ResponseWriter, r *http.Request) {
-	r.Body = http.MaxBytesReader(w, r.Body, process.MaxPayloadSize)
-	if err := r.ParseForm(); err != nil {
-		c.fail(w, r, &pageError{status: http.StatusBadRequest, msg: "the form could not be read: " + err.Error()})
-		return
-	}
-	if why := c.auth.checkPost(r); why != "" {
-		c.fail(w, r, &pageError{status: http.StatusForbidden, msg: "refused: " + why})
+	if !c.postForm(w, r, process.MaxPayloadSize) {
 		return
 	}
 	ctx := r.Context()
@@ -415,7 +519,11 @@ func (c *console) answer(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	value := schemaform.Parse(info.Waiting.Schema, r.PostForm)
-	_, err = c.opts.Processes.Answer(ctx, id, value)
+	if as, ok := c.opts.Processes.(AnswersAs); ok {
+		_, err = as.AnswerAs(ctx, id, value, c.who(r))
+	} else {
+		_, err = c.opts.Processes.Answer(ctx, id, value)
+	}
 	var refused *process.RefusedError
 	var notWaiting *process.NotWaitingError
 	var tooLarge *process.TooLargeError
@@ -442,7 +550,7 @@ func (c *console) showForm(w http.ResponseWriter, r *http.Request, info *process
 		return
 	}
 	if from == "inbox" {
-		data, err := c.inboxPage(r.Context(), form)
+		data, err := c.inboxPage(r.Context(), url.Values{}, form)
 		if err != nil {
 			c.fail(w, r, err)
 			return

@@ -7,24 +7,54 @@ import (
 
 	"github.com/augceo/vibe/agent"
 	"github.com/augceo/vibe/jsonv"
+	"github.com/augceo/vibe/process"
 	"github.com/augceo/vibe/vessel"
 )
 
 // requestList is the requests page.
 type requestList struct {
-	Rows []agent.Summary
-	More bool
-	Now  time.Time
+	filter
+	Statuses []process.Status
+	Rows     []requestRow
+	Pager    pager
+	Problem  string
+	Now      time.Time
 }
+
+// requestRow is a request in the list.
+type requestRow struct{ agent.Summary }
+
+// Took is how long the request ran: to its end, or to now while it runs.
+func (r requestRow) Took(now time.Time) string {
+	return timed{StartedAt: r.StartedAt, EndedAt: r.EndedAt, Open: r.Open()}.Took(now)
+}
+
+// Open reports whether the request still runs.
+func (r requestRow) Open() bool { return open(r.Status) }
 
 func (requestList) title() string { return "Requests" }
 
+// requests is the list, newest first, a page at a time, filtered by
+// status and by the day it started.
 func (c *console) requests(r *http.Request) (any, error) {
-	page, err := c.opts.Requests.List(r.Context(), agent.ListOptions{Limit: listLimit})
+	q := r.URL.Query()
+	f := filterOf(q)
+	f.Name = "" // a request has no process name to filter by
+	data := requestList{filter: f, Now: c.now(), Problem: f.Problem,
+		Statuses: []process.Status{process.Running, process.Completed, process.Failed}}
+	page, err := c.opts.Requests.List(r.Context(), f.options(listLimit))
 	if err != nil {
-		return nil, err
+		if !f.Filtered() && f.Cursor == "" {
+			return nil, err
+		}
+		data.Problem = err.Error()
+		return data, nil
 	}
-	return requestList{Rows: page.Requests, More: page.Next != "", Now: c.now()}, nil
+	for _, s := range page.Requests {
+		data.Rows = append(data.Rows, requestRow{Summary: s})
+	}
+	data.Pager = pagerOf("/requests", f, page.Next, q, len(data.Rows))
+	return data, nil
 }
 
 // requestPage is a request's page: its decision, then per instance the

@@ -73,9 +73,11 @@ type fakeRequests struct {
 	list    []agent.Summary
 	byID    map[string]*agent.Info
 	failing string
+	listed  []agent.ListOptions
 }
 
 func (f *fakeRequests) List(ctx context.Context, opts agent.ListOptions) (agent.Page, error) {
+	f.listed = append(f.listed, opts)
 	return agent.Page{Requests: f.list}, nil
 }
 
@@ -113,7 +115,8 @@ func fakeRequestsFixture() *fakeRequests {
 	f.byID["vessel-accountant-0000aaaa-speaker-ab12-tr-01"] = info("vessel-accountant-0000aaaa-speaker-ab12-tr-01", "translator", []vessel.CallResult{
 		{Index: 0, Tool: "lookup", Params: value(`{"word":"hi"}`), Result: value(`{"en":"hello"}`)},
 	}, `{}`)
-	f.list = []agent.Summary{{ID: "vessel-accountant-0000aaaa", Vessel: "Accountant", Status: process.Completed, StartedAt: started}}
+	ended := started.Add(42 * time.Second)
+	f.list = []agent.Summary{{ID: "vessel-accountant-0000aaaa", Vessel: "Accountant", Status: process.Completed, StartedAt: started, EndedAt: &ended}}
 	return f
 }
 
@@ -183,7 +186,8 @@ func TestRequestList(t *testing.T) {
 		t.Fatalf("%d\n%s", status, page)
 	}
 	golden.Check(t, "testdata/requests.html", []byte(page))
-	inOrder(t, page, `<a href="/requests/vessel-accountant-0000aaaa">vessel-accountant-0000aaaa</a>`, "Accountant", `<span class="badge completed">completed</span>`, "1m")
+	inOrder(t, page, `<a href="/requests/vessel-accountant-0000aaaa">vessel-accountant-0000aaaa</a>`, "Accountant", `<span class="badge completed">completed</span>`,
+		`title="2026-11-23 11:58:30 UTC">11:58:30<`, `title="2026-11-23 11:59:12 UTC">11:59:12<`, ">42.0s<")
 
 	f.list = nil
 	if _, page := fetch(t, c, "/requests"); !strings.Contains(page, "No requests.") {
@@ -208,4 +212,49 @@ func TestRequestList(t *testing.T) {
 	if strings.Contains(w.Body.String(), `href="/requests"`) {
 		t.Error("a console without requests links to them")
 	}
+}
+
+// TestRequestWithoutTools: a delegate's sub-request without tools makes no
+// decision — one model call fills its result — so once it has completed
+// the page shows its result, not "Not made yet".
+func TestRequestWithoutTools(t *testing.T) {
+	f := fakeRequestsFixture()
+	id := "vessel-accountant-0000aaaa-speaker-ab12-tr-01"
+	f.byID[id].Decision, f.byID[id].Calls, f.byID[id].Output = jsonv.Value{}, nil, value(`{"text":"hello"}`)
+	c := pagesAt(t, Options{Requests: f})
+	for _, path := range []string{"/requests/" + id, "/requests/vessel-accountant-0000aaaa"} {
+		_, page := fetch(t, c, path)
+		if path != "/requests/"+id {
+			inOrder(t, page, "Delegated to the sub-request <a href=\"/requests/"+id)
+		}
+		inOrder(t, page, "None to make: a request without tools is one model call, which filled its result.",
+			"<h3>The result</h3>", "&#34;text&#34;: &#34;hello&#34;")
+		if strings.Contains(page, "Not made yet") {
+			t.Errorf("%s: a completed request without tools says its decision is not made:\n%s", path, page)
+		}
+	}
+	// Ended without a decision or a result: said as it is.
+	f.byID[id].Output = jsonv.Value{}
+	if _, page := fetch(t, c, "/requests/"+id); !strings.Contains(page, "None was made.") {
+		t.Errorf("a completed request without a decision:\n%s", page)
+	}
+	f.byID[id].Status = process.Failed
+	if _, page := fetch(t, c, "/requests/"+id); !strings.Contains(page, "None: the request failed first.") {
+		t.Errorf("a failed request without a decision:\n%s", page)
+	}
+}
+
+// TestRequestListFilters: the requests list passes its status, days and
+// cursor to the engine, and links the next page.
+func TestRequestListFilters(t *testing.T) {
+	f := fakeRequestsFixture()
+	c := pagesAt(t, Options{Requests: f})
+	_, page := fetch(t, c, "/requests?status=failed&from=2026-11-20&to=2026-11-22&cursor=abc")
+	got := f.listed[len(f.listed)-1]
+	want := agent.ListOptions{Limit: listLimit, Cursor: "abc", Status: process.Failed,
+		Since: time.Date(2026, 11, 20, 0, 0, 0, 0, time.UTC), Before: time.Date(2026, 11, 23, 0, 0, 0, 0, time.UTC)}
+	if got != want {
+		t.Errorf("listed with %+v, want %+v", got, want)
+	}
+	inOrder(t, page, `<option value="failed" selected>`, `value="2026-11-20"`, `value="2026-11-22"`, `<a href="/requests?from=2026-11-20&amp;status=failed&amp;to=2026-11-22">← newest</a>`)
 }

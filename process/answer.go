@@ -14,7 +14,7 @@ import (
 // Validate refuses an answer at once when the process waits for none: the
 // validator of the host's update, it runs before the update is accepted,
 // so a refusal leaves no trace in the history.
-func (r *Interpreter) Validate(answer jsonv.Value) error {
+func (r *Interpreter) Validate(answer jsonv.Value, by string) error {
 	if r.view.Waiting == nil {
 		return fmt.Errorf("process is not waiting for an answer (status %s)", r.view.Status)
 	}
@@ -24,8 +24,9 @@ func (r *Interpreter) Validate(answer jsonv.Value) error {
 // Accept checks the answer against the waited chunk's schema — in a local
 // activity, so the workflow never runs the validator itself — and takes it
 // when it fits. A bad answer is refused with its problems by path and the
-// process keeps waiting.
-func (r *Interpreter) Accept(ctx workflow.Context, answer jsonv.Value) (View, error) {
+// process keeps waiting. by is who sent it ("" when the sender did not
+// say), kept with the time it is taken in View.Answers.
+func (r *Interpreter) Accept(ctx workflow.Context, answer jsonv.Value, by string) (View, error) {
 	w := r.view.Waiting
 	if w == nil {
 		return r.view, fmt.Errorf("process is not waiting for an answer (status %s)", r.view.Status)
@@ -43,6 +44,7 @@ func (r *Interpreter) Accept(ctx workflow.Context, answer jsonv.Value) (View, er
 		return r.view, fmt.Errorf("process is not waiting for an answer (status %s)", r.view.Status)
 	}
 	r.answer = &answer
+	r.answered = Answered{Chunk: w.Chunk, By: by, At: workflow.Now(ctx)}
 	// Let the workflow take the answer before the update returns, so that
 	// the view it returns shows the process moving on.
 	_ = workflow.Await(ctx, func() bool { return r.view.Waiting != w })

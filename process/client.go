@@ -19,6 +19,7 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/temporal"
+	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/augceo/vibe/action"
 	"github.com/augceo/vibe/compile"
@@ -248,8 +249,11 @@ type Info struct {
 	// ActionRuns are the process's fire-and-forget actions as they are
 	// now, read from the workflows that run them, by step name.
 	ActionRuns []ActionRun `json:"actionRuns,omitempty"`
-	// StartedAt is when the workflow started.
-	StartedAt time.Time `json:"startedAt"`
+	// StartedAt is when the workflow started; EndedAt when it closed, nil
+	// while it runs (and for a batch's item, which has no workflow of its
+	// own).
+	StartedAt time.Time  `json:"startedAt"`
+	EndedAt   *time.Time `json:"endedAt,omitempty"`
 }
 
 // Get returns a process's view, read from its workflow with the query
@@ -269,7 +273,7 @@ func (c *Client) Get(ctx context.Context, id string) (*Info, error) {
 	if err != nil {
 		return nil, err
 	}
-	info := &Info{ID: id, Process: memoProcess(ex.GetMemo()), StartedAt: ex.GetStartTime().AsTime()}
+	info := &Info{ID: id, Process: memoProcess(ex.GetMemo()), StartedAt: ex.GetStartTime().AsTime(), EndedAt: closeTime(ex)}
 	if ex.GetType().GetName() == DirectCallName {
 		info.View = View{Status: statusOf(ex.GetStatus()), Done: []string{}}
 		if info.Status == Completed {
@@ -354,10 +358,23 @@ func statusOf(s enumspb.WorkflowExecutionStatus) Status {
 
 // Summary is a process in a list.
 type Summary struct {
-	ID        string    `json:"id"`
-	Process   string    `json:"process"`
-	Status    Status    `json:"status"`
-	StartedAt time.Time `json:"startedAt"`
+	ID        string     `json:"id"`
+	Process   string     `json:"process"`
+	Status    Status     `json:"status"`
+	StartedAt time.Time  `json:"startedAt"`
+	EndedAt   *time.Time `json:"endedAt,omitempty"` // nil while it runs
+}
+
+// closeTime is when a workflow closed, nil while it runs.
+func closeTime(ex interface {
+	GetStatus() enumspb.WorkflowExecutionStatus
+	GetCloseTime() *timestamppb.Timestamp
+}) *time.Time {
+	if ex.GetStatus() == enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING || ex.GetCloseTime() == nil {
+		return nil
+	}
+	t := ex.GetCloseTime().AsTime()
+	return &t
 }
 
 // Paging of List.
@@ -382,6 +399,10 @@ type ListOptions struct {
 	// request's) take neither.
 	Status  Status
 	Process string
+	// Since and Before, when set, list only the processes started at or
+	// after Since and before Before. The lists of other workflows take
+	// them too.
+	Since, Before time.Time
 }
 
 // Page is one page of processes, newest first.
@@ -441,7 +462,20 @@ func listQuery(opts ListOptions) (string, error) {
 		}
 		query += fmt.Sprintf(" AND %s STARTS_WITH '%s'", ProcessAttribute.GetName(), opts.Process)
 	}
-	return query, nil
+	return query + TimeQuery(opts), nil
+}
+
+// TimeQuery is the part of a visibility query that keeps to opts' Since
+// and Before (" AND StartTime >= '…'"), "" without them.
+func TimeQuery(opts ListOptions) string {
+	var q string
+	if !opts.Since.IsZero() {
+		q += fmt.Sprintf(" AND StartTime >= '%s'", opts.Since.UTC().Format(time.RFC3339Nano))
+	}
+	if !opts.Before.IsZero() {
+		q += fmt.Sprintf(" AND StartTime < '%s'", opts.Before.UTC().Format(time.RFC3339Nano))
+	}
+	return q
 }
 
 // ListExecutions returns a page of the workflows a visibility query
@@ -505,7 +539,7 @@ func pageToken(token []byte) bool {
 }
 
 func summaryOf(ex *workflowpb.WorkflowExecutionInfo) Summary {
-	s := Summary{ID: ex.GetExecution().GetWorkflowId(), Process: memoProcess(ex.GetMemo()), Status: statusOf(ex.GetStatus()), StartedAt: ex.GetStartTime().AsTime()}
+	s := Summary{ID: ex.GetExecution().GetWorkflowId(), Process: memoProcess(ex.GetMemo()), Status: statusOf(ex.GetStatus()), StartedAt: ex.GetStartTime().AsTime(), EndedAt: closeTime(ex)}
 	if sa := ex.GetSearchAttributes().GetIndexedFields()[StatusAttribute.GetName()]; sa != nil && s.Status == Running {
 		var st string
 		if converter.GetDefaultDataConverter().FromPayload(sa, &st) == nil && st != "" {
@@ -522,17 +556,24 @@ func summaryOf(ex *workflowpb.WorkflowExecutionInfo) Summary {
 // a *NotWaitingError; an answer past MaxAnswerSize is not sent
 // (*TooLargeError).
 func (c *Client) Answer(ctx context.Context, id string, answer jsonv.Value) (*View, error) {
+	return c.AnswerAs(ctx, id, answer, "")
+}
+
+// AnswerAs is Answer, and records who sent the answer (by: a console
+// session, an API client) with the time the process took it, in the
+// process's View.Answers.
+func (c *Client) AnswerAs(ctx context.Context, id string, answer jsonv.Value, by string) (*View, error) {
 	if err := checkSize("the answer", []any{answer}, MaxAnswerSize); err != nil {
 		return nil, err
 	}
-	uopts := client.UpdateWorkflowOptions{WorkflowID: id, UpdateName: UpdateAnswer, Args: []any{answer}, WaitForStage: client.WorkflowUpdateStageCompleted}
+	uopts := client.UpdateWorkflowOptions{WorkflowID: id, UpdateName: UpdateAnswer, Args: []any{answer, by}, WaitForStage: client.WorkflowUpdateStageCompleted}
 	if _, err := execution.Describe(ctx, c.Temporal, id, ErrNotFound, WorkflowName, DirectCallName); errors.Is(err, ErrNotFound) {
 		host, ok, err := c.host(ctx, id)
 		if err != nil {
 			return nil, err
 		}
 		if ok {
-			uopts.WorkflowID, uopts.UpdateName, uopts.Args = host, UpdateItemAnswer, []any{id, answer}
+			uopts.WorkflowID, uopts.UpdateName, uopts.Args = host, UpdateItemAnswer, []any{id, answer, by}
 			return c.answerHosted(ctx, id, uopts)
 		}
 	}
@@ -691,27 +732,74 @@ func (c *Client) Program(ctx context.Context, id string) (*compile.Program, erro
 			return &prog, nil
 		}
 	}
+	in, _, err := c.startInput(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	return in.Program, nil
+}
+
+// startInput reads the input a process's workflow started with, and its
+// workflow type, from the first event of its history.
+func (c *Client) startInput(ctx context.Context, id string) (Start, string, error) {
 	iter := c.Temporal.GetWorkflowHistory(ctx, id, "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
 	if !iter.HasNext() {
-		return nil, fmt.Errorf("%w: %s", ErrNotFound, id)
+		return Start{}, "", fmt.Errorf("%w: %s", ErrNotFound, id)
 	}
 	event, err := iter.Next()
 	if err != nil {
 		if execution.IsNotFound(err) {
-			return nil, fmt.Errorf("%w: %s", ErrNotFound, id)
+			return Start{}, "", fmt.Errorf("%w: %s", ErrNotFound, id)
 		}
-		return nil, fmt.Errorf("read process %s: %w", id, err)
+		return Start{}, "", fmt.Errorf("read process %s: %w", id, err)
 	}
 	attrs := event.GetWorkflowExecutionStartedEventAttributes()
-	if t := attrs.GetWorkflowType().GetName(); t != WorkflowName && t != DirectCallName {
-		return nil, fmt.Errorf("%w: %s", ErrNotFound, id)
+	wf := attrs.GetWorkflowType().GetName()
+	if wf != WorkflowName && wf != DirectCallName {
+		return Start{}, "", fmt.Errorf("%w: %s", ErrNotFound, id)
 	}
 	var in Start
 	if err := converter.GetDefaultDataConverter().FromPayloads(attrs.GetInput(), &in); err != nil {
-		return nil, fmt.Errorf("read process %s: its input: %w", id, err)
+		return Start{}, "", fmt.Errorf("read process %s: its input: %w", id, err)
 	}
 	if in.Program == nil {
-		return nil, fmt.Errorf("read process %s: its input has no program", id)
+		return Start{}, "", fmt.Errorf("read process %s: its input has no program", id)
 	}
-	return in.Program, nil
+	return in, wf, nil
 }
+
+// Retry starts process id again: a new workflow with the input the old
+// one started with — the same compiled program, prompt, input, first
+// value and system text — whatever became of the old one, which stays as
+// it was. A batch's item is retried with its batch (ErrHostedRetry).
+func (c *Client) Retry(ctx context.Context, id string) (*Started, error) {
+	if _, err := execution.Describe(ctx, c.Temporal, id, ErrNotFound, WorkflowName, DirectCallName); errors.Is(err, ErrNotFound) {
+		if host, ok, herr := c.host(ctx, id); herr != nil {
+			return nil, herr
+		} else if ok {
+			return nil, fmt.Errorf("%w: %s runs inside %s, with the other items of its batch's group", ErrHostedRetry, id, host)
+		}
+		return nil, err
+	} else if err != nil {
+		return nil, err
+	}
+	in, wf, err := c.startInput(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	newID := wfid.New(in.Name)
+	_, err = c.Temporal.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
+		ID:                    newID,
+		TaskQueue:             TaskQueue,
+		Memo:                  map[string]any{MemoProcess: in.Name},
+		TypedSearchAttributes: temporal.NewSearchAttributes(ProcessAttribute.ValueSet(in.Name), StatusAttribute.ValueSet(string(Running))),
+	}, wf, in)
+	if err != nil {
+		return nil, fmt.Errorf("retry %s: start %s: %w", id, in.Name, err)
+	}
+	return &Started{ID: newID, Name: in.Name, Direct: wf == DirectCallName}, nil
+}
+
+// ErrHostedRetry is the error of Retry for a hosted process (a batch's
+// item): it is run again with its batch, not alone.
+var ErrHostedRetry = errors.New("a batch's item is not retried alone")

@@ -58,7 +58,7 @@ func TestInterpretersSideBySide(t *testing.T) {
 			if i < 0 {
 				return View{}, fmt.Errorf("no item %s", item)
 			}
-			return rs[i].Accept(ctx, answer)
+			return rs[i].Accept(ctx, answer, "")
 		})
 		if err != nil {
 			return nil, err

@@ -147,7 +147,7 @@ func TestScheduleMeetingEndToEnd(t *testing.T) {
 				OnReject:   func(err error) { t.Errorf("good answer rejected: %v", err) },
 				OnAccept:   func() { accepted = true },
 				OnComplete: func(any, error) {},
-			}, mustParse(t, `{"confirmInvitation":{"decision":"Approve"}}`))
+			}, mustParse(t, `{"confirmInvitation":{"decision":"Approve"}}`), "Ada (console session 5eed1234)")
 		}
 		env.UpdateWorkflow(UpdateAnswer, "bad", &testsuite.TestUpdateCallback{
 			OnReject: func(err error) { t.Errorf("the bad answer was rejected before it was checked: %v", err) },
@@ -220,6 +220,31 @@ func TestScheduleMeetingEndToEnd(t *testing.T) {
 	}
 	if strings.Contains(prompt, `"fetchAvailability"`) {
 		t.Errorf("second chunk's prompt carries a step it does not reference:\n%s", prompt)
+	}
+	// Each chunk's span by the workflow's clock, and each blocking
+	// action's inside its chunk's; the USER chunk's is the wait for the
+	// answer (an hour of the test's clock), which is kept with who sent it.
+	var spans []string
+	for _, tm := range v.Timings {
+		if tm.End == nil || tm.End.Before(tm.Start) {
+			t.Errorf("timing %+v has no end, or ends before it starts", tm)
+			continue
+		}
+		spans = append(spans, strings.TrimSuffix(tm.Chunk+" "+tm.Step, " "))
+	}
+	if got := strings.Join(spans, ", "); got != "LLM_llmContext1, SERVER_serverContext1, SERVER_serverContext1 serverContext1.FetchAvailability_Activity, LLM_llmContext2, USER_userContext, SERVER_serverContext2, SERVER_serverContext2 serverContext2.sendInvitation" {
+		t.Errorf("timings: %s", got)
+	}
+	if len(v.Timings) == 7 {
+		if wait := v.Timings[4].End.Sub(v.Timings[4].Start); wait < 59*time.Minute {
+			t.Errorf("the USER chunk waited %s, not about the hour before the answer", wait)
+		}
+		if fetch, chunk := v.Timings[2], v.Timings[1]; fetch.Start.Before(chunk.Start) || fetch.End.After(*chunk.End) {
+			t.Errorf("the action's span %+v is not inside its chunk's %+v", fetch, chunk)
+		}
+	}
+	if len(v.Answers) != 1 || v.Answers[0].Chunk != "USER_userContext" || v.Answers[0].By != "Ada (console session 5eed1234)" || v.Answers[0].At.Before(v.Timings[4].Start) {
+		t.Errorf("answers %+v", v.Answers)
 	}
 }
 

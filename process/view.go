@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/augceo/vibe/compile"
 	"github.com/augceo/vibe/compose"
@@ -76,8 +77,50 @@ type View struct {
 	// workflow follows them only while it runs; Client.Get brings them up
 	// to date, and Info.ActionRuns has their attempts and last error.
 	Actions map[string]string `json:"actions,omitempty"`
+	// Timings are when each chunk, and each blocking action of a SERVER
+	// chunk, started and ended, by the workflow's clock, in the order they
+	// started. A process recorded before timings were kept has none.
+	Timings []Timing `json:"timings,omitempty"`
+	// Answers are the people's answers taken, one per USER chunk answered:
+	// who sent each (as the surface that took it says: a console session,
+	// an API client) and when the process took it.
+	Answers []Answered `json:"answers,omitempty"`
 	// Error says why the process failed; null while it has not.
 	Error *string `json:"error"`
+}
+
+// Timing is when a chunk, or a SERVER step's action (Step set, its
+// qualified name), ran. End is nil while it runs; a USER chunk's span is
+// its wait for a person.
+type Timing struct {
+	Chunk string     `json:"chunk"`
+	Step  string     `json:"step,omitempty"`
+	Start time.Time  `json:"start"`
+	End   *time.Time `json:"end,omitempty"`
+}
+
+// Answered is a person's answer to a USER chunk, for the audit: the
+// answer itself is the chunk's part of the state.
+type Answered struct {
+	Chunk string `json:"chunk"`
+	// By is who sent it, as the surface that took it knows them: "" when
+	// it did not say.
+	By string    `json:"by,omitempty"`
+	At time.Time `json:"at"`
+}
+
+// started records that chunk (and step, when set) starts at now; the
+// returned index is its timing's, for ended.
+func (v *View) started(chunk, step string, now time.Time) int {
+	v.Timings = append(v.Timings, Timing{Chunk: chunk, Step: step, Start: now})
+	return len(v.Timings) - 1
+}
+
+// ended records that timing i ended at now.
+func (v *View) ended(i int, now time.Time) {
+	if i >= 0 && i < len(v.Timings) {
+		v.Timings[i].End = &now
+	}
 }
 
 // StepUsage is a step's share of the model calls that filled it.

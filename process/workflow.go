@@ -42,6 +42,8 @@ func (w *Workflows) Process(ctx workflow.Context, in Start) (View, error) {
 	if err := workflow.SetQueryHandler(ctx, QueryView, func() (View, error) { return r.view, nil }); err != nil {
 		return r.view, err
 	}
+	// The update's second argument, who sent the answer, is optional: a
+	// client that sends the answer alone leaves it "".
 	if err := workflow.SetUpdateHandlerWithOptions(ctx, UpdateAnswer, r.Accept, workflow.UpdateHandlerOptions{Validator: r.Validate}); err != nil {
 		return r.view, err
 	}
@@ -91,8 +93,10 @@ type Interpreter struct {
 	id   string // the process's id: its workflow's, or a batch item's
 	in   Start
 	view View
-	// answer is the person's accepted answer, set by Accept.
-	answer *jsonv.Value
+	// answer is the person's accepted answer, set by Accept, with who sent
+	// it and when it was taken.
+	answer   *jsonv.Value
+	answered Answered
 	// told is set once the host was first told the status.
 	told bool
 }
@@ -121,6 +125,7 @@ func (r *Interpreter) Run(ctx workflow.Context, h Host) error {
 		ch := &r.in.Program.Chunks[i]
 		r.view.Chunk = ch.Name
 		r.setStatus(ctx, h, Running)
+		timing := r.view.started(ch.Name, "", workflow.Now(ctx))
 		var err error
 		switch ch.Kind {
 		case compile.LLM:
@@ -130,6 +135,7 @@ func (r *Interpreter) Run(ctx workflow.Context, h Host) error {
 		case compile.User:
 			err = r.userChunk(ctx, h, i)
 		}
+		r.view.ended(timing, workflow.Now(ctx))
 		if err != nil {
 			return r.fail(ctx, h, err)
 		}
@@ -283,7 +289,9 @@ func (r *Interpreter) serverChunk(ctx workflow.Context, h Host, ch *compile.Prog
 				ai.Arguments = append(ai.Arguments, r.Pointer())
 			}
 		}
+		timing := r.view.started(ch.Name, ai.Step, workflow.Now(ctx))
 		out, err := h.Action(ctx, ai)
+		r.view.ended(timing, workflow.Now(ctx))
 		if err != nil {
 			return fmt.Errorf("step %s: %w", s.Qualified(), err)
 		}
@@ -348,6 +356,7 @@ func (r *Interpreter) userChunk(ctx workflow.Context, h Host, idx int) error {
 	}
 	answer := *r.answer
 	r.view.Waiting = nil
+	r.view.Answers = append(r.view.Answers, r.answered)
 	_, err = r.view.keepChunk(ch, compose.Split(answer))
 	return err
 }

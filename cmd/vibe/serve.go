@@ -169,7 +169,7 @@ another matter: the client certificate that reaches a --temporal cluster.)`,
 					return err
 				}
 			}
-			web := console.Handler(console.Options{Token: ef.token, Processes: l.Processes, Requests: l.Requests, Batches: consoleBatches{batches.Client}, TemporalUI: ui,
+			web := console.Handler(console.Options{Token: ef.token, Processes: l.Processes, Registry: reg, Requests: l.Requests, Batches: consoleBatches{batches.Client}, TemporalUI: ui,
 				Namespace: l.Engine.Namespace(), Logger: logger, Stop: ctx.Done(), Prices: prices})
 			h := api.Handler(l.Processes, api.Options{Token: ef.token, Logger: logger, Requests: l.Requests, Batches: batches,
 				Mounts: map[string]http.Handler{"/mcp": mcpSrv.Handler(), "/": web}})
