@@ -308,7 +308,7 @@ func (pb *providerBatches) submitWith(ctx workflow.Context, key string, fills []
 			return
 		}
 		if err != nil || out.ID == "" {
-			msg := "the provider batch was not made"
+			msg := "the provider batch was not made: its calls could not be built"
 			if err != nil {
 				msg = "the provider batch could not be submitted: " + process.ErrorText(err)
 			}
@@ -489,6 +489,9 @@ func (a *Activities) Submit(ctx context.Context, in SubmitInput) (*SubmitOutput,
 		for n, c := range calls {
 			s.Requests = append(s.Requests, llm.BatchRequest{ID: requestID(f.Key, n), Request: c.req})
 		}
+	}
+	if len(s.Requests) == 0 {
+		return &SubmitOutput{}, nil // each fill's items get its error from Collect
 	}
 	defer process.KeepAliveWith(ctx, func() any { return nil })()
 	id, err := api.SubmitBatch(ctx, s)
