@@ -14,6 +14,7 @@ import (
 	"testing"
 
 	"go.temporal.io/api/serviceerror"
+	"go.temporal.io/sdk/temporal"
 
 	"github.com/augceo/vibe/compile"
 	"github.com/augceo/vibe/process"
@@ -392,5 +393,19 @@ func TestClientErrors(t *testing.T) {
 	var ae *Error
 	if !errors.As(err, &ae) || ae.Status != 400 || !strings.Contains(ae.Message, `"a b?c" is not a process id`) {
 		t.Errorf("a bad id: %v", err)
+	}
+}
+
+// TestEngineErrorSaidOnce: an error that crossed the engine (a Go error
+// an activity returned, sent as one failure per wrapper) is answered with
+// its cause once, without Temporal's types (issue 27, 1).
+func TestEngineErrorSaidOnce(t *testing.T) {
+	conv := temporal.GetDefaultFailureConverter()
+	cause := fmt.Errorf("step s: %w", errors.New("the disk is on fire"))
+	crossed := conv.FailureToError(conv.ErrorToFailure(temporal.NewNonRetryableApplicationError(cause.Error(), "Fire", cause)))
+	h := Handler(&fakeProcesses{startErr: fmt.Errorf("start x: %w", crossed)}, quiet())
+	code, out, raw := call(t, h, "POST", "/v1/processes", `{"process":"aug:processes/meeting"}`, "")
+	if want := "start x: step s: the disk is on fire"; code != 500 || out["error"] != want {
+		t.Errorf("%d %s, want 500 with %q", code, raw, want)
 	}
 }
