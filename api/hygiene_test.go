@@ -409,3 +409,32 @@ func TestEngineErrorSaidOnce(t *testing.T) {
 		t.Errorf("%d %s, want 500 with %q", code, raw, want)
 	}
 }
+
+// statusList records the options of its List.
+type statusList struct {
+	fakeProcesses
+	got process.ListOptions
+}
+
+func (s *statusList) List(ctx context.Context, opts process.ListOptions) (process.Page, error) {
+	s.got = opts
+	return s.fakeProcesses.List(ctx, opts)
+}
+
+// TestListStatus: GET /v1/processes?status=S lists the processes of that
+// status (vibe ps --status through a server); another status is a 400.
+func TestListStatus(t *testing.T) {
+	p := &statusList{}
+	h := Handler(p, quiet())
+	if code, _, raw := call(t, h, "GET", "/v1/processes?status=waiting", "", ""); code != 200 || p.got.Status != process.Waiting {
+		t.Errorf("status=waiting: %d %s, listed %+v", code, raw, p.got)
+	}
+	if code, out, raw := call(t, h, "GET", "/v1/processes?status=asleep", "", ""); code != 400 || !strings.Contains(fmt.Sprint(out["error"]), "give one of running, waiting, completed, failed") {
+		t.Errorf("status=asleep: %d %s", code, raw)
+	}
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+	if _, err := (&Client{BaseURL: srv.URL}).List(context.Background(), process.ListOptions{Status: process.Failed}); err != nil || p.got.Status != process.Failed {
+		t.Errorf("the client's status: %v, listed %+v", err, p.got)
+	}
+}
