@@ -231,7 +231,7 @@ type listFlags struct {
 }
 
 func (f *listFlags) add(cmd *cobra.Command, what string) {
-	cmd.Flags().IntVar(&f.limit, "limit", process.DefaultListLimit, "show at most `N` "+what+", the newest")
+	cmd.Flags().IntVar(&f.limit, "limit", process.DefaultListLimit, "show at most `N` "+what+": those still running, then those that ended most recently")
 	cmd.Flags().BoolVar(&f.all, "all", false, "show every one of the "+what)
 	cmd.Flags().BoolVar(&f.json, "json", false, "print a JSON array (the API's fields), not a table")
 	// Checked before the engine starts.
