@@ -240,7 +240,7 @@ type batchPage struct {
 }
 
 func (s *server) listBatches(w http.ResponseWriter, r *http.Request) {
-	servePage(s, w, r, s.opts.Batches.List, func(items []batch.Status, next *string) any { return batchPage{Batches: items, Next: next} })
+	servePage(s, w, r, false, s.opts.Batches.List, func(items []batch.Status, next *string) any { return batchPage{Batches: items, Next: next} })
 }
 
 func (s *server) getBatch(w http.ResponseWriter, r *http.Request) {

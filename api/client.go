@@ -211,6 +211,9 @@ func listPath(path string, opts process.ListOptions) string {
 	if opts.Cursor != "" {
 		q.Set("cursor", opts.Cursor)
 	}
+	if opts.Status != "" {
+		q.Set("status", string(opts.Status))
+	}
 	if len(q) > 0 {
 		path += "?" + q.Encode()
 	}

@@ -117,7 +117,7 @@ func (s *server) failed(w http.ResponseWriter, r *http.Request, err error) {
 		}
 		writeError(w, http.StatusUnprocessableEntity, e)
 	case errors.Is(err, llm.ErrNotRecorded):
-		writeError(w, http.StatusUnprocessableEntity, &apiError{Error: err.Error()})
+		writeError(w, http.StatusUnprocessableEntity, &apiError{Error: process.ErrorText(err)})
 	case diskspace.Is(err):
 		// The engine's disk is full: the operator's to fix, and said as
 		// such, not as a timeout or an empty list.
@@ -135,7 +135,9 @@ func (s *server) failed(w http.ResponseWriter, r *http.Request, err error) {
 		if status == http.StatusServiceUnavailable {
 			w.Header().Set("Retry-After", "1")
 		}
-		writeError(w, status, &apiError{Error: err.Error()})
+		// An engine's error says its cause once, without Temporal's
+		// envelopes (process.ErrorText).
+		writeError(w, status, &apiError{Error: process.ErrorText(err)})
 	}
 }
 

@@ -14,6 +14,7 @@ import (
 	"testing"
 
 	"go.temporal.io/api/serviceerror"
+	"go.temporal.io/sdk/temporal"
 
 	"github.com/augceo/vibe/compile"
 	"github.com/augceo/vibe/process"
@@ -392,5 +393,48 @@ func TestClientErrors(t *testing.T) {
 	var ae *Error
 	if !errors.As(err, &ae) || ae.Status != 400 || !strings.Contains(ae.Message, `"a b?c" is not a process id`) {
 		t.Errorf("a bad id: %v", err)
+	}
+}
+
+// TestEngineErrorSaidOnce: an error that crossed the engine (a Go error
+// an activity returned, sent as one failure per wrapper) is answered with
+// its cause once, without Temporal's types (issue 27, 1).
+func TestEngineErrorSaidOnce(t *testing.T) {
+	conv := temporal.GetDefaultFailureConverter()
+	cause := fmt.Errorf("step s: %w", errors.New("the disk is on fire"))
+	crossed := conv.FailureToError(conv.ErrorToFailure(temporal.NewNonRetryableApplicationError(cause.Error(), "Fire", cause)))
+	h := Handler(&fakeProcesses{startErr: fmt.Errorf("start x: %w", crossed)}, quiet())
+	code, out, raw := call(t, h, "POST", "/v1/processes", `{"process":"aug:processes/meeting"}`, "")
+	if want := "start x: step s: the disk is on fire"; code != 500 || out["error"] != want {
+		t.Errorf("%d %s, want 500 with %q", code, raw, want)
+	}
+}
+
+// statusList records the options of its List.
+type statusList struct {
+	fakeProcesses
+	got process.ListOptions
+}
+
+func (s *statusList) List(ctx context.Context, opts process.ListOptions) (process.Page, error) {
+	s.got = opts
+	return s.fakeProcesses.List(ctx, opts)
+}
+
+// TestListStatus: GET /v1/processes?status=S lists the processes of that
+// status (vibe ps --status through a server); another status is a 400.
+func TestListStatus(t *testing.T) {
+	p := &statusList{}
+	h := Handler(p, quiet())
+	if code, _, raw := call(t, h, "GET", "/v1/processes?status=waiting", "", ""); code != 200 || p.got.Status != process.Waiting {
+		t.Errorf("status=waiting: %d %s, listed %+v", code, raw, p.got)
+	}
+	if code, out, raw := call(t, h, "GET", "/v1/processes?status=asleep", "", ""); code != 400 || !strings.Contains(fmt.Sprint(out["error"]), "give one of running, waiting, completed, failed") {
+		t.Errorf("status=asleep: %d %s", code, raw)
+	}
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+	if _, err := (&Client{BaseURL: srv.URL}).List(context.Background(), process.ListOptions{Status: process.Failed}); err != nil || p.got.Status != process.Failed {
+		t.Errorf("the client's status: %v, listed %+v", err, p.got)
 	}
 }

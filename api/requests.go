@@ -128,7 +128,7 @@ type requestPage struct {
 }
 
 func (s *server) listRequests(w http.ResponseWriter, r *http.Request) {
-	servePage(s, w, r, func(ctx context.Context, opts agent.ListOptions) ([]agent.Summary, string, error) {
+	servePage(s, w, r, false, func(ctx context.Context, opts agent.ListOptions) ([]agent.Summary, string, error) {
 		page, err := s.opts.Requests.List(ctx, opts)
 		return page.Requests, page.Next, err
 	}, func(items []agent.Summary, next *string) any { return requestPage{Requests: items, Next: next} })

@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -304,9 +305,9 @@ type listPage struct {
 	Next      *string           `json:"next"` // null on the last page
 }
 
-// listOptions reads a list's query (limit, cursor), or writes why it
-// cannot.
-func listOptions(w http.ResponseWriter, r *http.Request) (process.ListOptions, bool) {
+// listOptions reads a list's query (limit, cursor, and for a filtered
+// list status), or writes why it cannot.
+func listOptions(w http.ResponseWriter, r *http.Request, filtered bool) (process.ListOptions, bool) {
 	var opts process.ListOptions
 	query, err := url.ParseQuery(r.URL.RawQuery)
 	if err != nil {
@@ -328,8 +329,23 @@ func listOptions(w http.ResponseWriter, r *http.Request) (process.ListOptions, b
 				return opts, false
 			}
 			opts.Cursor = vs[0]
+		case "status":
+			if !filtered {
+				writeError(w, http.StatusBadRequest, &apiError{Error: fmt.Sprintf("unknown parameter %q (want limit, cursor)", name)})
+				return opts, false
+			}
+			st := process.Status(vs[0])
+			if len(vs) > 1 || !slices.Contains([]process.Status{process.Running, process.Waiting, process.Completed, process.Failed}, st) {
+				writeError(w, http.StatusBadRequest, &apiError{Error: fmt.Sprintf("status %q: give one of running, waiting, completed, failed", strings.Join(vs, ","))})
+				return opts, false
+			}
+			opts.Status = st
 		default:
-			writeError(w, http.StatusBadRequest, &apiError{Error: fmt.Sprintf("unknown parameter %q (want limit, cursor)", name)})
+			want := "limit, cursor"
+			if filtered {
+				want += ", status"
+			}
+			writeError(w, http.StatusBadRequest, &apiError{Error: fmt.Sprintf("unknown parameter %q (want %s)", name, want)})
 			return opts, false
 		}
 	}
@@ -337,17 +353,17 @@ func listOptions(w http.ResponseWriter, r *http.Request) (process.ListOptions, b
 }
 
 func (s *server) list(w http.ResponseWriter, r *http.Request) {
-	servePage(s, w, r, func(ctx context.Context, opts process.ListOptions) ([]process.Summary, string, error) {
+	servePage(s, w, r, true, func(ctx context.Context, opts process.ListOptions) ([]process.Summary, string, error) {
 		page, err := s.p.List(ctx, opts)
 		return page.Processes, page.Next, err
 	}, func(items []process.Summary, next *string) any { return listPage{Processes: items, Next: next} })
 }
 
 // servePage answers a list's GET: the page list gives for the query's
-// limit and cursor, as page puts it — its items (never null) and the next
-// cursor (null on the last page).
-func servePage[T any](s *server, w http.ResponseWriter, r *http.Request, list func(context.Context, process.ListOptions) ([]T, string, error), page func(items []T, next *string) any) {
-	opts, ok := listOptions(w, r)
+// limit and cursor (and status, when the list is filtered), as page puts
+// it — its items (never null) and the next cursor (null on the last page).
+func servePage[T any](s *server, w http.ResponseWriter, r *http.Request, filtered bool, list func(context.Context, process.ListOptions) ([]T, string, error), page func(items []T, next *string) any) {
+	opts, ok := listOptions(w, r, filtered)
 	if !ok {
 		return
 	}

@@ -318,7 +318,7 @@ func (c *Client) runGroup(ctx context.Context, in GroupInput, unreachable func(e
 		}
 		res = GroupResult{Index: in.Index, Results: make([]Result, len(in.Items))}
 		for i, it := range in.Items {
-			res.Results[i] = Result{Line: it.Line, Status: StatusFailed, Error: fmt.Sprintf("group %s: %v", GroupID(in.Batch, in.Index), err)}
+			res.Results[i] = Result{Line: it.Line, Status: StatusFailed, Error: fmt.Sprintf("group %s: %s", GroupID(in.Batch, in.Index), process.ErrorText(err))}
 		}
 		return res, nil
 	}

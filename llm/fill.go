@@ -149,6 +149,9 @@ func fill(ctx context.Context, p Provider, t Task, req *Request, spent int, opts
 	for {
 		resp, err := Complete(ctx, p, req)
 		if err != nil {
+			if errors.Is(err, ErrNotRecorded) {
+				return nil, err // a recording's error names the step itself
+			}
 			return nil, fmt.Errorf("step %s: %w", t.Name, err)
 		}
 		res.Requests++

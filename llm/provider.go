@@ -138,7 +138,8 @@ type Response struct {
 
 // ErrNotRecorded is the kind of failure of a provider that answers from a
 // recording and has none for a request (package replay's MissingError is
-// one: errors.Is(err, ErrNotRecorded)). Trying again cannot mend it;
+// one: errors.Is(err, ErrNotRecorded)). Such an error names the request's
+// step itself, so Fill returns it as it is. Trying again cannot mend it;
 // recording the answer against a live model can.
 var ErrNotRecorded = errors.New("no recorded answer")
 

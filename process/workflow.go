@@ -164,16 +164,6 @@ func (r *Interpreter) fail(ctx workflow.Context, h Host, err error) error {
 	return err
 }
 
-// ErrorText is an activity's or child workflow's error as its own message,
-// without Temporal's wrapping.
-func ErrorText(err error) string {
-	var ae *temporal.ApplicationError
-	if errors.As(err, &ae) {
-		return ae.Error()
-	}
-	return err.Error()
-}
-
 // llmChunk fills an LLM chunk (or takes the value a Vessel already filled),
 // keeps its steps' outputs, and starts its fire-and-forget actions. A
 // chunk with a loop is asked again, with its previous attempt, until the

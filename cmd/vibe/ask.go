@@ -35,6 +35,9 @@ The model is chosen with --llm openai:MODEL | anthropic:MODEL | replay:FILE
 ($VIBE_LLM), --llm-base-url URL ($VIBE_LLM_BASE_URL); the key comes from
 $VIBE_LLM_API_KEY, else $OPENAI_API_KEY / $ANTHROPIC_API_KEY.
 $VIBE_LLM_RECORD=FILE records every answer, for replay:FILE later.`,
+		Example: `  vibe ask instruction.json --prompt "Meet Alice and Bob on Friday" --llm openai:gpt-4o-mini
+  vibe ask instruction.json --prompt "…" --llm openai:llama3.1 --llm-base-url http://localhost:11434/v1
+  vibe ask instruction.json --prompt "…" --show-prompt`,
 		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			reg, err := openRegistry(regDir)

@@ -99,7 +99,11 @@ any item failed, 130 when interrupted.
 
 It uses the vibe serve that has --data if one runs (its worker does the work);
 otherwise it starts the embedded engine itself, or joins --temporal.`,
-		Args: fileOrPipeline,
+		Example: `  vibe batch aug:processes/review --registry DIR --in items.jsonl --out results.jsonl --llm openai:gpt-4o-mini
+  vibe batch --pipeline 'prompt | Assess' --registry DIR --in - --dry-run < items.jsonl
+  vibe batch aug:processes/review --registry DIR --in items.jsonl --provider-batch   # half price, within 24 h`,
+		Args:              fileOrPipeline,
+		ValidArgsFunction: completeProcess(&regDir),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			softMemoryLimit()
 			ctx := cmd.Context()
@@ -550,7 +554,10 @@ func countLines(name string) int {
 // has the data directory (whose worker does the work), or on an engine
 // and worker started here.
 func batchClient(ctx context.Context, io stdio, ef *engineFlags, wf *workerFlags, reg *registry.Registry) (*batch.Client, func(), error) {
-	if _, ok := ef.runningServer(); ok {
+	if c, ok := ef.runningServer(); ok {
+		if err := wf.modelUnused(ef, "the vibe serve at "+c.BaseURL); err != nil {
+			return nil, nil, err
+		}
 		eng, err := ef.attach(ctx, quietLogger())
 		if err == nil {
 			return batch.NewClient(&process.Client{Temporal: eng.Client(), Registry: reg}), func() { eng.Close() }, nil
@@ -731,13 +738,29 @@ func newBatchesCmd(io stdio) *cobra.Command {
 		after   int
 		pf      pricesFlag
 		cancel  bool
+		lf      listFlags
 	)
 	cmd := &cobra.Command{
-		Use:   "batches [ID] [--results | --cancel]",
+		Use:   "batches [ID] [--results | --cancel] [--json]",
 		Short: "List batches, show one, print its result lines, or cancel it",
-		Args:  cobra.MaximumNArgs(1),
+		Example: `  vibe batches                       # the batches, newest first
+  vibe batches --json
+  vibe batches review-1a2b3c            # one batch's counts (JSON)
+  vibe batches review-1a2b3c --results  # its result lines (JSONL)
+  vibe batches review-1a2b3c --cancel`,
+		Args:              cobra.MaximumNArgs(1),
+		ValidArgsFunction: completeBatchIDs(&ef),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
+			if ef.noData() {
+				// Nothing has run here: say so without creating the
+				// data directory.
+				if len(args) == 0 {
+					return listPages(io, &lf, func(process.ListOptions) ([]batch.Status, string, error) { return nil, "", nil },
+						func(s batch.Status) time.Time { return s.StartedAt }, "ID\tPROCESS\tSTATUS", func(batch.Status) string { return "" })
+				}
+				return fmt.Errorf("%w: %s (there is no data directory %s: nothing has run here; give --data DIR or set VIBE_DATA)", batch.ErrNotFound, args[0], ef.data)
+			}
 			p, done, err := connectEngine(ctx, io, &ef)
 			if err != nil {
 				return err
@@ -750,28 +773,23 @@ func newBatchesCmd(io stdio) *cobra.Command {
 			}
 			switch {
 			case len(args) == 0:
-				list, _, err := c.List(ctx, process.ListOptions{})
-				if err != nil {
-					return err
-				}
-				tw := tabwriter.NewWriter(io.out, 0, 4, 2, ' ', 0)
 				head := "ID\tPROCESS\tSTATUS\tITEMS\tDONE\tFAILED\tWAITING\tREQUESTS\tSTARTED"
 				if prices != nil {
 					head += "\tCOST (" + prices.Currency + ")"
 				}
-				fmt.Fprintln(tw, head)
-				for _, s := range list {
-					fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t%d\t%d\t%s", s.ID, s.Process, s.Status, s.Items, s.Done, s.Failed, s.Waiting, s.Requests, s.StartedAt.Local().Format(time.DateTime))
-					if prices != nil {
-						cost := "-"
-						if c, ok := prices.Cost(s.Model, s.Usage, false); ok {
-							cost = strings.TrimSuffix(prices.Format(c), " "+prices.Currency)
+				return listPages(io, &lf, func(opts process.ListOptions) ([]batch.Status, string, error) { return c.List(ctx, opts) },
+					func(s batch.Status) time.Time { return s.StartedAt }, head,
+					func(s batch.Status) string {
+						row := fmt.Sprintf("%s\t%s\t%s\t%d\t%d\t%d\t%d\t%d\t%s", s.ID, s.Process, s.Status, s.Items, s.Done, s.Failed, s.Waiting, s.Requests, s.StartedAt.Local().Format(time.DateTime))
+						if prices != nil {
+							cost := "-"
+							if c, ok := prices.Cost(s.Model, s.Usage, false); ok {
+								cost = strings.TrimSuffix(prices.Format(c), " "+prices.Currency)
+							}
+							row += "\t" + cost
 						}
-						fmt.Fprintf(tw, "\t%s", cost)
-					}
-					fmt.Fprintln(tw)
-				}
-				return tw.Flush()
+						return row
+					})
 			case cancel:
 				if err := c.Cancel(ctx, args[0]); err != nil {
 					return err
@@ -802,6 +820,7 @@ func newBatchesCmd(io stdio) *cobra.Command {
 	cmd.Flags().BoolVar(&results, "results", false, "print the batch's result lines (JSONL), waiting for those still running")
 	cmd.Flags().IntVar(&after, "after", 0, "with --results: start after this input line")
 	cmd.Flags().BoolVar(&cancel, "cancel", false, "cancel the batch: its items stop, its provider batches are cancelled at the provider")
+	lf.add(cmd, "batches")
 	return cmd
 }
 

@@ -40,6 +40,8 @@ definition per chunk in execution order, and the entry point.
 
 On bad input it prints every error, one per line, as FILE: /json/path: message,
 and exits with status 1.`,
+		Example: `  vibe compile --explain --registry examples/schedule-meeting/registry aug:processes/schedule-meeting
+  vibe compile --registry DIR --pipeline 'prompt | Assess | Decide'`,
 		Args: fileOrPipeline,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			var outputs []string

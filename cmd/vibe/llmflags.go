@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/augceo/vibe/llm"
 	"github.com/augceo/vibe/llm/anthropic"
@@ -23,7 +24,11 @@ import (
 type llmFlags struct {
 	spec, baseURL string
 	tools, strict bool
+	flag          *pflag.Flag // --llm, to tell a given flag from $VIBE_LLM
 }
+
+// given reports whether --llm was on the command line.
+func (f *llmFlags) given() bool { return f.flag != nil && f.flag.Changed }
 
 // model is the model the flags name ("gpt-4o-mini" of openai:gpt-4o-mini),
 // or "" for a recording or none.
@@ -37,6 +42,7 @@ func (f *llmFlags) model() string {
 
 func (f *llmFlags) add(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&f.spec, "llm", os.Getenv("VIBE_LLM"), "the model: openai:MODEL, anthropic:MODEL or replay:FILE (default $VIBE_LLM)")
+	f.flag = cmd.Flags().Lookup("llm")
 	cmd.Flags().StringVar(&f.baseURL, "llm-base-url", os.Getenv("VIBE_LLM_BASE_URL"), "the endpoint of an OpenAI-compatible server (vLLM, Ollama, llama.cpp) or an Anthropic proxy (default $VIBE_LLM_BASE_URL)")
 	cmd.Flags().BoolVar(&f.strict, "llm-strict", false, "openai: send schemas in OpenAI's strict structured-output form (every property required, additionalProperties false, optional ones nullable) to any OpenAI-compatible endpoint, not only OpenAI's own")
 	cmd.Flags().BoolVar(&f.tools, "llm-tools", false, "openai: send the schema as a forced function call instead of response_format json_schema, for servers without structured outputs")

@@ -35,6 +35,8 @@ It uses the vibe serve that has --data if one runs (give it the same
 --registry); otherwise it starts the embedded engine and a worker itself, with
 --llm and --actions-file. vibe serve offers the same server over streamable
 HTTP at /mcp.`,
+		Example: `  vibe mcp --registry examples/schedule-meeting/registry --llm openai:gpt-4o-mini
+  claude mcp add vibe -- vibe mcp --registry "$PWD/registry" --data "$PWD/.vibe"`,
 		Args: exactArgs(0),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			reg, err := openRegistry(regDir)

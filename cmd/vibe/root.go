@@ -32,9 +32,11 @@ const (
 	exitOK    = 0
 	exitError = 1 // bad input, a failed run: the errors are printed
 	exitUsage = 2 // bad flags or arguments
-	// exitInterrupted is a command stopped by Ctrl-C (SIGINT, or SIGTERM)
-	// that said so: 128 + SIGINT, as a shell reports it.
+	// exitInterrupted is a command stopped by Ctrl-C (SIGINT): 128 +
+	// SIGINT, as a shell reports it. A command stopped by SIGTERM exits
+	// with exitTerminated.
 	exitInterrupted = 130
+	exitTerminated  = 143 // 128 + SIGTERM
 )
 
 // stdio is where a command reads and writes; tests give buffers.
@@ -61,6 +63,7 @@ type interrupts struct {
 	cancel context.CancelFunc
 	mu     sync.Mutex
 	n      int           // signals so far
+	first  os.Signal     // the first signal, nil before one
 	drain  chan struct{} // closed at the first signal; nil until asked for
 }
 
@@ -77,8 +80,8 @@ func notifyInterrupts(parent context.Context) (context.Context, func()) {
 	go func() {
 		for {
 			select {
-			case <-sigs:
-				in.signal()
+			case sig := <-sigs:
+				in.signal(sig)
 			case <-done:
 				return
 			}
@@ -91,15 +94,38 @@ func notifyInterrupts(parent context.Context) (context.Context, func()) {
 	}
 }
 
-func (in *interrupts) signal() {
+func (in *interrupts) signal(sig os.Signal) {
 	in.mu.Lock()
 	defer in.mu.Unlock()
 	in.n++
+	if in.first == nil {
+		in.first = sig
+	}
 	if in.n == 1 && in.drain != nil {
 		close(in.drain)
 		return
 	}
 	in.cancel()
+}
+
+// stoppedBy is the signal that stopped the command of ctx, nil when none
+// came.
+func stoppedBy(ctx context.Context) os.Signal {
+	in, _ := ctx.Value(interruptsKey{}).(*interrupts)
+	if in == nil {
+		return nil
+	}
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	return in.first
+}
+
+// interruptStatus is the exit status of a command that sig stopped.
+func interruptStatus(sig os.Signal) int {
+	if sig == syscall.SIGTERM {
+		return exitTerminated
+	}
+	return exitInterrupted
 }
 
 // drainOnInterrupt asks that the first interrupt not end ctx but close
@@ -139,18 +165,28 @@ func Main(args []string, in io.Reader, out, errOut io.Writer) int {
 	root.SetOut(out)
 	root.SetErr(errOut)
 	err := root.ExecuteContext(ctx)
-	if err == nil {
-		return exitOK
-	}
 	var ue usageError
-	if errors.As(err, &ue) || isCobraUsage(err) {
+	if err != nil && (errors.As(err, &ue) || isCobraUsage(err)) {
 		fmt.Fprintf(errOut, "vibe: %v\nRun 'vibe help' for usage.\n", err)
 		return exitUsage
 	}
+	// Ctrl-C stops every command with 130, whether it wound down in good
+	// order (serve, batch) or its context's end cut it short; the command
+	// may say what was left and how to go on.
 	var ie *interruptedError
-	if errors.As(err, &ie) {
-		fmt.Fprintf(errOut, "vibe: %v\n", err)
-		return exitInterrupted
+	if sig := stoppedBy(ctx); sig != nil || errors.As(err, &ie) {
+		switch {
+		case ie != nil:
+			fmt.Fprintf(errOut, "vibe: %v\n", err)
+		case err != nil && !errors.Is(err, context.Canceled):
+			fmt.Fprintf(errOut, "vibe: %s (interrupted)\n", process.ErrorText(err))
+		default:
+			fmt.Fprintln(errOut, "vibe: interrupted")
+		}
+		return interruptStatus(sig)
+	}
+	if err == nil {
+		return exitOK
 	}
 	// Errors about an input name its file and JSON path; others are the
 	// command's own.
@@ -162,7 +198,7 @@ func Main(args []string, in io.Reader, out, errOut io.Writer) int {
 		}
 		return exitError
 	}
-	fmt.Fprintf(errOut, "vibe: %v%s\n", err, hint(err))
+	fmt.Fprintf(errOut, "vibe: %s%s\n", process.ErrorText(err), hint(err))
 	return exitError
 }
 
@@ -213,14 +249,42 @@ func newRoot(io stdio) *cobra.Command {
 them into Processes, and runs them durably.
 
 Every error names the file and the JSON path it is about, one per line:
-  FILE: /json/path: message`,
+  FILE: /json/path: message
+
+Environment (a flag given wins):
+  VIBE_DATA            the data directory of the embedded engine (--data; default .vibe)
+  VIBE_REGISTRY        the registry directory (--registry)
+  VIBE_LLM             the model: openai:MODEL, anthropic:MODEL or replay:FILE (--llm)
+  VIBE_LLM_BASE_URL    an OpenAI-compatible or Anthropic endpoint (--llm-base-url)
+  VIBE_LLM_API_KEY     the model's API key (else OPENAI_API_KEY / ANTHROPIC_API_KEY)
+  VIBE_LLM_RECORD      record every answer of a live model to this FILE, for replay:FILE
+  VIBE_LOG             Vibe's own log on stderr: debug, info or warn (a one-shot
+                       command logs nothing unless set; vibe serve logs info)
+  VIBE_TOKEN           the API token of vibe serve (--token)
+  VIBE_PRICES          a prices file, to show what tokens cost (--prices)
+  VIBE_DELEGATE_ALLOW  hosts delegates may be fetched from (--delegate-allow)
+  VIBE_TLS_DIR, VIBE_TLS_CERT, VIBE_TLS_KEY, VIBE_TLS_CA
+                       mutual TLS to a Temporal cluster (--tls-*)
+  VIBE_HTTPS_CERT, VIBE_HTTPS_KEY
+                       vibe serve over HTTPS (--https-cert, --https-key)
+  OTEL_EXPORTER_OTLP_* where traces and metrics go (--otlp)
+
+Exit status: 0 done, 1 failed (the errors are printed), 2 bad flags or
+arguments, 130 interrupted (Ctrl-C), 143 stopped by SIGTERM.`,
+		Example: `  vibe ask instruction.json --prompt "Meet Alice and Bob" --llm openai:gpt-4o-mini
+  vibe run aug:processes/schedule-meeting --registry examples/schedule-meeting/registry \
+      --actions-file actions.json --llm openai:gpt-4o-mini --prompt "Meet Bob on Friday"
+  vibe ps --status waiting
+  vibe serve --registry DIR --llm openai:gpt-4o-mini`,
+		Version:       version(),
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
+	root.SetVersionTemplate("{{.Version}}")
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &flagError{err} })
 	root.AddCommand(newComposeCmd(io), newCompileCmd(io), newAskCmd(io),
 		newServeCmd(io), newWorkerCmd(io), newRunCmd(io), newAnswerCmd(io), newShowCmd(io), newPsCmd(io),
-		newVesselCmd(io), newPlanCmd(io), newMCPCmd(io), newBatchCmd(io), newBatchesCmd(io), newDoctorCmd(io))
+		newVesselCmd(io), newPlanCmd(io), newMCPCmd(io), newBatchCmd(io), newBatchesCmd(io), newDoctorCmd(io), newVersionCmd(io), newRequestsCmd(io))
 	return root
 }
 
@@ -252,13 +316,16 @@ func exactArgs(n int) cobra.PositionalArgs {
 }
 
 // quietLogger drops Vibe's per-call log records, which a one-shot command
-// does not need on the terminal; $VIBE_LOG=debug|info shows them on stderr.
+// does not need on the terminal; $VIBE_LOG=debug|info|warn shows them on
+// stderr.
 func quietLogger() *slog.Logger {
 	switch os.Getenv("VIBE_LOG") {
 	case "debug":
 		return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	case "info":
 		return slog.New(slog.NewTextHandler(os.Stderr, nil))
+	case "warn":
+		return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	}
 	return slog.New(slog.DiscardHandler)
 }

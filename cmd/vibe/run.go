@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"iter"
 	"os"
 	"slices"
 	"strings"
@@ -27,6 +28,9 @@ import (
 // run (run, answer), with a query-only worker otherwise (show).
 func connect(ctx context.Context, io stdio, ef *engineFlags, wf *workerFlags, reg *registry.Registry) (processes, func(), error) {
 	if c, ok := ef.runningServer(); ok {
+		if err := wf.modelUnused(ef, "the vibe serve at "+c.BaseURL); err != nil {
+			return nil, nil, err
+		}
 		return c, func() {}, nil
 	}
 	l, err := startLocal(ctx, io, ef, wf, reg, quietLogger())
@@ -61,7 +65,12 @@ run (the workflow, and the engine that resumes it). Through a running vibe
 serve (or with --wait-actions 0) it says which are pending and where they run.
 
 J is JSON, or @FILE.`,
-		Args: fileOrPipeline,
+		Example: `  vibe run aug:processes/schedule-meeting --registry examples/schedule-meeting/registry \
+      --actions-file actions.json --llm openai:gpt-4o-mini --prompt "Meet Bob on Friday"
+  vibe run process.json --input @start.json --answer '{"confirm": {"approve": true}}'
+  vibe run --pipeline 'identifyParticipants | draftInvitation' --registry DIR --llm replay:answers.jsonl --prompt "…"`,
+		Args:              fileOrPipeline,
+		ValidArgsFunction: completeProcess(&regDir),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
 			reg, err := openRegistry(regDir)
@@ -130,7 +139,10 @@ func newAnswerCmd(io stdio) *cobra.Command {
 answer that does not fit the chunk's schema is refused with the errors, and the
 process keeps waiting. Then it follows the process until it waits again or ends,
 and waits for its fire-and-forget actions as vibe run does (--wait-actions).`,
-		Args: exactArgs(2),
+		Example: `  vibe answer meeting-1a2b3c4d '{"confirmInvitation": {"decision": "Approve"}}'
+  vibe answer meeting-1a2b3c4d @answer.json`,
+		Args:              exactArgs(2),
+		ValidArgsFunction: completeProcessIDs(&ef, process.Waiting),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ans, err := parseJSONArg("answer", args[1])
 			if err != nil {
@@ -177,6 +189,8 @@ func newShowCmd(io stdio) *cobra.Command {
 			}
 			return nil
 		})
+	cmd.Example = `  vibe show meeting-1a2b3c4d
+  vibe show meeting-1a2b3c4d | jq .state`
 	pf.add(cmd)
 	return cmd
 }
@@ -201,55 +215,108 @@ func callsCost(p *llm.Prices, calls []process.ModelCall) string {
 }
 
 func newPsCmd(io stdio) *cobra.Command {
-	var (
-		limit int
-		all   bool
-	)
-	cmd := readCmd(io, "ps [--limit N | --all]", "List processes, newest first", exactArgs(0),
+	var lf listFlags
+	cmd := readCmd(io, "ps [--status S] [--limit N | --all] [--json]", "List processes, newest first", exactArgs(0),
 		func(ctx context.Context, p processes, args []string) error {
-			tw := tabwriter.NewWriter(io.out, 2, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "ID\tPROCESS\tSTATUS\tSTARTED")
-			// Follow the cursors: pages of at most the engine's page size,
-			// until limit processes are shown (all: until the last page).
-			shown, cursor := 0, ""
-			for all || shown < limit {
-				n := process.MaxListLimit
-				if !all {
-					n = min(n, limit-shown)
-				}
-				page, err := p.List(ctx, process.ListOptions{Limit: n, Cursor: cursor})
-				if err != nil {
-					return err
-				}
-				for _, s := range page.Processes {
-					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", s.ID, s.Process, s.Status, s.StartedAt.Local().Format(time.DateTime))
-				}
-				shown += len(page.Processes)
-				if cursor = page.Next; cursor == "" {
-					break
-				}
-			}
-			if err := tw.Flush(); err != nil {
-				return err
-			}
-			if cursor != "" {
-				fmt.Fprintf(io.err, "vibe: the newest %d shown; there are more (--limit N, or --all)\n", shown)
-			}
-			return nil
+			return listPages(io, &lf,
+				func(opts process.ListOptions) ([]process.Summary, string, error) {
+					opts.Status = process.Status(lf.status)
+					page, err := p.List(ctx, opts)
+					return page.Processes, page.Next, err
+				},
+				func(s process.Summary) time.Time { return s.StartedAt },
+				"ID\tPROCESS\tSTATUS\tSTARTED",
+				func(s process.Summary) string {
+					return fmt.Sprintf("%s\t%s\t%s\t%s", s.ID, s.Process, s.Status, s.StartedAt.Local().Format(time.DateTime))
+				})
 		})
+	cmd.Example = `  vibe ps
+  vibe ps --status waiting          # the processes that wait for a person
+  vibe ps --all --json | jq -r '.[] | select(.status == "failed") | .id'`
+	lf.add(cmd, "processes")
+	cmd.Flags().StringVar(&lf.status, "status", "", "list only the processes of this `STATUS`: running, waiting (for a person), completed or failed")
+	cmd.RegisterFlagCompletionFunc("status", cobra.FixedCompletions([]string{"running", "waiting", "completed", "failed"}, cobra.ShellCompDirectiveNoFileComp))
+	return cmd
+}
+
+// listFlags are a listing's flags: how many (--limit N or --all), a
+// filter (--status), and --json.
+type listFlags struct {
+	limit  int
+	all    bool
+	status string
+	json   bool
+}
+
+func (f *listFlags) add(cmd *cobra.Command, what string) {
+	cmd.Flags().IntVar(&f.limit, "limit", process.DefaultListLimit, "show at most `N` "+what+": those still running, then those that ended most recently")
+	cmd.Flags().BoolVar(&f.all, "all", false, "show every one of the "+what)
+	cmd.Flags().BoolVar(&f.json, "json", false, "print a JSON array (the API's fields), not a table")
 	// Checked before the engine starts.
 	cmd.PreRunE = func(cmd *cobra.Command, args []string) error {
-		if limit < 1 {
-			return usageError{fmt.Errorf("--limit %d: give a number of processes from 1 up", limit)}
+		if f.limit < 1 {
+			return usageError{fmt.Errorf("--limit %d: give a number of %s from 1 up", f.limit, what)}
 		}
-		if all && cmd.Flags().Changed("limit") {
+		if f.all && cmd.Flags().Changed("limit") {
 			return usageError{errors.New("give --limit N or --all, not both")}
+		}
+		switch process.Status(f.status) {
+		case "", process.Running, process.Waiting, process.Completed, process.Failed:
+		default:
+			return usageError{fmt.Errorf("--status %q: give running, waiting, completed or failed", f.status)}
 		}
 		return nil
 	}
-	cmd.Flags().IntVar(&limit, "limit", process.DefaultListLimit, "show at most `N` processes, the newest")
-	cmd.Flags().BoolVar(&all, "all", false, "show every process")
-	return cmd
+}
+
+// listPages prints a list, newest first, following the cursors: pages of
+// at most the engine's page size, until --limit items are shown (--all:
+// until the last page). It prints a table of head and a row per item, or
+// with --json one JSON array; that there are more goes to stderr.
+//
+// The engine's lists (SQL visibility, which takes no ORDER BY) give the
+// workflows still open first, then the closed ones by when they closed:
+// so --limit keeps those and the most recently ended, and the items shown
+// are sorted here by when they started (started), newest first.
+func listPages[T any](io stdio, f *listFlags, list func(process.ListOptions) ([]T, string, error), started func(T) time.Time, head string, row func(T) string) error {
+	var items []T
+	cursor := ""
+	for f.all || len(items) < f.limit {
+		n := process.MaxListLimit
+		if !f.all {
+			n = min(n, f.limit-len(items))
+		}
+		page, next, err := list(process.ListOptions{Limit: n, Cursor: cursor})
+		if err != nil {
+			return err
+		}
+		items = append(items, page...)
+		if cursor = next; cursor == "" {
+			break
+		}
+	}
+	slices.SortStableFunc(items, func(a, b T) int { return started(b).Compare(started(a)) })
+	if f.json {
+		if items == nil {
+			items = []T{}
+		}
+		if err := writeAny(io, items); err != nil {
+			return err
+		}
+	} else {
+		tw := tabwriter.NewWriter(io.out, 2, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, head)
+		for _, it := range items {
+			fmt.Fprintln(tw, row(it))
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+	}
+	if cursor != "" {
+		fmt.Fprintf(io.err, "vibe: the newest %d shown; there are more (--limit N, or --all)\n", len(items))
+	}
+	return nil
 }
 
 // readCmd is a command that only reads processes: through the vibe serve
@@ -261,7 +328,18 @@ func readCmd(io stdio, use, short string, args cobra.PositionalArgs, read func(c
 		Use:   use,
 		Short: short,
 		Args:  args,
+		ValidArgsFunction: func(cmd *cobra.Command, args []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
+			if cmd.Name() != "show" {
+				return nil, cobra.ShellCompDirectiveNoFileComp
+			}
+			return completeProcessIDs(&ef, "")(cmd, args, toComplete)
+		},
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if ef.noData() {
+				// Nothing has run here: say so without creating the
+				// data directory.
+				return read(cmd.Context(), noProcesses{dir: ef.data}, args)
+			}
 			p, done, err := connect(cmd.Context(), io, &ef, nil, nil)
 			if err != nil {
 				return err
@@ -272,6 +350,34 @@ func readCmd(io stdio, use, short string, args cobra.PositionalArgs, read func(c
 	}
 	ef.add(cmd)
 	return cmd
+}
+
+// noProcesses are the processes of a data directory that does not exist:
+// none.
+type noProcesses struct{ dir string }
+
+func (n noProcesses) notFound(id string) error {
+	return fmt.Errorf("%w: %s (there is no data directory %s: nothing has run here; give --data DIR or set VIBE_DATA)", process.ErrNotFound, id, n.dir)
+}
+
+func (n noProcesses) Start(context.Context, process.StartOptions) (*process.Started, error) {
+	return nil, errors.New("a command that only reads starts nothing")
+}
+
+func (n noProcesses) Get(_ context.Context, id string) (*process.Info, error) {
+	return nil, n.notFound(id)
+}
+
+func (n noProcesses) List(context.Context, process.ListOptions) (process.Page, error) {
+	return process.Page{}, nil
+}
+
+func (n noProcesses) Answer(_ context.Context, id string, _ jsonv.Value) (*process.View, error) {
+	return nil, n.notFound(id)
+}
+
+func (n noProcesses) Watch(_ context.Context, id string, _ process.WatchOptions) iter.Seq2[*process.Info, error] {
+	return func(yield func(*process.Info, error) bool) { yield(nil, n.notFound(id)) }
 }
 
 // follow shows a process's chunks as they finish, answers or asks when it
@@ -347,10 +453,29 @@ func isTerminal(io stdio) bool {
 	return ok && term.IsTerminal(int(f.Fd()))
 }
 
-// askOnTerminal reads answers until one fits.
+// askOnTerminal reads answers until one fits: a choice (enums,
+// booleans) as numbered options and y/n, anything else as JSON.
 func askOnTerminal(ctx context.Context, io stdio, p processes, id string, w *process.Pending) error {
 	in := bufio.NewScanner(io.in)
 	in.Buffer(make([]byte, 1<<20), 16<<20)
+	if qs, ok := choiceQuestions(w.Schema); ok {
+		for {
+			a, err := askChoices(in, io.err, qs)
+			if err != nil {
+				return err
+			}
+			_, err = p.Answer(ctx, id, a)
+			var refused *process.RefusedError
+			if errors.As(err, &refused) {
+				fmt.Fprintln(io.err, refused.Message)
+				continue
+			}
+			if err == nil {
+				fmt.Fprintf(io.err, "vibe: answered %s with %s\n", w.Chunk, jsonv.Marshal(a))
+			}
+			return err
+		}
+	}
 	for {
 		fmt.Fprintf(io.err, "answer (JSON, e.g. %s)> ", answerSkeleton(w.Schema))
 		if !in.Scan() {

@@ -4,7 +4,9 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"iter"
 	"log/slog"
 	"net"
@@ -60,7 +62,7 @@ type engineFlags struct {
 }
 
 func (f *engineFlags) add(cmd *cobra.Command) {
-	cmd.Flags().StringVar(&f.data, "data", engine.DefaultDataDir, "data directory of the embedded engine (SQLite file, logs, certificates)")
+	cmd.Flags().StringVar(&f.data, "data", cmp.Or(os.Getenv("VIBE_DATA"), engine.DefaultDataDir), "data directory of the embedded engine (SQLite file, logs, certificates); $VIBE_DATA gives the default")
 	cmd.Flags().StringVar(&f.temporal, "temporal", "", "use the Temporal cluster at `HOST:PORT` instead of the embedded engine")
 	cmd.Flags().StringVar(&f.namespace, "namespace", engine.DefaultNamespace, "Temporal namespace")
 	cmd.Flags().StringVar(&f.token, "token", os.Getenv("VIBE_TOKEN"), "API token (default $VIBE_TOKEN)")
@@ -159,6 +161,27 @@ func (f *workerFlags) add(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&f.delegateAllow, "delegate-allow", os.Getenv("VIBE_DELEGATE_ALLOW"), "hosts delegates may be fetched from over http(s), comma-separated (default $VIBE_DELEGATE_ALLOW)")
 	cmd.Flags().StringVar(&f.otlp, "otlp", "", "export traces and metrics over OTLP to the OpenTelemetry collector at `URL`: gRPC (http://localhost:4317, or https://…), or HTTP with OTEL_EXPORTER_OTLP_PROTOCOL=http/protobuf (http://localhost:4318); default: the OTEL_EXPORTER_OTLP_* variables")
 	f.llm.add(cmd)
+}
+
+// modelUnused is the error of --llm given while another vibe process (a
+// vibe serve, named by where) has the data directory: its worker runs the
+// work with its own model, and --llm would go unused without a word.
+func (f *workerFlags) modelUnused(ef *engineFlags, where string) error {
+	if f == nil || !f.llm.given() {
+		return nil
+	}
+	return usageError{fmt.Errorf("--llm %s: %s has the data directory %s and runs the work with its own model; drop --llm to use that, or give --data another directory for an engine of this command's own", f.llm.spec, where, ef.data)}
+}
+
+// noData reports whether the flags name an embedded engine on a data
+// directory that does not exist: nothing has run there, so a command that
+// only reads finds nothing, and must not create the directory to say so.
+func (f *engineFlags) noData() bool {
+	if f.temporal != "" {
+		return false
+	}
+	_, err := os.Stat(f.data)
+	return errors.Is(err, fs.ErrNotExist)
 }
 
 // runningServer returns a client for the vibe serve that has the data

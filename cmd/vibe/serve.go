@@ -115,6 +115,8 @@ every two seconds.
 and key; off loopback without them serve warns that the token and the
 session cookie cross the network in cleartext. (--tls-cert and --tls-key are
 another matter: the client certificate that reaches a --temporal cluster.)`,
+		Example: `  vibe serve --registry examples/schedule-meeting/registry --llm openai:gpt-4o-mini
+  vibe serve --registry DIR --addr 0.0.0.0:8080 --token "$(openssl rand -hex 32)" --https-cert cert.pem --https-key key.pem`,
 		Args: exactArgs(0),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			offLoopback := !vibe.IsLoopback(addr)
@@ -284,7 +286,8 @@ many machines. Without --temporal it joins the embedded engine of the vibe serve
 that has --data. Give it the registry the other workers have (--registry): a
 Vessel's delegate named by a registry URI (aug:requests/…) is loaded by
 whichever worker runs the call.`,
-		Args: exactArgs(0),
+		Example: `  vibe worker --temporal temporal.example.com:7233 --tls-dir ./tls --registry DIR --llm openai:gpt-4o-mini`,
+		Args:    exactArgs(0),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			reg, err := openRegistry(regDir)
 			if err != nil {

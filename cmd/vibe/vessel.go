@@ -54,10 +54,17 @@ with the Vessel file and the context inline: the server builds the toolset
 with its own registry, actions and model. Otherwise it runs here on the
 embedded engine, which stays up until the processes the request launched
 have finished or wait for a person.`,
+		Example: `  vibe vessel examples/music/producer.vessel.json --registry examples/music/registry \
+      --context examples/music/context.json --llm replay:examples/music/answers.jsonl \
+      --prompt "Make the album's first track: a song, and a rain ambience for its intro."
+  vibe vessel team.vessel.json --prompt "…" --show-prompt`,
 		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts := agent.StartOptions{Prompt: prompt, Context: jsonv.ArrayValue(), ContextFile: "request", File: args[0]}
 			if c, ok := ef.runningServer(); ok && !showPrompt {
+				if err := wf.modelUnused(&ef, "the vibe serve at "+c.BaseURL); err != nil {
+					return err
+				}
 				var err error
 				if opts.Document, err = schema.ReadFile(args[0]); err != nil {
 					return err
@@ -128,6 +135,8 @@ FILE) or a bare array of messages with --vessel.
 To run, a plan goes to the vibe serve on --data when one runs (POST /v1/plans),
 which checks it against the toolset it builds with its own registry and
 actions; otherwise it runs here on the embedded engine.`,
+		Example: `  vibe plan examples/manager-employees/plan.json --registry examples/manager-employees/registry --dry-run
+  vibe plan plan.json --vessel manager.vessel.json --dot | dot -Tsvg > plan.svg`,
 		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			file := inputName(args[0])
@@ -150,6 +159,9 @@ actions; otherwise it runs here on the embedded engine.`,
 				opts.ContextAt = "/context"
 			}
 			if c, ok := ef.runningServer(); ok && !asDot && !dryRun {
+				if err := wf.modelUnused(&ef, "the vibe serve at "+c.BaseURL); err != nil {
+					return err
+				}
 				if opts.Document, err = schema.ReadFile(vfile); err != nil {
 					return err
 				}
@@ -251,6 +263,9 @@ func runRequest(ctx context.Context, io stdio, ef *engineFlags, wf *workerFlags,
 		switch {
 		case err == nil:
 			defer eng.Close()
+			if err := wf.modelUnused(ef, "another vibe process"); err != nil {
+				return err
+			}
 			_, err := runOn(ctx, io, &agent.Client{Temporal: eng.Client(), MaxDepth: bounds.depth, MaxFanOut: bounds.fanOut}, opts)
 			return err
 		case !errors.Is(err, engine.ErrNotRunning):

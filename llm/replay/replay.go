@@ -37,15 +37,15 @@ type MissingError struct {
 }
 
 // Error names the recording, the step and the hash, and says how to
-// record the missing answer.
+// record the missing answer (replay.Record; the CLI: VIBE_LLM_RECORD).
 func (e *MissingError) Error() string {
 	h := e.Hash
 	if len(h) > 12 {
 		h = h[:12]
 	}
 	return fmt.Sprintf("no recorded answer for step %q (request %s) in %s: the step, its prompt, context or schema differ from what was recorded; "+
-		"record it again against a live model (replay.Record to %s)",
-		e.Step, h, e.Path, e.Path)
+		"record it again against a live model",
+		e.Step, h, e.Path)
 }
 
 // Is makes a MissingError match llm.ErrNotRecorded, the kind of failure it
