@@ -174,7 +174,8 @@ func Main(args []string, in io.Reader, out, errOut io.Writer) int {
 	// order (serve, batch) or its context's end cut it short; the command
 	// may say what was left and how to go on.
 	var ie *interruptedError
-	if sig := stoppedBy(ctx); sig != nil || errors.As(err, &ie) {
+	isInterrupted := errors.As(err, &ie) // before the signal: a command that says how to go on says it as written
+	if sig := stoppedBy(ctx); sig != nil || isInterrupted {
 		switch {
 		case ie != nil:
 			fmt.Fprintf(errOut, "vibe: %v\n", err)

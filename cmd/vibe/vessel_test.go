@@ -230,8 +230,13 @@ func TestRequestsThroughServe(t *testing.T) {
 	}
 
 	// vibe vessel on the serve's data directory goes through the serve: no
-	// registry or actions here, and a model flag it does not use.
-	status, stdout, stderr := run(t, "", "vessel", billing+"/accountant.vessel.json", "--prompt", prompt, "--data", data, "--llm", "openai:m", "--llm-base-url", cliModel.URL)
+	// registry or actions here. A model flag it would not use is refused,
+	// saying so; without it the serve's model answers.
+	status, _, stderr := run(t, "", "vessel", billing+"/accountant.vessel.json", "--prompt", prompt, "--data", data, "--llm", "openai:m", "--llm-base-url", cliModel.URL)
+	if status != 2 || !strings.Contains(stderr, "runs the work with its own model; drop --llm") {
+		t.Errorf("vessel --llm through a serve: %d %s", status, stderr)
+	}
+	status, stdout, stderr := run(t, "", "vessel", billing+"/accountant.vessel.json", "--prompt", prompt, "--data", data)
 	if status != 0 {
 		t.Fatalf("vessel: %d %s", status, stderr)
 	}
