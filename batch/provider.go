@@ -339,7 +339,10 @@ func (pb *providerBatches) poll(ctx workflow.Context, key string) {
 	wait = min(wait, MaxProviderPoll, 20*first)
 	pb.busy++
 	pb.sel.AddFuture(workflow.NewTimer(ctx, wait), func(fu workflow.Future) {
-		if fu.Get(ctx, nil) != nil {
+		// Looked up again: appending flights may have moved them, and this
+		// one may have ended meanwhile.
+		f := pb.flight(key)
+		if fu.Get(ctx, nil) != nil || f == nil {
 			pb.busy--
 			return
 		}
