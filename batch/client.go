@@ -63,7 +63,11 @@ func (c *Client) Status(ctx context.Context, id string) (*Status, error) {
 			st.Waiting = int(n.GetCount())
 		}
 	}
-	st.Provider = c.provider(ctx, id)
+	if st.Provider != nil { // the record says the batch has provider batches
+		if ps := c.provider(ctx, id); ps != nil {
+			st.Provider = ps
+		}
+	}
 	return &st, nil
 }
 

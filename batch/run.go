@@ -143,7 +143,7 @@ func (c *Client) Run(ctx context.Context, in io.Reader, emit func(Result) error,
 		opts.File = "input"
 	}
 	_, err = c.startOrAttach(ctx, client.StartWorkflowOptions{ID: opts.ID, TypedSearchAttributes: batchAttribute(opts.ID),
-		Memo: map[string]any{process.MemoProcess: start.Name}}, BatchName, RecordInput{Status: Status{ID: opts.ID, Process: start.Name, Size: size, Total: max(opts.Total, 0), StartedAt: began.UTC()}})
+		Memo: map[string]any{process.MemoProcess: start.Name}}, BatchName, RecordInput{Status: recordStatus(opts, start.Name, size, began)})
 	if err != nil {
 		return nil, fmt.Errorf("start batch %s: %w", opts.ID, err)
 	}
@@ -296,6 +296,17 @@ func (c *Client) Run(ctx context.Context, in io.Reader, emit func(Result) error,
 		}
 	}
 	return sum, nil
+}
+
+// recordStatus is the status a batch's record starts with; one that sends
+// its calls through provider batches says so (an empty Provider), so that
+// Client.Status looks them up for it alone.
+func recordStatus(opts Options, name string, size int, began time.Time) Status {
+	st := Status{ID: opts.ID, Process: name, Size: size, Total: max(opts.Total, 0), StartedAt: began.UTC()}
+	if opts.Call.ProviderBatch {
+		st.Provider = &ProviderState{}
+	}
+	return st
 }
 
 // pending is a group in flight, in the writer's queue.
