@@ -17,6 +17,14 @@
 // id (Client.Host). Group ids are derived too (GroupID), so starting the
 // same work again finds what already ran.
 //
+// With CallOptions.ProviderBatch the groups' calls go through the
+// provider's Batch API instead (llm.BatchAPI): a workflow per batch
+// (Workflows.ProviderBatches, ProviderID) gathers them into provider
+// batches, waits for them on timers and hands each group its answers
+// (Activities.Collect); see provider.go. Client.Estimate counts a batch's
+// requests and prompt tokens before any call; Client.Cancel cancels a
+// batch and its provider batches.
+//
 // [Client.Run] drives a batch from a JSONL stream with bounded memory and
 // back-pressure, writing one result line per item in input order.
 package batch
