@@ -58,30 +58,10 @@ func (s *Anthropic) route(w http.ResponseWriter, r *http.Request) {
 	case batches && len(parts) == 4 && parts[3] == "results" && r.Method == http.MethodGet:
 		b.resultsAnthropic(w, parts[2])
 	case p == "/messages" && r.Method == http.MethodPost:
-		s.serve(w, r)
+		s.serve(w, r, s.message)
 	default:
 		anthropicError(w, http.StatusNotFound, "not_found_error", "no route "+r.Method+" "+r.URL.Path)
 	}
-}
-
-// serve answers a message request sent directly.
-func (s *Anthropic) serve(w http.ResponseWriter, r *http.Request) {
-	body, _ := io.ReadAll(r.Body)
-	name := schemaName(body)
-	if !s.admit(r, name, body) {
-		return
-	}
-	defer s.release()
-	answer := s.answer(name, string(body))
-	if !s.wait(r, answer) {
-		return
-	}
-	out, prompt := s.message(body, answer)
-	s.mu.Lock()
-	s.prompt += prompt
-	s.mu.Unlock()
-	w.Header().Set("Content-Type", "application/json")
-	w.Write(out)
 }
 
 // batchAnswer is the message that answers a batch request's params: the

@@ -111,22 +111,24 @@ func ByName(answers map[string]string) func(string) string {
 	return func(name string) string { return answers[name] }
 }
 
-// serve answers a chat request sent directly.
-func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
+// serve answers a request sent directly (not in a batch), counting it;
+// render turns the answer into the wire's response body and its prompt
+// tokens.
+func (m *model) serve(w http.ResponseWriter, r *http.Request, render func(body []byte, answer string) ([]byte, int)) {
 	body, _ := io.ReadAll(r.Body)
 	name := schemaName(body)
-	if !s.admit(r, name, body) {
+	if !m.admit(r, name, body) {
 		return
 	}
-	defer s.release()
-	answer := s.answer(name, string(body))
-	if !s.wait(r, answer) {
+	defer m.release()
+	answer := m.answer(name, string(body))
+	if !m.wait(r, answer) {
 		return
 	}
-	out, prompt := s.completion(body, answer)
-	s.mu.Lock()
-	s.prompt += prompt
-	s.mu.Unlock()
+	out, prompt := render(body, answer)
+	m.mu.Lock()
+	m.prompt += prompt
+	m.mu.Unlock()
 	w.Header().Set("Content-Type", "application/json")
 	w.Write(out)
 }

@@ -43,7 +43,7 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request) {
 	case len(parts) == 3 && parts[0] == "batches" && parts[2] == "cancel" && r.Method == http.MethodPost:
 		b.cancelOpenAI(w, parts[1])
 	default:
-		s.serve(w, r)
+		s.serve(w, r, s.completion)
 	}
 }
 
