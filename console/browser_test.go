@@ -144,7 +144,7 @@ func TestControlsInBrowser(t *testing.T) {
 	}
 	shoot("processes-times-totals.png")
 	if err := chromedp.Do(ctx, chromedp.SetValue(`select[name=status]`, "completed"), chromedp.SetValue(`input[name=from]`, "2026-11-22"),
-		chromedp.Click(`form.filters button[type=submit]`), chromedp.WaitVisible(`a[href="/processes"]`)); err != nil {
+		chromedp.Click(`form.filters button[type=submit]`), chromedp.WaitVisible(`form.filters a[href="/processes"]`)); err != nil {
 		t.Fatal(err)
 	}
 	if loc, _ := chromedp.Run(ctx, chromedp.Location()); !strings.Contains(loc, "status=completed") || !strings.Contains(loc, "from=2026-11-22") {

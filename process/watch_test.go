@@ -22,9 +22,16 @@ func TestWatch(t *testing.T) {
 		info.State, _ = jsonv.Parse([]byte(state))
 		return info
 	}
+	withRuns := func(info *Info, done ...bool) *Info {
+		for i, d := range done {
+			info.ActionRuns = append(info.ActionRuns, ActionRun{Step: fmt.Sprint("notify", i), Done: d})
+		}
+		return info
+	}
 	errBusy := errors.New("the engine is busy")
 	tests := []struct {
 		name  string
+		opts  WatchOptions
 		reads []any // *Info or error
 		want  []string
 	}{
@@ -53,6 +60,23 @@ func TestWatch(t *testing.T) {
 			reads: []any{view(Running), errBusy, view(Running), view(Completed, "a")},
 			want:  []string{"running []", "error: the engine is busy", "completed [a]"},
 		},
+		{
+			name:  "without Actions, a completed process ends the watch with its actions pending",
+			reads: []any{view(Running), withRuns(view(Completed, "a"), false)},
+			want:  []string{"running []", "completed [a] pending"},
+		},
+		{
+			name:  "with Actions, a completed process is followed until its actions settle",
+			opts:  WatchOptions{Actions: true},
+			reads: []any{view(Running), withRuns(view(Completed, "a"), false, true), withRuns(view(Completed, "a"), false, true), withRuns(view(Completed, "a"), true, true)},
+			want:  []string{"running []", "completed [a] pending", "completed [a] settled"},
+		},
+		{
+			name:  "with Actions, a failed process ends the watch",
+			opts:  WatchOptions{Actions: true},
+			reads: []any{withRuns(view(Failed, "a"), false)},
+			want:  []string{"failed [a] pending"},
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -72,12 +96,21 @@ func TestWatch(t *testing.T) {
 				return r.(*Info), nil
 			}
 			var got []string
-			for info, err := range Watch(t.Context(), get, "p-1", WatchOptions{Interval: time.Millisecond}) {
+			opts := tt.opts
+			opts.Interval = time.Millisecond
+			for info, err := range Watch(t.Context(), get, "p-1", opts) {
 				if err != nil {
 					got = append(got, "error: "+err.Error())
 					continue
 				}
-				got = append(got, fmt.Sprint(info.Status, " ", info.Done))
+				line := fmt.Sprint(info.Status, " ", info.Done)
+				switch {
+				case len(info.ActionRuns) > 0 && info.ActionsSettled():
+					line += " settled"
+				case len(info.ActionRuns) > 0:
+					line += " pending"
+				}
+				got = append(got, line)
 			}
 			if !slices.Equal(got, tt.want) {
 				t.Errorf("yielded %q, want %q", got, tt.want)

@@ -28,6 +28,7 @@ import (
 	"github.com/augceo/vibe/batch"
 	"github.com/augceo/vibe/compile"
 	"github.com/augceo/vibe/engine"
+	"github.com/augceo/vibe/internal/watch"
 	"github.com/augceo/vibe/internal/wfid"
 	"github.com/augceo/vibe/llm"
 	"github.com/augceo/vibe/process"
@@ -655,38 +656,51 @@ func (p *progress) finish() {
 // provider batch may take hours, and the progress does not move while it
 // runs.
 func followProvider(ctx context.Context, c *batch.Client, id string, p *progress, done <-chan struct{}) {
-	last := ""
-	t := time.NewTicker(5 * time.Second)
-	defer t.Stop()
-	for {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
 		select {
 		case <-done:
-			return
+			cancel()
 		case <-ctx.Done():
-			return
-		case <-t.C:
 		}
+	}()
+	read := func(ctx context.Context) (string, error) {
 		st, err := c.Status(ctx, id)
-		if err != nil || st.Provider == nil {
-			continue
+		if err != nil {
+			return "", err
 		}
-		var parts []string
-		for _, f := range st.Provider.Flights {
-			switch {
-			case f.ID == "":
-				parts = append(parts, fmt.Sprintf("%d requests being submitted", f.Requests))
-			default:
-				parts = append(parts, fmt.Sprintf("%s %s, %d of %d requests answered", f.ID, f.Status, f.Answered, f.Requests))
-			}
-		}
-		if st.Provider.Pending > 0 {
-			parts = append(parts, fmt.Sprintf("%d calls gathering for the next", st.Provider.Pending))
-		}
-		if now := strings.Join(parts, "; "); now != last && now != "" {
-			p.note("vibe: provider batches: " + now)
-			last = now
+		return providerText(st.Provider), nil
+	}
+	// A read that shows nothing (no provider batch yet, or none left)
+	// leaves the last note standing.
+	same := func(last, now string) bool { return now == "" || now == last }
+	for text, err := range watch.Changes(ctx, read, watch.Options[string]{Interval: 5 * time.Second, Equal: same}) {
+		if err == nil && text != "" {
+			p.note("vibe: provider batches: " + text)
 		}
 	}
+}
+
+// providerText says where a batch's provider batches are: each one's id,
+// status and answers, and the calls gathering for the next.
+func providerText(pr *batch.ProviderState) string {
+	if pr == nil {
+		return ""
+	}
+	var parts []string
+	for _, f := range pr.Flights {
+		switch {
+		case f.ID == "":
+			parts = append(parts, fmt.Sprintf("%d requests being submitted", f.Requests))
+		default:
+			parts = append(parts, fmt.Sprintf("%s %s, %d of %d requests answered", f.ID, f.Status, f.Answered, f.Requests))
+		}
+	}
+	if pr.Pending > 0 {
+		parts = append(parts, fmt.Sprintf("%d calls gathering for the next", pr.Pending))
+	}
+	return strings.Join(parts, "; ")
 }
 
 // dryRunBatch prints what the batch would ask of the model — requests and

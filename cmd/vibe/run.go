@@ -540,54 +540,71 @@ func (f *engineFlags) actionsRunWhere(p processes) actionsWhere {
 // bound, showing each change on stderr; then it says how each ended, or
 // which are still pending and where they will run.
 func settleActions(ctx context.Context, io stdio, p processes, id string, bound time.Duration, w actionsWhere) error {
-	deadline := time.Now().Add(bound)
+	wait := w.own && bound > 0
+	wctx, cancel := ctx, context.CancelFunc(func() {})
+	if wait {
+		wctx, cancel = context.WithTimeout(ctx, bound)
+	}
+	defer cancel()
+	var last *process.Info
 	waiting, shown := false, map[string]string{}
-	for {
-		info, err := p.Get(ctx, id)
+	for info, err := range p.Watch(wctx, id, process.WatchOptions{Interval: 200 * time.Millisecond, Actions: true}) {
 		if err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			if wctx.Err() != nil && last != nil {
+				break // the bound, reached
+			}
 			return err
 		}
 		if info.Status != process.Completed || len(info.ActionRuns) == 0 {
 			return nil
 		}
-		var pending []string
-		for _, r := range info.ActionRuns {
-			if !r.Done {
-				pending = append(pending, r.Workflow)
-			}
-		}
-		wait := len(pending) > 0 && w.own && bound > 0 && time.Now().Before(deadline)
-		if wait && !waiting {
-			waiting = true
-			fmt.Fprintf(io.err, "vibe: waiting up to %s (--wait-actions) for %d fire-and-forget action(s) to settle\n", bound, len(pending))
-		}
+		last = info
 		for _, r := range info.ActionRuns {
 			if text := actionRunText(r); shown[r.Step] != text {
 				shown[r.Step] = text
 				fmt.Fprintf(io.err, "vibe: fire-and-forget %s %s\n", r.Step, text)
 			}
 		}
-		if len(pending) == 0 {
+		if info.ActionsSettled() {
 			if waiting {
 				fmt.Fprintf(io.err, "vibe: the fire-and-forget actions have settled\n")
 			}
 			return nil
 		}
 		if !wait {
-			after := ""
-			if waiting {
-				after = " after " + bound.String()
-			}
-			fmt.Fprintf(io.err, "vibe: %d fire-and-forget action(s) still pending%s; the process does not wait for them. They run %s, each in its workflow (%s); vibe show %s tells how they end\n",
-				len(pending), after, w.where, strings.Join(pending, ", "), id)
-			return nil
+			break
 		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(200 * time.Millisecond):
+		if !waiting {
+			waiting = true
+			fmt.Fprintf(io.err, "vibe: waiting up to %s (--wait-actions) for %d fire-and-forget action(s) to settle\n", bound, len(pendingActions(info)))
 		}
 	}
+	if last == nil {
+		return nil
+	}
+	pending := pendingActions(last)
+	after := ""
+	if waiting {
+		after = " after " + bound.String()
+	}
+	fmt.Fprintf(io.err, "vibe: %d fire-and-forget action(s) still pending%s; the process does not wait for them. They run %s, each in its workflow (%s); vibe show %s tells how they end\n",
+		len(pending), after, w.where, strings.Join(pending, ", "), id)
+	return nil
+}
+
+// pendingActions are the workflows of the fire-and-forget actions of info
+// that have not completed or failed yet.
+func pendingActions(info *process.Info) []string {
+	var pending []string
+	for _, r := range info.ActionRuns {
+		if !r.Done {
+			pending = append(pending, r.Workflow)
+		}
+	}
+	return pending
 }
 
 // actionRunText says what a fire-and-forget action has come to.
