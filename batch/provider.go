@@ -149,6 +149,9 @@ type providerBatches struct {
 	last     time.Time // when the newest came
 	timerOn  bool
 	windowUp bool
+	// submits are the submissions in flight, by flight key: a
+	// cancellation waits for them, to cancel what they made.
+	submits map[string]workflow.Future
 }
 
 // ProviderBatches is a batch's provider-batch workflow: it gathers the
@@ -296,11 +299,21 @@ func (pb *providerBatches) submitWith(ctx workflow.Context, key string, fills []
 			in.Fills = append(in.Fills, r)
 		}
 	}
-	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{StartToCloseTimeout: process.FillTimeout,
+	// A submission is not cut off by the batch's cancellation: the
+	// provider may have made the batch already, and cancel needs its id to
+	// cancel it there.
+	sctx, _ := workflow.NewDisconnectedContext(ctx)
+	actx := workflow.WithActivityOptions(sctx, workflow.ActivityOptions{StartToCloseTimeout: process.FillTimeout,
 		HeartbeatTimeout: process.HeartbeatTimeout, RetryPolicy: providerRetry})
 	pb.busy++
-	pb.sel.AddFuture(workflow.ExecuteActivity(actx, SubmitName, in), func(fu workflow.Future) {
+	fut := workflow.ExecuteActivity(actx, SubmitName, in)
+	if pb.submits == nil {
+		pb.submits = map[string]workflow.Future{}
+	}
+	pb.submits[key] = fut
+	pb.sel.AddFuture(fut, func(fu workflow.Future) {
 		pb.busy--
+		delete(pb.submits, key)
 		var out SubmitOutput
 		err := fu.Get(ctx, &out)
 		f := pb.flight(key)
@@ -388,12 +401,19 @@ func (pb *providerBatches) finish(ctx workflow.Context, key string, done Provide
 }
 
 // cancel cancels the provider batches in flight, once the workflow was
-// cancelled, and tells their groups.
+// cancelled, and tells their groups. A flight still being submitted is
+// waited for first: the provider may have made its batch already.
 func (pb *providerBatches) cancel(ctx workflow.Context) {
 	dctx, _ := workflow.NewDisconnectedContext(ctx)
 	actx := workflow.WithActivityOptions(dctx, workflow.ActivityOptions{StartToCloseTimeout: time.Minute,
 		HeartbeatTimeout: process.HeartbeatTimeout, RetryPolicy: providerRetry})
 	for _, f := range pb.in.Flights {
+		if fu, ok := pb.submits[f.Key]; ok && f.ID == "" {
+			var out SubmitOutput
+			if fu.Get(dctx, &out) == nil {
+				f.ID = out.ID
+			}
+		}
 		if f.ID != "" {
 			_ = workflow.ExecuteActivity(actx, CancelName, f.ID).Get(dctx, nil)
 		}

@@ -207,7 +207,6 @@ func TestProviderBatchCancel(t *testing.T) {
 	if err := c.Cancel(context.Background(), "cancelled"); err != nil {
 		t.Fatal(err)
 	}
-	model.Batches.Release()
 	select {
 	case err := <-ended:
 		if !errors.Is(err, batch.ErrCancelled) {
@@ -216,7 +215,14 @@ func TestProviderBatchCancel(t *testing.T) {
 	case <-time.After(time.Minute):
 		t.Fatal("the run did not stop")
 	}
-	deadline := time.Now().Add(30 * time.Second)
+	// The provider-batch workflow cancels at the provider after the run
+	// has stopped; the clock stays held until it has (a step of a batch
+	// still in progress would complete it).
+	deadline := time.Now().Add(time.Minute)
+	for model.Batches.Cancels() == 0 && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	model.Batches.Release()
 	for model.Batches.Status(ev.ID) != "cancelled" && time.Now().Before(deadline) {
 		model.Batches.Advance(ev.ID)
 		time.Sleep(50 * time.Millisecond)
@@ -224,8 +230,60 @@ func TestProviderBatchCancel(t *testing.T) {
 	if model.Batches.Cancels() != 1 || model.Batches.Status(ev.ID) != "cancelled" {
 		t.Errorf("%d cancels; provider batch %s is %q, want cancelled", model.Batches.Cancels(), ev.ID, model.Batches.Status(ev.ID))
 	}
-	st, err := c.Status(context.Background(), "cancelled")
+	var (
+		st  batch.Status
+		err error
+	)
+	for time.Now().Before(deadline) {
+		var s *batch.Status
+		if s, err = c.Status(context.Background(), "cancelled"); err == nil {
+			st = *s
+			if st.Provider != nil && st.Provider.Cancelled {
+				break
+			}
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 	if err != nil || st.Status != "canceled" || st.Provider == nil || !st.Provider.Cancelled {
 		t.Errorf("status %+v, %v", st, err)
+	}
+}
+
+// TestProviderBatchCancelSubmitting: a Vibe batch cancelled while its
+// provider batch is being submitted — made at the provider, its id not yet
+// back in the workflow — still cancels that provider batch: the
+// cancellation waits for the submission instead of forgetting it.
+func TestProviderBatchCancelSubmitting(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts the embedded engine")
+	}
+	var c *batch.Client
+	cancelled := make(chan error, 1)
+	model := llmtest.NewServer(t, llmtest.Multiplexed(verdict), llmtest.Options{OnEvent: func(e llmtest.Event) {
+		if e.Kind == llmtest.EventBatch {
+			// The batch is made; its creation's answer waits for the cancel.
+			cancelled <- c.Cancel(context.Background(), "cancel-submitting")
+		}
+	}})
+	c = stack(t, model.URL, (&recorder{}).actions())
+	model.Batches.Hold()
+	_, err := c.Run(context.Background(), strings.NewReader(comments(32)), func(batch.Result) error { return nil },
+		batch.Options{Process: moderate(t), ID: "cancel-submitting", Size: 16, Call: providerCall})
+	if !errors.Is(err, batch.ErrCancelled) {
+		t.Errorf("Run: %v, want ErrCancelled", err)
+	}
+	if err := <-cancelled; err != nil {
+		t.Fatal(err)
+	}
+	ids := model.Batches.IDs()
+	if len(ids) != 1 {
+		t.Fatalf("provider batches %v, want one", ids)
+	}
+	deadline := time.Now().Add(time.Minute)
+	for model.Batches.Cancels() == 0 && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if n := model.Batches.Cancels(); n != 1 {
+		t.Errorf("%d cancels of provider batch %s (%s), want 1", n, ids[0], model.Batches.Status(ids[0]))
 	}
 }
