@@ -102,12 +102,23 @@ type Wrapper interface {
 	Unwrap() Provider
 }
 
+// batchAPIHolder is a wrapper whose Batch API is not its own methods but
+// one it makes from what it wraps (replay.Recorder records the answers of
+// the batches of the provider it records).
+type batchAPIHolder interface {
+	BatchAPI() (BatchAPI, bool)
+}
+
 // BatchAPIOf is the Batch API of p, or of the provider p wraps
-// (Wrapper), and whether it has one.
+// (Wrapper), and whether it has one. A wrapper with a method
+// BatchAPI() (BatchAPI, bool) gives its own (replay.Recorder does).
 func BatchAPIOf(p Provider) (BatchAPI, bool) {
 	for p != nil {
 		if b, ok := p.(BatchAPI); ok {
 			return b, true
+		}
+		if h, ok := p.(batchAPIHolder); ok {
+			return h.BatchAPI()
 		}
 		w, ok := p.(Wrapper)
 		if !ok {

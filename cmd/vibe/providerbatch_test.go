@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -326,5 +327,47 @@ func TestProviderBatchProgress(t *testing.T) {
 	model.Batches.Release()
 	if err := cmd.Wait(); err != nil {
 		t.Fatalf("vibe batch: %v\n%s", err, out)
+	}
+}
+
+// TestProviderBatchRecorded: with $VIBE_LLM_RECORD, the answers vibe
+// batch --provider-batch reads from its provider batch are recorded, and
+// the same batch replayed from that recording (--llm replay:FILE, direct
+// calls) gives every item the same output without a model.
+func TestProviderBatchRecorded(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs a batch twice")
+	}
+	const n = 64
+	dir, _ := batchSetup(t, n, nil, 0)
+	model := llmtest.NewServer(t, llmtest.Multiplexed(verdict), llmtest.Options{})
+	rec := filepath.Join(dir, "answers.jsonl")
+	args := func(data, out string, llm ...string) []string {
+		return append([]string{"batch", filepath.Join(dir, "moderate.json"), "--in", filepath.Join(dir, "items.jsonl"), "--out", filepath.Join(dir, out),
+			"--batch-size", "16", "--data", filepath.Join(dir, data), "--actions-file", filepath.Join(dir, "actions.json")}, llm...)
+	}
+	t.Setenv("VIBE_LLM_RECORD", rec)
+	status, _, stderr := run(t, "", args("data1", "out1.jsonl", "--llm", "openai:test-model", "--llm-base-url", model.URL, "--provider-batch", "--provider-batch-poll", "50ms")...)
+	if status != 0 {
+		t.Fatalf("vibe batch --provider-batch: %d\n%s", status, stderr)
+	}
+	if model.Requests() != 0 || model.Batches.Created() != 1 {
+		t.Fatalf("%d direct requests and %d provider batches, want 0 and 1", model.Requests(), model.Batches.Created())
+	}
+	os.Unsetenv("VIBE_LLM_RECORD")
+	status, _, stderr = run(t, "", args("data2", "out2.jsonl", "--llm", "replay:"+rec)...)
+	if status != 0 {
+		t.Fatalf("vibe batch replaying %s: %d\n%s", rec, status, stderr)
+	}
+	first, again := readResults(t, filepath.Join(dir, "out1.jsonl")), readResults(t, filepath.Join(dir, "out2.jsonl"))
+	checkResults(t, first, n, nil)
+	checkResults(t, again, n, nil)
+	for i := range first {
+		if !bytes.Equal(first[i].Output, again[i].Output) {
+			t.Errorf("line %d: %s through the provider batch, %s replayed", i+1, first[i].Output, again[i].Output)
+		}
+	}
+	if model.Requests() != 0 || model.Batches.Created() != 1 {
+		t.Errorf("the replay reached the model: %d direct requests, %d provider batches", model.Requests(), model.Batches.Created())
 	}
 }

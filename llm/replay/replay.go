@@ -201,30 +201,77 @@ func (r *Recorder) Complete(ctx context.Context, req *llm.Request) (*llm.Respons
 	if err != nil {
 		return nil, err
 	}
+	if err := r.write(req, resp); err != nil {
+		return nil, err
+	}
+	return resp, nil
+}
+
+// write appends the answer resp to req to the recording, as one line,
+// and syncs it.
+func (r *Recorder) write(req *llm.Request, resp *llm.Response) error {
 	line, err := json.Marshal(Entry{Step: req.Name, Hash: Hash(req), Response: *resp, RecordedAt: r.now().UTC()})
 	if err != nil {
-		return nil, fmt.Errorf("replay: record step %q: %w", req.Name, err)
+		return fmt.Errorf("replay: record step %q: %w", req.Name, err)
 	}
 	line = append(line, '\n')
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.f == nil {
-		return nil, fmt.Errorf("replay: record step %q: %s is closed", req.Name, r.path)
+		return fmt.Errorf("replay: record step %q: %s is closed", req.Name, r.path)
 	}
 	// One write per line: O_APPEND keeps lines whole even when several
 	// processes record into the same file.
 	if _, err := r.f.Write(line); err != nil {
-		return nil, fmt.Errorf("replay: record step %q: %w", req.Name, err)
+		return fmt.Errorf("replay: record step %q: %w", req.Name, err)
 	}
 	if err := r.f.Sync(); err != nil {
-		return nil, fmt.Errorf("replay: record step %q: %w", req.Name, err)
+		return fmt.Errorf("replay: record step %q: %w", req.Name, err)
 	}
-	return resp, nil
+	return nil
 }
 
-// Unwrap is the provider r records (llm.Wrapper). A provider batch sent
-// through it (llm.BatchAPIOf) is not recorded.
+// Unwrap is the provider r records (llm.Wrapper).
 func (r *Recorder) Unwrap() llm.Provider { return r.p }
+
+// BatchAPI is the Batch API of the provider r records, when it has one
+// (llm.BatchAPIOf asks for it): batches go to that provider as they are,
+// and each answer read from one (BatchResults) is recorded as Complete
+// records an answer — under its request's step and hash — so that a run
+// made through provider batches replays as direct calls. Results read
+// twice (a read cut off and done again) are recorded twice; a replay gives
+// the same answer either way.
+func (r *Recorder) BatchAPI() (llm.BatchAPI, bool) {
+	api, ok := llm.BatchAPIOf(r.p)
+	if !ok {
+		return nil, false
+	}
+	return &recordedBatches{BatchAPI: api, r: r}, true
+}
+
+// recordedBatches is a Batch API whose answers a Recorder records.
+type recordedBatches struct {
+	llm.BatchAPI
+	r *Recorder
+}
+
+// BatchResults reads the results of batch id and records each answer, in
+// the order of requests, before it returns them: an answer that could not
+// be kept is an error, as in Complete.
+func (b *recordedBatches) BatchResults(ctx context.Context, id string, requests []llm.BatchRequest) (map[string]llm.BatchResult, error) {
+	results, err := b.BatchAPI.BatchResults(ctx, id, requests)
+	if err != nil {
+		return nil, err
+	}
+	for _, q := range requests {
+		if res, ok := results[q.ID]; ok && res.Response != nil && q.Request != nil {
+			if err := b.r.write(q.Request, res.Response); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return results, nil
+}
 
 // Close closes the recording. Later calls of Complete fail.
 func (r *Recorder) Close() error {
