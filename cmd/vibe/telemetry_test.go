@@ -1,6 +1,10 @@
 package main
 
 import (
+	"fmt"
+	"maps"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -96,4 +100,50 @@ func keys[V any](m map[string]V) []string {
 		out = append(out, k)
 	}
 	return out
+}
+
+// TestBatchSpans runs vibe batch over 96 items, an HTTP action each, with
+// --otlp pointing at an in-process receiver: an item costs its action's
+// span and its share of its group's workflow, activities and multiplexed
+// call (1.2 spans an item here), with none for signals or queries — which
+// made the bulk of a batch's spans when each item was a workflow (10.5k
+// spans for 1.1k workflows, issue 27).
+func TestBatchSpans(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts the embedded engine")
+	}
+	const n = 96
+	recv := otlptest.Start(t)
+	dir, _ := batchSetup(t, n, nil, 0)
+	model := llmtest.NewServer(t, llmtest.Multiplexed(verdict), llmtest.Options{})
+	// A process of its own: OpenTelemetry's global tracers stay with the
+	// first provider a process sets, which another test may have set.
+	cmd, out := child(t, "batch", filepath.Join(dir, "moderate.json"), "--in", filepath.Join(dir, "items.jsonl"), "--out", filepath.Join(dir, "out.jsonl"),
+		"--batch-size", "32", "--data", filepath.Join(dir, "data"), "--actions-file", filepath.Join(dir, "actions.json"),
+		"--llm", "openai:test-model", "--llm-base-url", model.URL, "--otlp", recv.URL)
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("vibe batch: %v\n%s", err, out)
+	}
+	checkResults(t, readResults(t, filepath.Join(dir, "out.jsonl")), n, nil)
+	byName := map[string]int{}
+	total := 0
+	for _, s := range recv.Spans() {
+		byName[s.GetName()]++
+		total++
+	}
+	names := slices.Sorted(maps.Keys(byName))
+	var counts []string
+	for _, name := range names {
+		counts = append(counts, fmt.Sprintf("%s %d", name, byName[name]))
+		if strings.Contains(name, "Signal") || strings.Contains(name, "Query") {
+			t.Errorf("a span for a signal or query: %s (%d)", name, byName[name])
+		}
+	}
+	t.Logf("%d spans for %d items (%.1f per item): %s", total, n, float64(total)/n, strings.Join(counts, ", "))
+	if byName["action record"] != n {
+		t.Errorf("%d action spans, want one per item (%d)", byName["action record"], n)
+	}
+	if total > 2*n {
+		t.Errorf("%d spans for %d items: over 2 per item", total, n)
+	}
 }
