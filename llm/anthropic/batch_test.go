@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -38,22 +37,6 @@ func testProvider(srv *llmtest.Anthropic, opts Options) *Provider {
 	return New(opts)
 }
 
-// wait polls batch id until it ends, and returns its last status.
-func wait(t *testing.T, p *Provider, id string) *llm.BatchStatus {
-	t.Helper()
-	for range 20 {
-		st, err := p.BatchStatus(context.Background(), id)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if st.Ended {
-			return st
-		}
-	}
-	t.Fatalf("batch %s did not end in 20 polls", id)
-	return nil
-}
-
 // TestBatchRoundTrip submits a Message Batch, follows it to its end and
 // reads its results: each the answer a direct call gets, usage and cache
 // tokens included.
@@ -71,7 +54,7 @@ func TestBatchRoundTrip(t *testing.T) {
 		t.Errorf("held: %+v, want in_progress of 3", st)
 	}
 	srv.Batches.Release()
-	st := wait(t, p, id)
+	st := llmtest.AwaitBatch(t, p, id)
 	if st.Status != "ended" || st.Succeeded != 3 || st.Failed != 0 {
 		t.Errorf("ended as %+v", st)
 	}
@@ -79,23 +62,7 @@ func TestBatchRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(res) != 3 {
-		t.Fatalf("%d results, want 3: %v", len(res), res)
-	}
-	for _, r := range reqs {
-		direct, err := p.Complete(ctx, r.Request)
-		if err != nil {
-			t.Fatal(err)
-		}
-		got := res[r.ID]
-		if got.Response == nil {
-			t.Fatalf("%s: %+v", r.ID, got)
-		}
-		direct.Latency = 0
-		if !reflect.DeepEqual(*got.Response, *direct) {
-			t.Errorf("%s: batch %+v, direct %+v", r.ID, *got.Response, *direct)
-		}
-	}
+	llmtest.CheckDirect(t, p, reqs, res)
 	if u := res["r0"].Response.Usage; u.PromptTokens != 100 || u.CachedPromptTokens != 50 || u.CacheWriteTokens != 25 || u.CompletionTokens != 30 {
 		t.Errorf("usage %+v", u)
 	}
@@ -238,7 +205,7 @@ func TestBatchFaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	st := wait(t, p, id)
+	st := llmtest.AwaitBatch(t, p, id)
 	if st.Status != "ended" || st.Succeeded != 1 || st.Failed != 2 || st.Total != 3 {
 		t.Errorf("ended as %+v", st)
 	}
@@ -282,7 +249,7 @@ func TestBatchCancel(t *testing.T) {
 		t.Errorf("after the cancel: %+v", st)
 	}
 	srv.Batches.Release()
-	st := wait(t, p, id)
+	st := llmtest.AwaitBatch(t, p, id)
 	if st.Status != "ended" || st.Succeeded != 1 || st.Failed != 2 {
 		t.Errorf("ended as %+v", st)
 	}

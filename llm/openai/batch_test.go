@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -39,22 +38,6 @@ func testProvider(srv *llmtest.Server, opts Options) *Provider {
 	return New(opts)
 }
 
-// wait polls batch id until it ends, and returns its last status.
-func wait(t *testing.T, p *Provider, id string) *llm.BatchStatus {
-	t.Helper()
-	for range 20 {
-		st, err := p.BatchStatus(context.Background(), id)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if st.Ended {
-			return st
-		}
-	}
-	t.Fatalf("batch %s did not end in 20 polls", id)
-	return nil
-}
-
 // TestBatchRoundTrip submits a batch, follows it to its end and reads its
 // results: each the answer a direct call gets, read the same way, in
 // every mode.
@@ -80,7 +63,7 @@ func TestBatchRoundTrip(t *testing.T) {
 			if st, _ := p.BatchStatus(ctx, id); st.Status != "in_progress" || st.Ended || st.Total != 3 {
 				t.Errorf("first poll: %+v, want in_progress of 3", st)
 			}
-			st := wait(t, p, id)
+			st := llmtest.AwaitBatch(t, p, id)
 			if st.Status != "completed" || st.Succeeded != 3 || st.Failed != 0 {
 				t.Errorf("ended as %+v", st)
 			}
@@ -88,23 +71,7 @@ func TestBatchRoundTrip(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if len(res) != 3 {
-				t.Fatalf("%d results, want 3: %v", len(res), res)
-			}
-			for _, r := range reqs {
-				direct, err := p.Complete(ctx, r.Request)
-				if err != nil {
-					t.Fatal(err)
-				}
-				got := res[r.ID]
-				if got.Response == nil {
-					t.Fatalf("%s: %+v", r.ID, got)
-				}
-				direct.Latency = 0
-				if !reflect.DeepEqual(*got.Response, *direct) {
-					t.Errorf("%s: batch %+v, direct %+v", r.ID, *got.Response, *direct)
-				}
-			}
+			llmtest.CheckDirect(t, p, reqs, res)
 			if c := res["r1"].Response.Content; tc.opts.Strict == strings.Contains(c, `"mid"`) {
 				t.Errorf("strict %v: content %s", tc.opts.Strict, c)
 			}
@@ -255,7 +222,7 @@ func TestBatchFaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	st := wait(t, p, id)
+	st := llmtest.AwaitBatch(t, p, id)
 	if st.Status != "expired" || st.Succeeded != 1 || st.Failed != 2 {
 		t.Errorf("ended as %+v", st)
 	}
@@ -288,7 +255,7 @@ func TestBatchFailed(t *testing.T) {
 		t.Fatal(err)
 	}
 	srv.Batches.FailBatch(id, "the organization is over its limit")
-	st := wait(t, p, id)
+	st := llmtest.AwaitBatch(t, p, id)
 	if st.Status != "failed" || !strings.Contains(st.Error, "over its limit") {
 		t.Errorf("ended as %+v", st)
 	}
@@ -323,7 +290,7 @@ func TestBatchCancel(t *testing.T) {
 		t.Errorf("after the cancel: %+v", st)
 	}
 	srv.Batches.Release()
-	st := wait(t, p, id)
+	st := llmtest.AwaitBatch(t, p, id)
 	if st.Status != "cancelled" || st.Succeeded != 1 || st.Failed != 2 {
 		t.Errorf("ended as %+v", st)
 	}
