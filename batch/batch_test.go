@@ -220,6 +220,9 @@ func TestPersonInBatch(t *testing.T) {
 	if info, err := c.Processes.Get(ctx, batch.ItemID("review", 1)); err != nil || info.Status != process.Waiting {
 		t.Errorf("item 1 after item 2's answer: %+v %v", info, err)
 	}
+	if st, err := c.Status(ctx, "review"); err != nil || st.Waiting != 3 {
+		t.Errorf("the batch's status with 3 items waiting: %+v %v", st, err)
+	}
 	if err := c.Processes.Cancel(ctx, batch.ItemID("review", 1)); !errors.Is(err, process.ErrHostedCancel) {
 		t.Errorf("cancel of an item: %v", err)
 	}

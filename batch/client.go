@@ -56,12 +56,7 @@ func (c *Client) Status(ctx context.Context, id string) (*Status, error) {
 		st = Status{ID: id, Status: "canceled", StartedAt: ex.GetStartTime().AsTime()}
 	}
 	if st.Status == "running" {
-		n, err := c.temporal().CountWorkflow(ctx, &workflowservice.CountWorkflowExecutionsRequest{
-			Query: fmt.Sprintf("%s = '%s' AND %s = '%s' AND ExecutionStatus = 'Running'", process.BatchAttribute.GetName(), id, process.StatusAttribute.GetName(), process.Waiting),
-		})
-		if err == nil {
-			st.Waiting = int(n.GetCount())
-		}
+		st.Waiting = c.waiting(ctx, id)
 	}
 	if st.Provider != nil { // the record says the batch has provider batches
 		if ps := c.provider(ctx, id); ps != nil {
@@ -69,6 +64,40 @@ func (c *Client) Status(ctx context.Context, id string) (*Status, error) {
 		}
 	}
 	return &st, nil
+}
+
+// waiting counts the items of batch id that wait for a person: its items
+// are data in their groups' workflows, so each running group is asked
+// (QueryWaiting). What cannot be read counts none: the status is shown
+// without it.
+func (c *Client) waiting(ctx context.Context, id string) int {
+	n := 0
+	_ = c.runningGroups(ctx, id, func(wid string) {
+		v, err := c.temporal().QueryWorkflow(ctx, wid, "", QueryWaiting)
+		var k int
+		if err == nil && v.Get(&k) == nil {
+			n += k
+		}
+	})
+	return n
+}
+
+// runningGroups calls f with the workflow id of each running group of
+// batch id, as the engine's visibility store lists them.
+func (c *Client) runningGroups(ctx context.Context, id string, f func(wid string)) error {
+	query := fmt.Sprintf("%s = '%s' AND WorkflowType = '%s' AND ExecutionStatus = 'Running'", process.BatchAttribute.GetName(), id, GroupName)
+	for next := []byte(nil); ; {
+		resp, err := c.temporal().ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{NextPageToken: next, Query: query})
+		if err != nil {
+			return err
+		}
+		for _, e := range resp.GetExecutions() {
+			f(e.GetExecution().GetWorkflowId())
+		}
+		if next = resp.GetNextPageToken(); len(next) == 0 {
+			return nil
+		}
+	}
 }
 
 // provider is the state of batch id's provider batches, nil when it has
@@ -111,19 +140,8 @@ func (c *Client) Cancel(ctx context.Context, id string) error {
 		}
 	}
 	cancel(ProviderID(id))
-	next := []byte(nil)
-	for {
-		resp, err := c.temporal().ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{NextPageToken: next,
-			Query: fmt.Sprintf("%s = '%s' AND WorkflowType = '%s' AND ExecutionStatus = 'Running'", process.BatchAttribute.GetName(), id, GroupName)})
-		if err != nil {
-			return fmt.Errorf("cancel batch %s: list its groups: %w", id, err)
-		}
-		for _, e := range resp.GetExecutions() {
-			cancel(e.GetExecution().GetWorkflowId())
-		}
-		if next = resp.GetNextPageToken(); len(next) == 0 {
-			break
-		}
+	if err := c.runningGroups(ctx, id, cancel); err != nil {
+		return fmt.Errorf("cancel batch %s: list its groups: %w", id, err)
 	}
 	cancel(id)
 	return errors.Join(errs...)

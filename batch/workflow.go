@@ -233,6 +233,18 @@ func (g *group) handlers(ctx workflow.Context) error {
 	if err != nil {
 		return err
 	}
+	err = workflow.SetQueryHandler(ctx, QueryWaiting, func() (int, error) {
+		n := 0
+		for _, s := range g.state {
+			if s == waiting {
+				n++
+			}
+		}
+		return n, nil
+	})
+	if err != nil {
+		return err
+	}
 	err = workflow.SetQueryHandler(ctx, process.QueryItemProgram, func(id string) (*compile.Program, error) {
 		r, err := item(id)
 		if err != nil {
