@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -222,6 +223,9 @@ func TestPersonInBatch(t *testing.T) {
 	}
 	if st, err := c.Status(ctx, "review"); err != nil || st.Waiting != 3 {
 		t.Errorf("the batch's status with 3 items waiting: %+v %v", st, err)
+	}
+	if ids, err := c.Waiting(ctx, "review"); err != nil || !slices.Equal(ids, []string{batch.ItemID("review", 1), batch.ItemID("review", 3), batch.ItemID("review", 4)}) {
+		t.Errorf("the items waiting: %v %v", ids, err)
 	}
 	if err := c.Processes.Cancel(ctx, batch.ItemID("review", 1)); !errors.Is(err, process.ErrHostedCancel) {
 		t.Errorf("cancel of an item: %v", err)

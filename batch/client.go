@@ -56,7 +56,9 @@ func (c *Client) Status(ctx context.Context, id string) (*Status, error) {
 		st = Status{ID: id, Status: "canceled", StartedAt: ex.GetStartTime().AsTime()}
 	}
 	if st.Status == "running" {
-		st.Waiting = c.waiting(ctx, id)
+		// What cannot be read counts none: the status is shown without it.
+		ids, _ := c.Waiting(ctx, id)
+		st.Waiting = len(ids)
 	}
 	if st.Provider != nil { // the record says the batch has provider batches
 		if ps := c.provider(ctx, id); ps != nil {
@@ -66,20 +68,31 @@ func (c *Client) Status(ctx context.Context, id string) (*Status, error) {
 	return &st, nil
 }
 
-// waiting counts the items of batch id that wait for a person: its items
-// are data in their groups' workflows, so each running group is asked
-// (QueryWaiting). What cannot be read counts none: the status is shown
-// without it.
-func (c *Client) waiting(ctx context.Context, id string) int {
-	n := 0
-	_ = c.runningGroups(ctx, id, func(wid string) {
+// Waiting returns the ids of the items of batch id that wait for a
+// person, group by group: its items are data in their groups' workflows,
+// so each running group is asked (QueryWaiting). A group that cannot be
+// asked is left out, and its error returned with the others' ids.
+func (c *Client) Waiting(ctx context.Context, id string) ([]string, error) {
+	var (
+		ids  []string
+		errs []error
+	)
+	err := c.runningGroups(ctx, id, func(wid string) {
 		v, err := c.temporal().QueryWorkflow(ctx, wid, "", QueryWaiting)
-		var k int
-		if err == nil && v.Get(&k) == nil {
-			n += k
+		var some []string
+		if err == nil {
+			err = v.Get(&some)
 		}
+		if err != nil {
+			errs = append(errs, fmt.Errorf("ask group %s: %w", wid, err))
+			return
+		}
+		ids = append(ids, some...)
 	})
-	return n
+	if err != nil {
+		errs = append(errs, fmt.Errorf("list the groups of batch %s: %w", id, err))
+	}
+	return ids, errors.Join(errs...)
 }
 
 // runningGroups calls f with the workflow id of each running group of

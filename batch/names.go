@@ -49,7 +49,8 @@ const (
 	// QueryGroup returns the index of the group that holds an input line
 	// (an int argument), -1 for none.
 	QueryGroup = "group"
-	// QueryWaiting returns how many of a group's items wait for a person.
+	// QueryWaiting returns the ids of a group's items that wait for a
+	// person.
 	QueryWaiting = "waiting"
 )
 

@@ -233,14 +233,14 @@ func (g *group) handlers(ctx workflow.Context) error {
 	if err != nil {
 		return err
 	}
-	err = workflow.SetQueryHandler(ctx, QueryWaiting, func() (int, error) {
-		n := 0
-		for _, s := range g.state {
-			if s == waiting {
-				n++
+	err = workflow.SetQueryHandler(ctx, QueryWaiting, func() ([]string, error) {
+		var ids []string
+		for i, s := range g.state {
+			if s == waiting && g.items[i] != nil {
+				ids = append(ids, g.res.Results[i].ID)
 			}
 		}
-		return n, nil
+		return ids, nil
 	})
 	if err != nil {
 		return err

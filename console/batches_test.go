@@ -10,6 +10,7 @@ import (
 	"github.com/augceo/vibe/batch"
 	"github.com/augceo/vibe/internal/golden"
 	"github.com/augceo/vibe/llm"
+	"github.com/augceo/vibe/process"
 )
 
 // fakeBatches serves batches by id and records how results were asked.
@@ -153,5 +154,73 @@ func TestBatchCost(t *testing.T) {
 		"<dt>Provider batches</dt><dd>1 submitted with 32 requests", "batch_abc</span> in_progress · 12 requests · since 2026-11-23 12:00:10 UTC")
 	if _, page := fetch(t, pagesAt(t, Options{Batches: f}), "/batches/pb"); strings.Contains(page, "Cost") {
 		t.Error("a console without prices shows a cost")
+	}
+}
+
+// waitingBatches are fakeBatches whose running batches have items waiting
+// for a person (WaitingItems), by batch.
+type waitingBatches struct {
+	*fakeBatches
+	waiting map[string][]string
+	asked   []string // the batches asked for their waiting items
+}
+
+func (w *waitingBatches) WaitingItems(ctx context.Context, id string) ([]string, error) {
+	w.asked = append(w.asked, id)
+	return w.waiting[id], nil
+}
+
+// hostedItems are fakeProcesses that also read batch items by id, which
+// they do not list: a batch's items are not among the processes.
+type hostedItems struct {
+	*fakeProcesses
+	items map[string]*process.Info
+}
+
+func (h hostedItems) Get(ctx context.Context, id string) (*process.Info, error) {
+	if in, ok := h.items[id]; ok {
+		cp := *in
+		return &cp, nil
+	}
+	return h.fakeProcesses.Get(ctx, id)
+}
+
+// TestInboxBatchItems: the inbox lists, after the waiting processes, the
+// items of running batches that wait for a person — found through
+// WaitingItems, since items are not listed among processes — each with its
+// answer form; only batches that say they have waiting items are asked,
+// and a later page does not list them again.
+func TestInboxBatchItems(t *testing.T) {
+	f := meetingFixture(t)
+	proc, err := f.Get(context.Background(), "schedule-meeting-0000aaaa")
+	if err != nil {
+		t.Fatal(err)
+	}
+	item := *proc
+	item.ID, item.Process = "batch-2-7", "moderate"
+	gone := item
+	gone.ID, gone.Status = "batch-2-9", process.Completed // answered since the batch was read
+	b := &waitingBatches{fakeBatches: fakeBatchesFixture(), waiting: map[string][]string{"batch-2": {"batch-2-7", "batch-2-9"}, "batch-1": {"batch-1-3"}}}
+	c := newTestConsole(t, Options{Processes: hostedItems{f, map[string]*process.Info{"batch-2-7": &item, "batch-2-9": &gone}}, Batches: b})
+	status, body := get(t, c, "/inbox")
+	if status != 200 {
+		t.Fatalf("inbox: %d\n%s", status, body)
+	}
+	for _, id := range []string{"schedule-meeting-0000aaaa", "batch-2-7"} {
+		if !strings.Contains(body, `id="`+id+`"`) || !strings.Contains(body, `action="/processes/`+id+`/answer"`) {
+			t.Errorf("the inbox has no form for %s\n%s", id, body)
+		}
+	}
+	if strings.Contains(body, `id="batch-2-9"`) {
+		t.Error("the inbox lists an item that no longer waits")
+	}
+	if strings.Index(body, `id="batch-2-7"`) < strings.Index(body, `id="schedule-meeting-0000aaaa"`) {
+		t.Error("the batch's item comes before the waiting process")
+	}
+	if len(b.asked) != 1 || b.asked[0] != "batch-2" {
+		t.Errorf("batches asked for their waiting items: %v, want the running one with waiting items", b.asked)
+	}
+	if _, body := get(t, c, "/inbox?cursor=1"); strings.Contains(body, `id="batch-2-7"`) {
+		t.Error("a later page lists the batch's items again")
 	}
 }

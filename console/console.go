@@ -83,6 +83,14 @@ type Batches interface {
 	Results(ctx context.Context, id string, failedOnly bool, limit int) ([]batch.Result, error)
 }
 
+// WaitingItems finds a batch's items that wait for a person: the inbox
+// lists them beside the waiting processes when Options.Batches
+// implements it too (batch.Client.Waiting does the work). A batch's items
+// are not listed among processes.
+type WaitingItems interface {
+	WaitingItems(ctx context.Context, batch string) ([]string, error)
+}
+
 // Options configures Handler. Only Processes is needed; the zero value of
 // the rest is an open console (on loopback, as the API's guard has it)
 // without requests, batches or links to Temporal's UI.
@@ -99,7 +107,8 @@ type Options struct {
 	Registry *registry.Registry
 	// Requests, when set, shows the Vessel requests.
 	Requests Requests
-	// Batches, when set, shows the batches.
+	// Batches, when set, shows the batches; with WaitingItems too, the
+	// inbox lists their items that wait for a person.
 	Batches Batches
 	// TemporalUI, when set, is the base URL of Temporal's Web UI
 	// (http://127.0.0.1:8233): every process and request links to its

@@ -481,8 +481,17 @@ func (c *console) inboxPage(ctx context.Context, q url.Values, posted *answerFor
 		return inboxPage{}, err
 	}
 	data := inboxPage{Now: c.now()}
+	ids := make([]string, 0, len(page.Processes))
 	for _, s := range page.Processes {
-		info, err := c.opts.Processes.Get(ctx, s.ID)
+		ids = append(ids, s.ID)
+	}
+	if f.Cursor == "" {
+		// The batches' waiting items come on the first page, after the
+		// processes; they are not among the listed processes.
+		ids = append(ids, c.waitingItems(ctx)...)
+	}
+	for _, id := range ids {
+		info, err := c.opts.Processes.Get(ctx, id)
 		if err != nil || !waiting(info) {
 			continue // answered, or gone, since it was listed
 		}
@@ -495,6 +504,37 @@ func (c *console) inboxPage(ctx context.Context, q url.Values, posted *answerFor
 	}
 	data.Pager = pagerOf("/inbox", f, page.Next, q, len(page.Processes))
 	return data, nil
+}
+
+// waitingItems are the ids of the running batches' items that wait for a
+// person, at most listLimit of them; none without Options.Batches that
+// implements WaitingItems. A batch that cannot be read is logged and
+// left out.
+func (c *console) waitingItems(ctx context.Context) []string {
+	w, ok := c.opts.Batches.(WaitingItems)
+	if !ok {
+		return nil
+	}
+	list, err := c.opts.Batches.ListBatches(ctx)
+	if err != nil {
+		c.opts.Logger.Warn("console: inbox: list the batches", "err", err)
+		return nil
+	}
+	var ids []string
+	for _, b := range list {
+		if b.Status != "running" || b.Waiting == 0 {
+			continue
+		}
+		some, err := w.WaitingItems(ctx, b.ID)
+		if err != nil {
+			c.opts.Logger.Warn("console: inbox: the waiting items of a batch", "batch", b.ID, "err", err)
+		}
+		ids = append(ids, some...)
+		if len(ids) >= listLimit {
+			return ids[:listLimit]
+		}
+	}
+	return ids
 }
 
 // answer takes a person's answer from a form: the answer is what the

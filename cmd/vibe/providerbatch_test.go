@@ -5,7 +5,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -369,5 +371,69 @@ func TestProviderBatchRecorded(t *testing.T) {
 	}
 	if model.Requests() != 0 || model.Batches.Created() != 1 {
 		t.Errorf("the replay reached the model: %d direct requests, %d provider batches", model.Requests(), model.Batches.Created())
+	}
+}
+
+// TestInboxBatchItems: the console's inbox of a real vibe serve lists the
+// items of a batch that wait for a person — they are not listed among
+// processes — and GET /v1/batches/{id} counts them; answered through the
+// API, the batch completes.
+func TestInboxBatchItems(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts vibe serve")
+	}
+	dir := t.TempDir()
+	review, err := os.ReadFile(filepath.Join("..", "..", "batch", "testdata", "review.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The review's record action, whose output schema wants "recorded".
+	record := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprint(w, `{"recorded": 1}`)
+	}))
+	t.Cleanup(record.Close)
+	os.WriteFile(filepath.Join(dir, "actions.json"), []byte(fmt.Sprintf(`{"record": %q}`, record.URL)), 0o644)
+	model := llmtest.NewServer(t, llmtest.Multiplexed(verdict), llmtest.Options{})
+	base, _ := startServe(t, "--actions-file", filepath.Join(dir, "actions.json"), "--llm", "openai:test-model", "--llm-base-url", model.URL)
+	c := &api.Client{BaseURL: base}
+	if code, got := httpJSON(t, "POST", base+"/v1/batches", fmt.Sprintf(`{"process": %s, "id": "rev", "size": 4, "items": ["comment 1", "comment 2", "comment 3"]}`, review)); code != http.StatusAccepted {
+		t.Fatalf("POST /v1/batches: %d %s", code, jsonv.Marshal(got))
+	}
+	status := func() batch.Status {
+		var st batch.Status
+		code, got := httpJSON(t, "GET", base+"/v1/batches/rev", "")
+		if code == http.StatusOK {
+			json.Unmarshal(jsonv.Marshal(got), &st)
+		}
+		return st
+	}
+	waitUntil(t, "three items waiting", time.Minute, func() bool { return status().Waiting == 3 })
+	resp, err := http.Get(base + "/inbox")
+	if err != nil {
+		t.Fatal(err)
+	}
+	page, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	for line := 1; line <= 3; line++ {
+		if id := batch.ItemID("rev", line); !strings.Contains(string(page), `action="/processes/`+id+`/answer"`) {
+			t.Errorf("the inbox has no form for %s", id)
+		}
+	}
+	if list, err := c.List(context.Background(), process.ListOptions{Status: process.Waiting}); err != nil || len(list.Processes) != 0 {
+		t.Errorf("waiting processes listed: %+v %v", list, err)
+	}
+	for line := 1; line <= 3; line++ {
+		if code, got := httpJSON(t, "POST", base+"/v1/processes/"+batch.ItemID("rev", line)+"/answer", `{"confirm":{"approve":"yes"}}`); code != http.StatusOK {
+			t.Fatalf("answer item %d: %d %s", line, code, jsonv.Marshal(got))
+		}
+	}
+	deadline := time.Now().Add(time.Minute)
+	for st := status(); st.Status != batch.StatusCompleted || st.Done != 3; st = status() {
+		if time.Now().After(deadline) {
+			_, item := httpJSON(t, "GET", base+"/v1/processes/"+batch.ItemID("rev", 1), "")
+			t.Fatalf("the batch did not complete: %+v\nitem 1: %s", st, jsonv.Marshal(item.Lookup("error")))
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 }

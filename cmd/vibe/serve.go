@@ -373,6 +373,12 @@ func (b consoleBatches) Batch(ctx context.Context, id string) (batch.Status, err
 	return *st, nil
 }
 
+// WaitingItems are the ids of batch id's items that wait for a person
+// (console.WaitingItems): the console's inbox lists them.
+func (b consoleBatches) WaitingItems(ctx context.Context, id string) ([]string, error) {
+	return b.c.Waiting(ctx, id)
+}
+
 // errEnough stops a read of results once it has what it needs.
 var errEnough = errors.New("enough")
 
