@@ -825,6 +825,11 @@ func newBatchesCmd(io stdio) *cobra.Command {
 				if words := costWords(prices, st.Model, st.Usage); words != "" {
 					fmt.Fprintf(io.err, "vibe: batch %s: %s\n", st.ID, strings.TrimPrefix(words, "; "))
 				}
+				if st.Waiting > 0 {
+					if ids, _ := c.Waiting(ctx, st.ID); len(ids) > 0 {
+						fmt.Fprintf(io.err, "vibe: batch %s: %d item(s) wait for a person: %s; answer each with vibe answer ID JSON, or in the console's inbox\n", st.ID, len(ids), idList(ids, 20))
+					}
+				}
 				return nil
 			}
 		},
@@ -920,4 +925,13 @@ func costWords(p *llm.Prices, model string, u llm.Usage) string {
 		return fmt.Sprintf("; cost %s, the batch discount taken off what went through the Batch API (prices: %s)", p.Format(c), p.File)
 	}
 	return fmt.Sprintf("; cost %s (prices: %s)", p.Format(c), p.File)
+}
+
+// idList joins ids, the first limit of them, saying how many more there
+// are.
+func idList(ids []string, limit int) string {
+	if len(ids) <= limit {
+		return strings.Join(ids, ", ")
+	}
+	return fmt.Sprintf("%s and %d more", strings.Join(ids[:limit], ", "), len(ids)-limit)
 }

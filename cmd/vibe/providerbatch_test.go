@@ -395,7 +395,7 @@ func TestInboxBatchItems(t *testing.T) {
 	t.Cleanup(record.Close)
 	os.WriteFile(filepath.Join(dir, "actions.json"), []byte(fmt.Sprintf(`{"record": %q}`, record.URL)), 0o644)
 	model := llmtest.NewServer(t, llmtest.Multiplexed(verdict), llmtest.Options{})
-	base, _ := startServe(t, "--actions-file", filepath.Join(dir, "actions.json"), "--llm", "openai:test-model", "--llm-base-url", model.URL)
+	base, data := startServe(t, "--actions-file", filepath.Join(dir, "actions.json"), "--llm", "openai:test-model", "--llm-base-url", model.URL)
 	c := &api.Client{BaseURL: base}
 	if code, got := httpJSON(t, "POST", base+"/v1/batches", fmt.Sprintf(`{"process": %s, "id": "rev", "size": 4, "items": ["comment 1", "comment 2", "comment 3"]}`, review)); code != http.StatusAccepted {
 		t.Fatalf("POST /v1/batches: %d %s", code, jsonv.Marshal(got))
@@ -419,6 +419,10 @@ func TestInboxBatchItems(t *testing.T) {
 		if id := batch.ItemID("rev", line); !strings.Contains(string(page), `action="/processes/`+id+`/answer"`) {
 			t.Errorf("the inbox has no form for %s", id)
 		}
+	}
+	// vibe batches ID names them, through the serve's engine.
+	if code, _, stderr := run(t, "", "batches", "rev", "--data", data); code != 0 || !strings.Contains(stderr, "vibe: batch rev: 3 item(s) wait for a person: rev-1, rev-2, rev-3;") {
+		t.Errorf("vibe batches rev: %d\n%s", code, stderr)
 	}
 	if list, err := c.List(context.Background(), process.ListOptions{Status: process.Waiting}); err != nil || len(list.Processes) != 0 {
 		t.Errorf("waiting processes listed: %+v %v", list, err)
