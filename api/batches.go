@@ -37,6 +37,44 @@ type BatchCanceler interface {
 	Cancel(ctx context.Context, id string) error
 }
 
+// BatchWaiting is what a Batches may also do: name the items of a batch
+// that wait for a person (batch.Client.Waiting). The API serves GET
+// /v1/batches/{id}/waiting when it can.
+type BatchWaiting interface {
+	Waiting(ctx context.Context, id string) ([]string, error)
+}
+
+// WaitingItems is the answer of GET /v1/batches/{id}/waiting.
+type WaitingItems struct {
+	// Items are the ids of the batch's items that wait for a person; each
+	// is answered as a process is (POST /v1/processes/{id}/answer).
+	Items []string `json:"items"`
+}
+
+// batchWaiting is GET /v1/batches/{id}/waiting: the ids of the batch's
+// items that wait for a person, which are not listed among processes.
+func (s *server) batchWaiting(w http.ResponseWriter, r *http.Request) {
+	id, ok := pathID(w, r, "batch")
+	if !ok {
+		return
+	}
+	bw, ok := s.opts.Batches.(BatchWaiting)
+	if !ok {
+		writeError(w, http.StatusNotImplemented, &apiError{Error: "this server cannot list a batch's waiting items"})
+		return
+	}
+	if _, err := s.opts.Batches.Status(r.Context(), id); err != nil {
+		s.failed(w, r, err) // no such batch: 404
+		return
+	}
+	ids, err := bw.Waiting(r.Context(), id)
+	if err != nil {
+		s.failed(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, WaitingItems{Items: append([]string{}, ids...)})
+}
+
 // cancelBatch cancels a batch and answers with its status.
 func (s *server) cancelBatch(w http.ResponseWriter, r *http.Request) {
 	id, ok := pathID(w, r, "batch")

@@ -93,6 +93,7 @@ func Handler(p Processes, opts Options) http.Handler {
 		mux.HandleFunc("GET /v1/batches", s.listBatches)
 		mux.HandleFunc("GET /v1/batches/{id}", s.getBatch)
 		mux.HandleFunc("GET /v1/batches/{id}/results", s.batchResults)
+		mux.HandleFunc("GET /v1/batches/{id}/waiting", s.batchWaiting)
 		mux.HandleFunc("POST /v1/batches/{id}/cancel", s.cancelBatch)
 	}
 	if opts.Requests != nil {

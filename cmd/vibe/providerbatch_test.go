@@ -420,6 +420,12 @@ func TestInboxBatchItems(t *testing.T) {
 			t.Errorf("the inbox has no form for %s", id)
 		}
 	}
+	if code, got := httpJSON(t, "GET", base+"/v1/batches/rev/waiting", ""); code != http.StatusOK || string(jsonv.Marshal(got)) != `{"items":["rev-1","rev-2","rev-3"]}` {
+		t.Errorf("GET /v1/batches/rev/waiting: %d %s", code, jsonv.Marshal(got))
+	}
+	if code, _ := httpJSON(t, "GET", base+"/v1/batches/none/waiting", ""); code != http.StatusNotFound {
+		t.Errorf("GET /v1/batches/none/waiting: %d, want 404", code)
+	}
 	// vibe batches ID names them, through the serve's engine.
 	if code, _, stderr := run(t, "", "batches", "rev", "--data", data); code != 0 || !strings.Contains(stderr, "vibe: batch rev: 3 item(s) wait for a person: rev-1, rev-2, rev-3;") {
 		t.Errorf("vibe batches rev: %d\n%s", code, stderr)
