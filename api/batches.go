@@ -38,7 +38,8 @@ type BatchCanceler interface {
 }
 
 // BatchWaiting is what a Batches may also do: name the items of a batch
-// that wait for a person (batch.Client.Waiting). The API serves GET
+// that wait for a person (batch.Client.Waiting; an id that names no batch
+// is batch.ErrNotFound). The API serves GET
 // /v1/batches/{id}/waiting when it can.
 type BatchWaiting interface {
 	Waiting(ctx context.Context, id string) ([]string, error)
@@ -63,11 +64,7 @@ func (s *server) batchWaiting(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotImplemented, &apiError{Error: "this server cannot list a batch's waiting items"})
 		return
 	}
-	if _, err := s.opts.Batches.Status(r.Context(), id); err != nil {
-		s.failed(w, r, err) // no such batch: 404
-		return
-	}
-	ids, err := bw.Waiting(r.Context(), id)
+	ids, err := bw.Waiting(r.Context(), id) // no such batch: 404
 	if err != nil {
 		s.failed(w, r, err)
 		return

@@ -227,6 +227,9 @@ func TestPersonInBatch(t *testing.T) {
 	if ids, err := c.Waiting(ctx, "review"); err != nil || !slices.Equal(ids, []string{batch.ItemID("review", 1), batch.ItemID("review", 3), batch.ItemID("review", 4)}) {
 		t.Errorf("the items waiting: %v %v", ids, err)
 	}
+	if _, err := c.Waiting(ctx, "no-such-batch"); !errors.Is(err, batch.ErrNotFound) {
+		t.Errorf("the items waiting in no batch: %v", err)
+	}
 	if err := c.Processes.Cancel(ctx, batch.ItemID("review", 1)); !errors.Is(err, process.ErrHostedCancel) {
 		t.Errorf("cancel of an item: %v", err)
 	}

@@ -57,7 +57,7 @@ func (c *Client) Status(ctx context.Context, id string) (*Status, error) {
 	}
 	if st.Status == "running" {
 		// What cannot be read counts none: the status is shown without it.
-		ids, _ := c.Waiting(ctx, id)
+		ids, _ := c.waiting(ctx, id)
 		st.Waiting = len(ids)
 	}
 	if st.Provider != nil { // the record says the batch has provider batches
@@ -71,8 +71,17 @@ func (c *Client) Status(ctx context.Context, id string) (*Status, error) {
 // Waiting returns the ids of the items of batch id that wait for a
 // person, group by group: its items are data in their groups' workflows,
 // so each running group is asked (QueryWaiting). A group that cannot be
-// asked is left out, and its error returned with the others' ids.
+// asked is left out, and its error returned with the others' ids; an id
+// that names no batch is ErrNotFound.
 func (c *Client) Waiting(ctx context.Context, id string) ([]string, error) {
+	if _, err := execution.Describe(ctx, c.temporal(), id, ErrNotFound, BatchName); err != nil {
+		return nil, err
+	}
+	return c.waiting(ctx, id)
+}
+
+// waiting is Waiting of a batch known to exist.
+func (c *Client) waiting(ctx context.Context, id string) ([]string, error) {
 	var (
 		ids  []string
 		errs []error
