@@ -30,15 +30,11 @@ func TestReplayHistories(t *testing.T) {
 	if golden.Update() {
 		recordHistories(t)
 	}
-	files, err := filepath.Glob("testdata/histories/*.json")
-	if err != nil || len(files) == 0 {
-		t.Fatalf("no recorded histories (%v): run go test ./agent -run TestReplayHistories -update", err)
-	}
 	r := worker.NewWorkflowReplayer()
 	RegisterWorkflow(r, nil)
 	process.RegisterWorkflows(r, nil)
-	for _, f := range files {
-		t.Run(filepath.Base(f), func(t *testing.T) {
+	for _, f := range golden.Histories(t, "./agent") {
+		t.Run(golden.HistoryName(f), func(t *testing.T) {
 			file, err := os.Open(f)
 			if err != nil {
 				t.Fatal(err)

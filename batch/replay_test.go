@@ -30,10 +30,11 @@ func TestReplayHistories(t *testing.T) {
 	golden.ReplayHistories(t, "./batch", r)
 }
 
-// recordHistories runs two batches on the embedded engine — the moderate
+// recordHistories runs three batches on the embedded engine — the moderate
 // process over six comments and a line that is not JSON, in groups of
-// four; and the review process, whose person's step one item has refused
-// before the four are answered — and writes their groups' and records'
+// four; the review process, whose person's step one item has refused
+// before the four are answered; and moderate again through the provider's
+// Batch API — and writes their groups', records' and provider batches'
 // histories.
 func recordHistories(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -87,6 +88,15 @@ func recordHistories(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, id := range []string{"review", batch.GroupID("review", 0)} {
+		save(id)
+	}
+
+	// The moderate process through the provider's Batch API.
+	if _, err := c.Run(ctx, strings.NewReader(comments(6)), func(batch.Result) error { return nil },
+		batch.Options{Process: moderate(t), ID: "provider", Size: 4, Call: providerCall}); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{"provider", batch.ProviderID("provider"), batch.GroupID("provider", 0), batch.GroupID("provider", 1)} {
 		save(id)
 	}
 }

@@ -304,13 +304,15 @@ func TestFirstChunkGiven(t *testing.T) {
 	}
 }
 
-func TestFireAndForgetAndDirectCall(t *testing.T) {
+// likeRegistry is the seed's likes: ComposeLike, the action SendLike
+// (which fails its first call, and counts them in sent) and Thank.
+func likeRegistry(t testing.TB) (*registry.Registry, *action.Registry, *atomic.Int32) {
 	reg := &registry.Registry{}
 	reg.Add("aug:instructions/ComposeLike", mustParse(t, `{"type":"object","properties":{"_why":{"type":"string"},"postId":{"type":"string"}},"required":["_why","postId"]}`))
 	reg.Add("aug:instructions/SendLike", mustParse(t, `{"type":"object","properties":{"postId":{"type":"string"}},"required":["postId"]}`))
 	reg.Add("aug:instructions/Thank", mustParse(t, `{"type":"object","properties":{"note":{"type":"string"}},"required":["note"]}`))
-	var sent atomic.Int32
-	var acts action.Registry
+	sent := &atomic.Int32{}
+	acts := &action.Registry{}
 	acts.Register(action.Action{Name: "SendLike", Retry: &temporal.RetryPolicy{InitialInterval: time.Millisecond, MaximumAttempts: 3},
 		Run: func(ctx context.Context, in jsonv.Value) (jsonv.Value, error) {
 			if sent.Add(1) == 1 {
@@ -318,6 +320,11 @@ func TestFireAndForgetAndDirectCall(t *testing.T) {
 			}
 			return jsonv.Parse([]byte(`{"liked":` + string(jsonv.Marshal(in.Lookup("postId"))) + `}`))
 		}})
+	return reg, acts, sent
+}
+
+func TestFireAndForgetAndDirectCall(t *testing.T) {
+	reg, acts, sent := likeRegistry(t)
 	model := &scripted{answers: map[string]string{
 		"LLM_step1_compose_like": `{"step1_compose_like":{"_why":"nice","postId":"p42"},"step2_send_like":{"postId":"p42"}}`,
 	}}
@@ -327,7 +334,7 @@ func TestFireAndForgetAndDirectCall(t *testing.T) {
 	if err != nil || direct.Direct == nil {
 		t.Fatalf("%v %v", err, direct)
 	}
-	env := newEnv(t, model, &acts)
+	env := newEnv(t, model, acts)
 	env.ExecuteWorkflow(DirectCallName, Start{Name: "pipeline", Program: direct.Program()})
 	var res DirectResult
 	if err := env.GetWorkflowResult(&res); err != nil {
@@ -343,7 +350,7 @@ func TestFireAndForgetAndDirectCall(t *testing.T) {
 		t.Fatal(err)
 	}
 	model.answers["LLM_step1_compose_like"] = `{"step1_compose_like":{"_why":"nice","postId":"p42"},"step2_send_like":{"postId":"p42"},"step3_thank":{"note":"thanks"}}`
-	env = newEnv(t, model, &acts)
+	env = newEnv(t, model, acts)
 	env.ExecuteWorkflow(WorkflowName, Start{Name: "pipeline", Program: ff.Program()})
 	var v View
 	if err := env.GetWorkflowResult(&v); err != nil {

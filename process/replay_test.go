@@ -6,9 +6,11 @@ import (
 	"testing"
 	"time"
 
+	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/worker"
 
 	"github.com/augceo/vibe/action"
+	"github.com/augceo/vibe/compile"
 	"github.com/augceo/vibe/engine"
 	"github.com/augceo/vibe/internal/golden"
 )
@@ -79,4 +81,38 @@ func recordHistories(t *testing.T) {
 		}
 		golden.WriteHistory(t, ctx, eng.Client(), st.ID, filepath.Join("testdata/histories", tc.name+".json"))
 	}
+
+	// A direct server call, and a process whose fire-and-forget step runs
+	// in a workflow of its own.
+	reg, likes, _ := likeRegistry(t)
+	w2 := worker.New(eng.Client(), TaskQueue+"-likes", worker.Options{})
+	Register(w2, &Activities{Provider: &scripted{answers: map[string]string{
+		"LLM_step1_compose_like": `{"step1_compose_like":{"_why":"nice","postId":"p42"},"step2_send_like":{"postId":"p42"},"step3_thank":{"note":"thanks"}}`,
+	}}, Actions: likes, Logger: quietLogger()})
+	if err := w2.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer w2.Stop()
+	for _, tc := range []struct{ name, pipeline, workflow string }{
+		{"like-direct", `"Like post 42" | ComposeLike | SendLike`, DirectCallName},
+		{"like-fire-and-forget", `"Like post 42" | ComposeLike | SendLike | Thank`, WorkflowName},
+	} {
+		p, err := compile.CompilePipeline(ctx, tc.pipeline, compile.Options{Registry: reg, Actions: likes.Names()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		run, err := eng.Client().ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: tc.name, TaskQueue: TaskQueue + "-likes"}, tc.workflow, Start{Name: "pipeline", Program: p.Program()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := run.Get(ctx, nil); err != nil {
+			t.Fatal(err)
+		}
+		golden.WriteHistory(t, ctx, eng.Client(), tc.name, filepath.Join("testdata/histories", tc.name+".json"))
+	}
+	child := FireAndForgetID("like-fire-and-forget", "step2_send_like")
+	if err := eng.Client().GetWorkflow(ctx, child, "").Get(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+	golden.WriteHistory(t, ctx, eng.Client(), child, filepath.Join("testdata/histories", "like-fire-and-forget-action.json"))
 }

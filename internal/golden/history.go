@@ -35,17 +35,41 @@ func WriteHistory(t testing.TB, ctx context.Context, c client.Client, id, path s
 	}
 }
 
-// ReplayHistories replays every history under testdata/histories of the
-// package pkg ("./batch") with r, which has today's workflow code
-// registered: one subtest per file, failing on a nondeterministic change.
-func ReplayHistories(t *testing.T, pkg string, r worker.WorkflowReplayer) {
+// Histories are the recorded histories of the package under test:
+// testdata/histories/*.json, which -update records again with today's
+// code, and testdata/histories/VERSION/*.json, recorded with an earlier
+// release and kept as they are, so that workflows started before an
+// upgrade are shown to go on after it. It fails t when there are none.
+func Histories(t *testing.T, pkg string) []string {
 	t.Helper()
 	files, err := filepath.Glob("testdata/histories/*.json")
+	if err == nil {
+		var kept []string
+		kept, err = filepath.Glob("testdata/histories/*/*.json")
+		files = append(files, kept...)
+	}
 	if err != nil || len(files) == 0 {
 		t.Fatalf("no recorded histories (%v): run go test %s -run TestReplayHistories -update", err, pkg)
 	}
-	for _, f := range files {
-		t.Run(filepath.Base(f), func(t *testing.T) {
+	return files
+}
+
+// HistoryName names a history file in subtests: its version directory,
+// if any, and its base name ("a556503/moderate.json").
+func HistoryName(file string) string {
+	if dir := filepath.Base(filepath.Dir(file)); dir != "histories" {
+		return dir + "/" + filepath.Base(file)
+	}
+	return filepath.Base(file)
+}
+
+// ReplayHistories replays every history of the package pkg ("./batch")
+// (Histories) with r, which has today's workflow code registered: one
+// subtest per file, failing on a nondeterministic change.
+func ReplayHistories(t *testing.T, pkg string, r worker.WorkflowReplayer) {
+	t.Helper()
+	for _, f := range Histories(t, pkg) {
+		t.Run(HistoryName(f), func(t *testing.T) {
 			if err := r.ReplayWorkflowHistoryFromJSONFile(nil, f); err != nil {
 				t.Errorf("replay of %s: %v", f, err)
 			}
