@@ -4,11 +4,13 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	historypb "go.temporal.io/api/history/v1"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/worker"
+	"go.temporal.io/sdk/workflow"
 	"google.golang.org/protobuf/encoding/protojson"
 )
 
@@ -65,12 +67,25 @@ func HistoryName(file string) string {
 
 // ReplayHistories replays every history of the package pkg ("./batch")
 // (Histories) with r, which has today's workflow code registered: one
-// subtest per file, failing on a nondeterministic change.
+// subtest per file, failing on a nondeterministic change. Each replays
+// under the workflow id it ran with, its file's name (WriteHistory's path):
+// a workflow derives its children's ids, its activities' keys and the
+// keys of its signals from its own.
 func ReplayHistories(t *testing.T, pkg string, r worker.WorkflowReplayer) {
 	t.Helper()
 	for _, f := range Histories(t, pkg) {
 		t.Run(HistoryName(f), func(t *testing.T) {
-			if err := r.ReplayWorkflowHistoryFromJSONFile(nil, f); err != nil {
+			file, err := os.Open(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer file.Close()
+			h, err := client.HistoryFromJSON(file, client.HistoryJSONOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			id := strings.TrimSuffix(filepath.Base(f), ".json")
+			if err := r.ReplayWorkflowHistoryWithOptions(nil, h, worker.ReplayWorkflowHistoryOptions{OriginalExecution: workflow.Execution{ID: id, RunID: "replayed"}}); err != nil {
 				t.Errorf("replay of %s: %v", f, err)
 			}
 		})
