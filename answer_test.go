@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/augceo/vibe/api"
+	"github.com/augceo/vibe/durable"
 	"github.com/augceo/vibe/engine"
 	"github.com/augceo/vibe/jsonv"
 	"github.com/augceo/vibe/process"
@@ -24,7 +25,7 @@ const approve = `{"type": "object", "properties": {
   "draft": {"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]},
   "approve_User": {"type": "object", "references": ["draft"], "properties": {"note": {"type": "string"}}, "required": ["note"]}}}`
 
-// TestAnswerBound: an answer up to process.MaxAnswerSize is taken and the
+// TestAnswerBound: an answer up to durable.MaxAnswerSize is taken and the
 // process completes; one past it — 1.6 MiB killed the waiting process
 // before the bound — is refused with a *TooLargeError (HTTP 413) and the
 // process goes on waiting, then takes a good answer. A start just under
@@ -70,10 +71,10 @@ func TestAnswerBound(t *testing.T) {
 	// Just over the bound, and the 1.6 MiB that killed a process: refused,
 	// through Go and through HTTP, and the process still waits.
 	id := waiting()
-	for _, n := range []int{process.MaxAnswerSize, 1600 << 10} {
+	for _, n := range []int{durable.MaxAnswerSize, 1600 << 10} {
 		_, err := rt.Processes.Answer(ctx, id, note(n))
-		var tl *process.TooLargeError
-		if !errors.As(err, &tl) || tl.Limit != process.MaxAnswerSize || !strings.Contains(err.Error(), "past the limit of 512 KiB on an answer") {
+		var tl *durable.TooLargeError
+		if !errors.As(err, &tl) || tl.Limit != durable.MaxAnswerSize || !strings.Contains(err.Error(), "past the limit of 512 KiB on an answer") {
 			t.Errorf("an answer of %d bytes: %v", n, err)
 		}
 		resp, err := http.Post(srv.URL+"/v1/processes/"+id+"/answer", "application/json", strings.NewReader(string(jsonv.Marshal(note(n)))))
@@ -91,11 +92,11 @@ func TestAnswerBound(t *testing.T) {
 	// A start just under the engine's payload limit runs (its prompt in
 	// the workflow's input, its view and the model's context), and one
 	// just over it is refused before anything starts.
-	if _, err := rt.Processes.Start(ctx, process.StartOptions{Document: doc, First: first, Prompt: strings.Repeat("p", process.MaxPayloadSize)}); !errors.As(err, new(*process.TooLargeError)) {
+	if _, err := rt.Processes.Start(ctx, process.StartOptions{Document: doc, First: first, Prompt: strings.Repeat("p", durable.MaxPayloadSize)}); !errors.As(err, new(*durable.TooLargeError)) {
 		t.Errorf("a start past the payload limit: %v", err)
 	}
 	resp, err := http.Post(srv.URL+"/v1/processes", "application/json", strings.NewReader(fmt.Sprintf(`{"process": %s, "first": {"draft": {"text": "Hello"}}, "prompt": %q}`,
-		approve, strings.Repeat("p", process.MaxPayloadSize-64<<10))))
+		approve, strings.Repeat("p", durable.MaxPayloadSize-64<<10))))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -103,7 +104,7 @@ func TestAnswerBound(t *testing.T) {
 	if resp.StatusCode != http.StatusCreated {
 		t.Errorf("a start just under the payload limit: %s", resp.Status)
 	}
-	big, err := rt.Processes.Start(ctx, process.StartOptions{Document: doc, First: first, Prompt: strings.Repeat("p", process.MaxPayloadSize-64<<10)})
+	big, err := rt.Processes.Start(ctx, process.StartOptions{Document: doc, First: first, Prompt: strings.Repeat("p", durable.MaxPayloadSize-64<<10)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -123,7 +124,7 @@ func TestAnswerBound(t *testing.T) {
 	}
 
 	// Just under it: taken, and the process completes.
-	under := process.MaxAnswerSize - 1024
+	under := durable.MaxAnswerSize - 1024
 	if _, err := rt.Processes.Answer(ctx, id, note(under)); err != nil {
 		t.Fatalf("an answer of %d bytes: %v", under, err)
 	}

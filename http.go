@@ -27,7 +27,7 @@ import (
 const AddrFile = "api.addr"
 
 // The HTTP server's timeouts (ServeOptions' defaults). A request body is at
-// most process.MaxPayloadSize (2 MiB): ReadTimeout lets it arrive over a
+// most durable.MaxPayloadSize (2 MiB): ReadTimeout lets it arrive over a
 // slow but honest link (about 35 KB/s, a poor mobile one) and cuts a
 // client that trickles it (a slowloris) at a minute; the header, which is
 // small, gets less.

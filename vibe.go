@@ -12,6 +12,7 @@ import (
 	"github.com/augceo/vibe/action"
 	"github.com/augceo/vibe/agent"
 	"github.com/augceo/vibe/batch"
+	"github.com/augceo/vibe/durable"
 	"github.com/augceo/vibe/engine"
 	"github.com/augceo/vibe/llm"
 	"github.com/augceo/vibe/process"
@@ -27,13 +28,13 @@ import (
 type Options struct {
 	// Engine configures the engine Start starts: the embedded one, or a
 	// client to a cluster (Engine.HostPort). SearchAttributes default to
-	// process.SearchAttributes. StartOn ignores it.
+	// durable.SearchAttributes. StartOn ignores it.
 	Engine engine.Options
 	// Registry is where processes, Vessels and their tools are found by
 	// URI; nil means every process comes inline.
 	Registry *registry.Registry
 	// Provider answers model calls; nil fails them with
-	// process.ErrNoProvider.
+	// durable.ErrNoProvider.
 	Provider llm.Provider
 	// Actions are the server actions; nil means none, or those of
 	// ActionsFile.
@@ -79,7 +80,7 @@ type Runtime struct {
 func Start(ctx context.Context, opts Options) (*Runtime, error) {
 	eopts := opts.Engine
 	if eopts.SearchAttributes == nil {
-		eopts.SearchAttributes = process.SearchAttributes
+		eopts.SearchAttributes = durable.SearchAttributes
 	}
 	if eopts.Logger == nil {
 		eopts.Logger = opts.Logger
@@ -123,7 +124,8 @@ func StartOn(ctx context.Context, eng *engine.Engine, opts Options) (_ *Runtime,
 	names := rt.Actions.Names()
 	rt.Processes = &process.Client{Temporal: c, Registry: opts.Registry, Actions: names, Registered: rt.Actions}
 	rt.Requests = &agent.Client{Temporal: c, Registry: opts.Registry, Actions: names, Loader: opts.Loader}
-	rt.Batches = batch.NewClient(rt.Processes) // a batch's items run in their groups' workflows
+	rt.Batches = batch.NewClient(rt.Processes)
+	rt.Processes.Hosts = rt.Batches // a batch's items run in their groups' workflows
 	if opts.Telemetry != nil {
 		if rt.telemetry, err = telemetry.Setup(ctx, *opts.Telemetry); err != nil {
 			return nil, err

@@ -10,6 +10,7 @@ import (
 	"github.com/augceo/vibe/action"
 	"github.com/augceo/vibe/agent"
 	"github.com/augceo/vibe/batch"
+	"github.com/augceo/vibe/durable"
 	"github.com/augceo/vibe/llm"
 	"github.com/augceo/vibe/process"
 	"github.com/augceo/vibe/vessel"
@@ -19,7 +20,7 @@ import (
 // model, no actions and delegates loaded from files only.
 type WorkerOptions struct {
 	// Provider answers model calls; nil fails them with
-	// process.ErrNoProvider (a worker without a model still runs actions
+	// durable.ErrNoProvider (a worker without a model still runs actions
 	// and waits for people).
 	Provider llm.Provider
 	// Actions are the server actions; nil means none.
@@ -34,22 +35,25 @@ type WorkerOptions struct {
 }
 
 // NewWorker returns a worker on Vibe's task queue with every workflow and
-// activity registered, not yet started.
+// activity registered, not yet started: the activities every workflow
+// shares (durable.Register) once, then each runtime's workflows and own
+// activities.
 func NewWorker(c client.Client, opts WorkerOptions) worker.Worker {
 	if opts.Actions == nil {
 		opts.Actions = &action.Registry{}
 	}
-	w := worker.New(c, process.TaskQueue, worker.Options{})
+	w := worker.New(c, durable.TaskQueue, worker.Options{})
+	process.RegisterWorkflows(w, opts.Actions)
+	agent.RegisterWorkflow(w, opts.Actions)
+	batch.RegisterWorkflows(w, opts.Actions)
 	if opts.QueryOnly {
-		process.RegisterWorkflows(w, opts.Actions)
-		agent.RegisterWorkflow(w, opts.Actions)
-		batch.RegisterWorkflows(w, opts.Actions)
+		durable.RegisterCheck(w) // a person's answer is checked where its workflow runs
 		return w
 	}
-	acts := &process.Activities{Provider: opts.Provider, Actions: opts.Actions, Logger: opts.Logger}
-	process.Register(w, acts)
-	agent.Register(w, &agent.Activities{Process: acts, Loader: opts.Loader, Actions: opts.Actions.Names()})
-	batch.Register(w, &batch.Activities{Provider: opts.Provider, Logger: opts.Logger}, opts.Actions)
+	acts := &durable.Activities{Provider: opts.Provider, Actions: opts.Actions, Logger: opts.Logger}
+	durable.Register(w, acts)
+	agent.RegisterActivities(w, &agent.Activities{Model: acts, Loader: opts.Loader, Actions: opts.Actions.Names()})
+	batch.RegisterActivities(w, &batch.Activities{Provider: opts.Provider, Logger: opts.Logger})
 	return w
 }
 

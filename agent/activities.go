@@ -9,19 +9,19 @@ import (
 
 	"go.temporal.io/sdk/temporal"
 
+	"github.com/augceo/vibe/durable"
 	"github.com/augceo/vibe/jsonv"
 	"github.com/augceo/vibe/llm"
-	"github.com/augceo/vibe/process"
 	"github.com/augceo/vibe/schema"
 	"github.com/augceo/vibe/vessel"
 )
 
 // Activities are the Vessel runtime's own activities: the decision and the
-// delegate. Model calls and actions are process.Activities'.
+// delegate. Model calls and actions are durable.Activities'.
 type Activities struct {
-	// Process holds the model provider and its options (and the actions);
-	// Decide asks the model through it.
-	Process *process.Activities
+	// Model holds the model provider and its options (and the actions):
+	// the shared activities, through whose model call Decide asks.
+	Model *durable.Activities
 	// Loader loads delegates: the registry, files, allowed URLs.
 	Loader *vessel.Loader
 	// Actions are the registered actions' names, for a delegate's own
@@ -81,7 +81,7 @@ func (a *Activities) Decide(ctx context.Context, in DecideInput) (DecideOutput, 
 		_, err := vessel.CheckDecision("decision", v, in.Toolset, in.States, in.Rules)
 		return vessel.Problems(err)
 	}
-	out, err := a.Process.FillChecked(ctx, process.FillInput{Process: in.Process, Chunk: "decision", System: in.System, Prompt: in.Prompt,
+	out, err := a.Model.FillChecked(ctx, durable.FillInput{Process: in.Process, Chunk: "decision", System: in.System, Prompt: in.Prompt,
 		Context: jsonv.NewObject(0).Value(), Schema: in.Toolset.DecisionSchema(in.Rules)}, check)
 	if err != nil {
 		return DecideOutput{}, err
@@ -135,7 +135,7 @@ func (a *Activities) decideAgain(ctx context.Context, in DecideInput) (DecideOut
 		}
 		return problems
 	}
-	out, err := a.Process.FillChecked(ctx, process.FillInput{Process: in.Process, Chunk: LoopCallName, System: in.System, Prompt: in.Prompt,
+	out, err := a.Model.FillChecked(ctx, durable.FillInput{Process: in.Process, Chunk: LoopCallName, System: in.System, Prompt: in.Prompt,
 		Context: jsonv.NewObject(0).Value(), Schema: vessel.CallSchema(t, rules), Previous: prev, Attempt: ag.Attempt, MaxAttempts: ag.Max, Instance: prev.Lookup("_instance").Str()}, check)
 	if err != nil {
 		return DecideOutput{}, err
@@ -170,7 +170,7 @@ type DelegateOutput struct {
 // allow-list refuses, fails the call at once; a network failure is
 // retried.
 func (a *Activities) Delegate(ctx context.Context, in DelegateInput) (DelegateOutput, error) {
-	defer process.KeepAlive(ctx)()
+	defer durable.KeepAlive(ctx)()
 	loader := a.Loader
 	if loader == nil {
 		loader = &vessel.Loader{}

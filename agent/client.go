@@ -14,17 +14,17 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/converter"
 
+	"github.com/augceo/vibe/durable"
 	"github.com/augceo/vibe/internal/execution"
 	"github.com/augceo/vibe/internal/wfid"
 	"github.com/augceo/vibe/jsonv"
 	"github.com/augceo/vibe/llm"
-	"github.com/augceo/vibe/process"
 	"github.com/augceo/vibe/registry"
 	"github.com/augceo/vibe/vessel"
 )
 
 // Run runs a prepared request on the engine c talks to (a worker with
-// Register must poll process.TaskQueue) and waits for its result. It
+// Register must poll durable.TaskQueue) and waits for its result. It
 // returns the request's workflow id as well, also on failure.
 func Run(ctx context.Context, c client.Client, req *vessel.Request) (*vessel.Result, string, error) {
 	run, err := start(ctx, c, req)
@@ -62,7 +62,7 @@ func mergeParts(ctx context.Context, c client.Client, res *vessel.Result) (*vess
 // its Vessel's name in the memo for listings.
 func start(ctx context.Context, c client.Client, req *vessel.Request) (client.WorkflowRun, error) {
 	id := wfid.New("vessel-" + wfid.Slug(req.Toolset.Vessel, "request"))
-	run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: id, TaskQueue: process.TaskQueue, Memo: map[string]any{MemoVessel: req.Toolset.Vessel}}, WorkflowName, req)
+	run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: id, TaskQueue: durable.TaskQueue, Memo: map[string]any{MemoVessel: req.Toolset.Vessel}}, WorkflowName, req)
 	if err != nil {
 		return nil, fmt.Errorf("start request %s: %w", id, err)
 	}
@@ -131,7 +131,7 @@ type Started struct {
 // Vessel, context, plan or decision with problems gives every problem with
 // its file and JSON path (schema.ErrorList), a Vessel URI the registry
 // lacks an error that wraps registry.ErrNotFound, a start past the
-// engine's payload limit a *process.TooLargeError; in each case nothing is
+// engine's payload limit a *durable.TooLargeError; in each case nothing is
 // started.
 func (c *Client) Start(ctx context.Context, opts StartOptions) (*Started, error) {
 	ts, err := c.toolset(ctx, opts)
@@ -162,7 +162,7 @@ func (c *Client) Start(ctx context.Context, opts StartOptions) (*Started, error)
 	if err != nil {
 		return nil, err
 	}
-	if err := process.CheckPayloadSize("the request of "+ts.Vessel, req); err != nil {
+	if err := durable.CheckPayloadSize("the request of "+ts.Vessel, req); err != nil {
 		return nil, err
 	}
 	run, err := start(ctx, c.Temporal, req)
@@ -251,7 +251,7 @@ var ErrNotFound = errors.New("no such request")
 type Info struct {
 	ID     string         `json:"id"`
 	Vessel string         `json:"vessel"`
-	Status process.Status `json:"status"` // running, completed or failed
+	Status durable.Status `json:"status"` // running, completed or failed
 	// Decision is the model's decision (or the plan's calls, or the given
 	// decision) as written; null while the model decides.
 	Decision jsonv.Value `json:"decision"`
@@ -306,7 +306,7 @@ func (c *Client) Get(ctx context.Context, id string) (*Info, error) {
 	case enumspb.WORKFLOW_EXECUTION_STATUS_FAILED:
 		msg := "the request failed"
 		if err := c.Temporal.GetWorkflow(ctx, id, "").Get(ctx, nil); err != nil {
-			msg = process.ErrorText(err)
+			msg = durable.ErrorText(err)
 		}
 		info.Error = &msg
 	default: // terminated, cancelled, timed out from outside
@@ -328,8 +328,6 @@ func (c *Client) Get(ctx context.Context, id string) (*Info, error) {
 	return info, nil
 }
 
-// States orders a request's states as it shows them: the global one ("")
-// when it has any, then each instance's in the context's order.
 // joinParts is a split request's view with its parts' — as far as each
 // has run — joined in.
 func (c *Client) joinParts(ctx context.Context, v View) (View, error) {
@@ -353,6 +351,8 @@ func (c *Client) joinParts(ctx context.Context, v View) (View, error) {
 	return View{Result: *merged, Instances: instances}, nil
 }
 
+// States orders a request's states as it shows them: the global one ("")
+// when it has any, then each instance's in the context's order.
 func States(states map[string]jsonv.Value, instances []string) jsonv.Value {
 	o := jsonv.NewObject(len(instances) + 1)
 	if g, ok := states[""]; ok && g.Len() > 0 {
@@ -373,24 +373,24 @@ func memoVessel(m *commonpb.Memo) string {
 	return name
 }
 
-func statusOf(s enumspb.WorkflowExecutionStatus) process.Status {
+func statusOf(s enumspb.WorkflowExecutionStatus) durable.Status {
 	switch s {
 	case enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING:
-		return process.Running
+		return durable.Running
 	case enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED:
-		return process.Completed
+		return durable.Completed
 	}
-	return process.Failed
+	return durable.Failed
 }
 
 // ListOptions says which page of requests List returns: as process's.
-type ListOptions = process.ListOptions
+type ListOptions = durable.ListOptions
 
 // Summary is a request in a list.
 type Summary struct {
 	ID        string         `json:"id"`
 	Vessel    string         `json:"vessel"`
-	Status    process.Status `json:"status"`
+	Status    durable.Status `json:"status"`
 	StartedAt time.Time      `json:"startedAt"`
 	EndedAt   *time.Time     `json:"endedAt,omitempty"` // nil while it runs
 }
@@ -408,23 +408,23 @@ type Page struct {
 var listQuery = fmt.Sprintf("WorkflowType = '%s' AND ParentWorkflowId IS NULL", WorkflowName)
 
 // List returns a page of requests, newest first; a cursor it did not give
-// is refused with an error that wraps process.ErrBadCursor. Of opts'
+// is refused with an error that wraps durable.ErrBadCursor. Of opts'
 // filters it takes Status (running, completed or failed; a request waits
 // for no person), Since and Before; not Process.
 func (c *Client) List(ctx context.Context, opts ListOptions) (Page, error) {
 	query := listQuery
 	switch opts.Status {
 	case "":
-	case process.Running:
+	case durable.Running:
 		query += " AND ExecutionStatus = 'Running'"
-	case process.Completed:
+	case durable.Completed:
 		query += " AND ExecutionStatus = 'Completed'"
-	case process.Failed:
+	case durable.Failed:
 		query += " AND ExecutionStatus != 'Running' AND ExecutionStatus != 'Completed'"
 	default:
 		return Page{}, fmt.Errorf("list requests: no status %q (want running, completed or failed)", opts.Status)
 	}
-	execs, next, err := process.ListExecutions(ctx, c.Temporal, "requests", query+process.TimeQuery(opts), opts)
+	execs, next, err := durable.ListExecutions(ctx, c.Temporal, "requests", query+durable.TimeQuery(opts), opts)
 	if err != nil {
 		return Page{}, err
 	}

@@ -14,6 +14,7 @@ import (
 	"go.temporal.io/sdk/worker"
 
 	"github.com/augceo/vibe/action"
+	"github.com/augceo/vibe/durable"
 	"github.com/augceo/vibe/engine"
 	"github.com/augceo/vibe/jsonv"
 	"github.com/augceo/vibe/llm/replay"
@@ -52,7 +53,7 @@ func TestClient(t *testing.T) {
 		t.Skip("starts the embedded engine")
 	}
 	ctx := context.Background()
-	eng, err := engine.Start(ctx, engine.Options{SearchAttributes: process.SearchAttributes, DataDir: t.TempDir(), Logger: quiet()})
+	eng, err := engine.Start(ctx, engine.Options{SearchAttributes: durable.SearchAttributes, DataDir: t.TempDir(), Logger: quiet()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -80,10 +81,9 @@ func TestClient(t *testing.T) {
 		t.Fatal(err)
 	}
 	loader := &vessel.Loader{Registry: speakerReg}
-	w := worker.New(eng.Client(), process.TaskQueue, worker.Options{})
-	acti := &process.Activities{Provider: model, Actions: &acts, Logger: quiet()}
-	process.Register(w, acti)
-	Register(w, &Activities{Process: acti, Loader: loader})
+	w := worker.New(eng.Client(), durable.TaskQueue, worker.Options{})
+	acti := &durable.Activities{Provider: model, Actions: &acts, Logger: quiet()}
+	register(w, acti, &Activities{Loader: loader})
 	if err := w.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -184,7 +184,7 @@ func TestClient(t *testing.T) {
 		if !slices.Equal(ids, []string{speakerID, pairID}) {
 			t.Errorf("listed %v, want %v", ids, []string{speakerID, pairID})
 		}
-		if _, err := c.List(ctx, ListOptions{Cursor: "zzz"}); !errors.Is(err, process.ErrBadCursor) {
+		if _, err := c.List(ctx, ListOptions{Cursor: "zzz"}); !errors.Is(err, durable.ErrBadCursor) {
 			t.Errorf("a bad cursor: %v", err)
 		}
 	})

@@ -4,7 +4,8 @@
 // watches and lists requests (Client, the counterpart of process.Client;
 // Run starts a prepared request and waits for its result). It is the
 // runtime of package vessel as package process is the runtime of compiled
-// processes.
+// processes, beside it: both run their model calls and actions through
+// package durable.
 //
 // What a request means — its toolset, context, state, instances, plans,
 // delegates, and how a decision is checked — is package vessel's, which
@@ -15,9 +16,11 @@
 //     and checks its answer (vessel.ParseDecision), unless the request
 //     brings its calls: a plan, or a decision given in advance;
 //   - the calls run layer by layer (vessel.Graph.Layers), up to MaxParallel
-//     at a time: an instruction gives its filled value, an action is
-//     process's action activity (with the action's retry policy), a launch
-//     starts a process as a child workflow that outlives the request, and a
+//     at a time: an instruction gives its filled value, an action runs in
+//     the shared action activity (durable.ExecuteAction, with the action's
+//     retry policy), a launch starts a process as a child workflow that
+//     outlives the request (durable.Start; this package knows no more of
+//     processes than that), and a
 //     delegate call runs the delegate activity, which prepares the isolated
 //     sub-request, and then that sub-request as a child workflow one level
 //     deeper;

@@ -14,6 +14,7 @@ import (
 	"go.temporal.io/sdk/worker"
 
 	"github.com/augceo/vibe/action"
+	"github.com/augceo/vibe/durable"
 	"github.com/augceo/vibe/engine"
 	"github.com/augceo/vibe/jsonv"
 	"github.com/augceo/vibe/llm/openai"
@@ -56,11 +57,10 @@ func (ta *tally) count() int {
 	return len(ta.done)
 }
 
-func startWorker(t *testing.T, eng *engine.Engine, acti *process.Activities) worker.Worker {
+func startWorker(t *testing.T, eng *engine.Engine, acti *durable.Activities) worker.Worker {
 	t.Helper()
-	w := worker.New(eng.Client(), process.TaskQueue, worker.Options{})
-	process.Register(w, acti)
-	Register(w, &Activities{Process: acti})
+	w := worker.New(eng.Client(), durable.TaskQueue, worker.Options{})
+	register(w, acti, &Activities{})
 	if err := w.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -97,12 +97,12 @@ func TestResumeMidBatch(t *testing.T) {
 
 	applied := map[string]int64{} // the endpoint's memory of keys, across the restart
 	first := &tally{done: map[int64]int{}, stopAfter: 10, applied: applied}
-	eng, err := engine.Start(ctx, engine.Options{SearchAttributes: process.SearchAttributes, DataDir: dir, Logger: quiet()})
+	eng, err := engine.Start(ctx, engine.Options{SearchAttributes: durable.SearchAttributes, DataDir: dir, Logger: quiet()})
 	if err != nil {
 		t.Fatal(err)
 	}
-	w := startWorker(t, eng, &process.Activities{Actions: actions(first), Logger: quiet()})
-	run, err := eng.Client().ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: "vessel-batch", TaskQueue: process.TaskQueue}, WorkflowName, in)
+	w := startWorker(t, eng, &durable.Activities{Actions: actions(first), Logger: quiet()})
+	run, err := eng.Client().ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: "vessel-batch", TaskQueue: durable.TaskQueue}, WorkflowName, in)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -118,12 +118,12 @@ func TestResumeMidBatch(t *testing.T) {
 	before := first.done
 
 	second := &tally{done: map[int64]int{}, applied: applied}
-	eng, err = engine.Start(ctx, engine.Options{SearchAttributes: process.SearchAttributes, DataDir: dir, Logger: quiet()})
+	eng, err = engine.Start(ctx, engine.Options{SearchAttributes: durable.SearchAttributes, DataDir: dir, Logger: quiet()})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer eng.Close()
-	w = startWorker(t, eng, &process.Activities{Actions: actions(second), Logger: quiet()})
+	w = startWorker(t, eng, &durable.Activities{Actions: actions(second), Logger: quiet()})
 	defer w.Stop()
 	var res vessel.Result
 	wctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
@@ -159,7 +159,7 @@ func TestLaunch(t *testing.T) {
 	}
 	ts, _ := example(t, "billing-report", "accountant.vessel.json")
 	ctx := context.Background()
-	eng, err := engine.Start(ctx, engine.Options{SearchAttributes: process.SearchAttributes, DataDir: t.TempDir(), Logger: quiet()})
+	eng, err := engine.Start(ctx, engine.Options{SearchAttributes: durable.SearchAttributes, DataDir: t.TempDir(), Logger: quiet()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -172,7 +172,7 @@ func TestLaunch(t *testing.T) {
 	acts.Register(action.Action{Name: "FetchInvoices_Activity", Run: func(ctx context.Context, in jsonv.Value) (jsonv.Value, error) {
 		return jsonv.Parse([]byte(`{"invoices":[{"number":"A-1","date":"2026-01-15","amount":100,"paid":true},{"number":"A-2","date":"2026-02-15","amount":250,"paid":false}]}`))
 	}})
-	w := startWorker(t, eng, &process.Activities{Provider: openai.New(openai.Options{Model: "m", BaseURL: model.URL, APIKey: "k"}), Actions: &acts, Logger: quiet()})
+	w := startWorker(t, eng, &durable.Activities{Provider: openai.New(openai.Options{Model: "m", BaseURL: model.URL, APIKey: "k"}), Actions: &acts, Logger: quiet()})
 	defer w.Stop()
 	req, err := vessel.NewRequest(ts, mustJSON(t, `[]`), vessel.RequestOptions{Prompt: "Billing report for cust-042, Q1 2026, in euros."})
 	if err != nil {

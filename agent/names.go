@@ -1,8 +1,8 @@
 package agent
 
 // The names of the Vessel runtime on Temporal, in one place. A request's
-// model calls and actions are process's activities (process.FillName,
-// process.ActionName) and its launches process's workflows.
+// model calls and actions are process's activities (durable.FillName,
+// durable.ActionName) and its launches process's workflows.
 const (
 	// WorkflowName is the workflow type of a Vessel request
 	// (Workflows.Request); a delegate's sub-request is one too.
@@ -25,7 +25,7 @@ const (
 
 // Types of the application errors (temporal.ApplicationError.Type) a
 // request's own activities fail with, not retried; its model calls and
-// actions fail with process's (process.ErrTypeInvalidAnswer, …).
+// actions fail with process's (durable.ErrTypeInvalidAnswer, …).
 const (
 	// ErrTypeBadDecision: the decision could not be made or read.
 	ErrTypeBadDecision = "BadDecision"

@@ -13,6 +13,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/augceo/vibe/action"
+	"github.com/augceo/vibe/durable"
 	"github.com/augceo/vibe/engine"
 	"github.com/augceo/vibe/internal/golden"
 	"github.com/augceo/vibe/internal/llmtest"
@@ -61,7 +62,7 @@ func TestReplayHistories(t *testing.T) {
 func recordHistories(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	eng, err := engine.Start(ctx, engine.Options{SearchAttributes: process.SearchAttributes, DataDir: t.TempDir(), Logger: quiet()})
+	eng, err := engine.Start(ctx, engine.Options{SearchAttributes: durable.SearchAttributes, DataDir: t.TempDir(), Logger: quiet()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -89,10 +90,9 @@ func recordHistories(t *testing.T) {
 		return jsonv.Parse([]byte(`{"invoices":[{"number":"A-1","date":"2026-01-15","amount":100,"paid":true},{"number":"A-2","date":"2026-02-15","amount":250,"paid":false}]}`))
 	}})
 	_, musicReg := example(t, "music", "producer.vessel.json")
-	w := worker.New(eng.Client(), process.TaskQueue, worker.Options{})
-	acti := &process.Activities{Provider: openai.New(openai.Options{Model: "m", BaseURL: model.URL, APIKey: "k"}), Actions: &acts, Logger: quiet()}
-	process.Register(w, acti)
-	Register(w, &Activities{Process: acti, Loader: &vessel.Loader{Registry: musicReg}})
+	w := worker.New(eng.Client(), durable.TaskQueue, worker.Options{})
+	acti := &durable.Activities{Provider: openai.New(openai.Options{Model: "m", BaseURL: model.URL, APIKey: "k"}), Actions: &acts, Logger: quiet()}
+	register(w, acti, &Activities{Loader: &vessel.Loader{Registry: musicReg}})
 	if err := w.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -121,7 +121,7 @@ func recordHistories(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		run, err := eng.Client().ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: "replay-" + tc.name, TaskQueue: process.TaskQueue}, WorkflowName, req)
+		run, err := eng.Client().ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: "replay-" + tc.name, TaskQueue: durable.TaskQueue}, WorkflowName, req)
 		if err != nil {
 			t.Fatal(err)
 		}

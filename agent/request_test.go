@@ -21,10 +21,10 @@ import (
 	"go.temporal.io/sdk/testsuite"
 
 	"github.com/augceo/vibe/action"
+	"github.com/augceo/vibe/durable"
 	"github.com/augceo/vibe/internal/llmtest"
 	"github.com/augceo/vibe/jsonv"
 	"github.com/augceo/vibe/llm/openai"
-	"github.com/augceo/vibe/process"
 	"github.com/augceo/vibe/registry"
 	"github.com/augceo/vibe/schema"
 	"github.com/augceo/vibe/vessel"
@@ -93,12 +93,11 @@ func execute(t *testing.T, in Input, model string, acts *action.Registry, loader
 	if acts == nil {
 		acts = &action.Registry{}
 	}
-	acti := &process.Activities{Actions: acts, Logger: quiet()}
+	acti := &durable.Activities{Actions: acts, Logger: quiet()}
 	if model != "" {
 		acti.Provider = openai.New(openai.Options{Model: "m", BaseURL: model, APIKey: "k"})
 	}
-	process.Register(env, acti)
-	Register(env, &Activities{Process: acti, Loader: loader})
+	register(env, acti, &Activities{Loader: loader})
 	req, err := vessel.NewRequest(in.Toolset, in.Context, vessel.RequestOptions{Prompt: in.Prompt, Decision: in.Decision, MaxDepth: in.MaxDepth, MaxFanOut: in.MaxFanOut})
 	if err != nil {
 		return vessel.Result{}, err

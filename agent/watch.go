@@ -3,13 +3,21 @@ package agent
 import (
 	"context"
 	"iter"
+	"time"
 
+	"github.com/augceo/vibe/durable"
 	"github.com/augceo/vibe/internal/watch"
-	"github.com/augceo/vibe/process"
 )
 
-// WatchOptions says how often Watch reads: process.WatchOptions.
-type WatchOptions = process.WatchOptions
+// WatchOptions says how often Watch reads. The zero value reads every
+// tenth of a second.
+type WatchOptions struct {
+	// Interval is the time between two reads; 0 means a tenth of a second.
+	Interval time.Duration
+	// MaxInterval, when above Interval, lets the time between reads grow
+	// by half after each read, up to MaxInterval.
+	MaxInterval time.Duration
+}
 
 // Watch follows the request id as get reads it — Client.Get, or a
 // server's (api.RequestClient) — yielding its view each time it has
@@ -20,7 +28,7 @@ type WatchOptions = process.WatchOptions
 // ends the watch, any other is taken as transient: a loop that goes on
 // gets the next read.
 func Watch(ctx context.Context, get func(ctx context.Context, id string) (*Info, error), id string, opts WatchOptions) iter.Seq2[*Info, error] {
-	return watch.Follow(ctx, get, id, opts.Interval, opts.MaxInterval, func(info *Info) bool { return info.Status != process.Running }, ErrNotFound)
+	return watch.Follow(ctx, get, id, opts.Interval, opts.MaxInterval, func(info *Info) bool { return info.Status != durable.Running }, ErrNotFound)
 }
 
 // Watch follows a request, read with Get, until it has completed or

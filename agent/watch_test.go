@@ -7,8 +7,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/augceo/vibe/durable"
 	"github.com/augceo/vibe/process"
 	"github.com/augceo/vibe/vessel"
+	"go.temporal.io/sdk/worker"
 )
 
 // TestWatch: Watch yields each change of a request once, and ends once it
@@ -68,4 +70,15 @@ func TestWatch(t *testing.T) {
 			}
 		})
 	}
+}
+
+// register registers what a worker of vibe.NewWorker has: the shared
+// activities, the process and Vessel workflows, and own, the Vessel's
+// activities, whose model calls go through shared.
+func register(w worker.Registry, shared *durable.Activities, own *Activities) {
+	durable.Register(w, shared)
+	process.RegisterWorkflows(w, shared.Actions)
+	RegisterWorkflow(w, shared.Actions)
+	own.Model = shared
+	RegisterActivities(w, own)
 }

@@ -8,18 +8,18 @@ import (
 	"github.com/augceo/vibe/action"
 )
 
-// RegisterWorkflow registers only the Vessel workflow, for a replayer or a
-// worker that runs no activities. actions are the worker's registered
-// actions, for their retry policies and timeouts.
+// RegisterWorkflow registers the Vessel workflow on a worker or a
+// replayer; actions are the worker's registered actions, for their retry
+// policies and timeouts.
 func RegisterWorkflow(w worker.WorkflowRegistry, actions *action.Registry) {
 	wf := &Workflows{Actions: actions}
 	w.RegisterWorkflowWithOptions(wf.Request, workflow.RegisterOptions{Name: WorkflowName})
 }
 
-// Register registers the Vessel workflow and acts's activities on a
-// worker; the model calls and actions it runs are process.Register's.
-func Register(w worker.Registry, acts *Activities) {
-	RegisterWorkflow(w, acts.Process.Actions)
+// RegisterActivities registers acts's activities — a request's decision
+// and the loading of a delegate — on a worker. The model calls and
+// actions a request runs are the shared activities (durable.Register).
+func RegisterActivities(w worker.ActivityRegistry, acts *Activities) {
 	w.RegisterActivityWithOptions(acts.Decide, activity.RegisterOptions{Name: DecideName})
 	w.RegisterActivityWithOptions(acts.Delegate, activity.RegisterOptions{Name: DelegateName})
 }

@@ -13,9 +13,9 @@ import (
 
 	"github.com/augceo/vibe/action"
 	"github.com/augceo/vibe/compose"
+	"github.com/augceo/vibe/durable"
 	"github.com/augceo/vibe/internal/wfid"
 	"github.com/augceo/vibe/jsonv"
-	"github.com/augceo/vibe/process"
 	"github.com/augceo/vibe/schema"
 	"github.com/augceo/vibe/vessel"
 )
@@ -58,7 +58,7 @@ func (w *Workflows) Request(ctx workflow.Context, req vessel.Request) (vessel.Re
 	case len(req.Toolset.Tools) == 0:
 		// A request without tools — a delegate's sub-request — is one model
 		// call that fills its output.
-		out, err := process.ExecuteFill(ctx, process.FillInput{Chunk: "output", System: req.OutputSystem(), Prompt: req.Text(), Context: jsonv.NewObject(0).Value(), Schema: req.Output})
+		out, err := durable.ExecuteFill(ctx, durable.FillInput{Chunk: "output", System: req.OutputSystem(), Prompt: req.Text(), Context: jsonv.NewObject(0).Value(), Schema: req.Output})
 		if err != nil {
 			return res, fmt.Errorf("output: %w", err)
 		}
@@ -94,7 +94,7 @@ func (w *Workflows) Request(ctx workflow.Context, req vessel.Request) (vessel.Re
 	if !req.Output.IsNull() {
 		// A delegate's sub-request with tools: its result is filled once
 		// its calls are done, with what they gave.
-		out, err := process.ExecuteFill(ctx, process.FillInput{Chunk: "output", System: req.OutputSystem(), Prompt: req.Text(vessel.ResultsMessage(res.Calls)), Context: jsonv.NewObject(0).Value(), Schema: req.Output})
+		out, err := durable.ExecuteFill(ctx, durable.FillInput{Chunk: "output", System: req.OutputSystem(), Prompt: req.Text(vessel.ResultsMessage(res.Calls)), Context: jsonv.NewObject(0).Value(), Schema: req.Output})
 		if err != nil {
 			return res, fmt.Errorf("output: %w", err)
 		}
@@ -118,7 +118,7 @@ const MaxParallelParts = 8
 // attempt, as a process's looping chunk is, up to the loop's maximum; the
 // decision keeps the last attempt.
 func decide(ctx workflow.Context, req *vessel.Request, rules vessel.DecisionRules, prompt string, states map[string]jsonv.Value) (DecideOutput, error) {
-	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{StartToCloseTimeout: process.FillTimeout, HeartbeatTimeout: process.HeartbeatTimeout, RetryPolicy: process.FillRetry})
+	actx := workflow.WithActivityOptions(ctx, durable.FillOptions())
 	in := DecideInput{
 		Process: workflow.GetInfo(ctx).WorkflowExecution.ID, Toolset: req.Toolset, States: states,
 		System: req.System(), Prompt: prompt, Rules: rules,
@@ -166,7 +166,7 @@ func decideAll(ctx workflow.Context, req *vessel.Request, res *vessel.Result) (*
 		d, err := decide(ctx, req, follow, req.Text()+"\n\n"+vessel.FollowUp(missing), req.States)
 		if err != nil {
 			// The calls decided stand; the instances stay unanswered.
-			workflow.GetLogger(ctx).Warn("follow-up decision failed", "instances", len(missing), "error", process.ErrorText(err))
+			workflow.GetLogger(ctx).Warn("follow-up decision failed", "instances", len(missing), "error", durable.ErrorText(err))
 			break
 		}
 		res.FollowUps, res.Usage = append(res.FollowUps, d.Decision), res.Usage.Add(d.Usage)
@@ -242,7 +242,7 @@ func (w *Workflows) parts(ctx workflow.Context, parts []*vessel.Request, res ves
 	var failed []string
 	for i, r := range results {
 		if errs[i] != nil {
-			failed = append(failed, fmt.Sprintf("%s: %s", res.Parts[i], process.ErrorText(errs[i])))
+			failed = append(failed, fmt.Sprintf("%s: %s", res.Parts[i], durable.ErrorText(errs[i])))
 			continue
 		}
 		res.Usage = res.Usage.Add(r.Usage)
@@ -336,7 +336,7 @@ func (r *requestRun) batch(ctx workflow.Context, g *vessel.Graph, base int, batc
 		}
 		skipped, err := r.skip(ctx, g, base, j)
 		if err != nil {
-			cr.Error = fmt.Sprintf("%s: its condition could not be checked: %v", c.Name(), process.ErrorText(err))
+			cr.Error = fmt.Sprintf("%s: its condition could not be checked: %v", c.Name(), durable.ErrorText(err))
 			r.failed[i], r.done[i] = true, true
 			continue
 		}
@@ -359,7 +359,7 @@ func (r *requestRun) batch(ctx workflow.Context, g *vessel.Graph, base int, batc
 			defer func() { r.done[i] = true }()
 			out, err := r.call(ctx, state, c, params, cr)
 			if err != nil {
-				cr.Error = fmt.Sprintf("%s: %v", c.Name(), process.ErrorText(err))
+				cr.Error = fmt.Sprintf("%s: %v", c.Name(), durable.ErrorText(err))
 				r.failed[i] = true
 				var pe *paramsError
 				r.repairable[i] = errors.As(err, &pe)
@@ -453,7 +453,7 @@ func (r *requestRun) call(ctx workflow.Context, state jsonv.Value, c *vessel.Cal
 		if c.Instance != "" {
 			key += ":" + c.Instance
 		}
-		return process.ExecuteAction(ctx, r.w.Actions, process.ActionInput{Step: c.Name(), Action: t.Action, Input: compose.Split(params).Output, Output: jsonv.NullValue(), Key: key})
+		return durable.ExecuteAction(ctx, r.w.Actions, durable.ActionInput{Step: c.Name(), Action: t.Action, Input: compose.Split(params).Output, Output: jsonv.NullValue(), Key: key})
 	case vessel.Launch:
 		return r.launch(ctx, c, t, params, cr)
 	case vessel.DelegateKind:
@@ -465,9 +465,8 @@ func (r *requestRun) call(ctx workflow.Context, state jsonv.Value, c *vessel.Cal
 // check validates v against s in a local activity; what breaks it is an
 // error that starts with what.
 func check(ctx workflow.Context, s, v jsonv.Value, what string) error {
-	lctx := workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{StartToCloseTimeout: 10 * time.Second})
-	var problems []schema.Invalid
-	if err := workflow.ExecuteLocalActivity(lctx, process.CheckName, process.CheckInput{Schema: s, Value: v}).Get(ctx, &problems); err != nil {
+	problems, err := durable.Check(ctx, s, v)
+	if err != nil {
 		return err
 	}
 	if len(problems) > 0 {
@@ -488,9 +487,8 @@ func checkEntry(ctx workflow.Context, t *vessel.Tool, params jsonv.Value) error 
 	if !ok || ch == nil {
 		return nil
 	}
-	lctx := workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{StartToCloseTimeout: 10 * time.Second})
-	var problems []schema.Invalid
-	if err := workflow.ExecuteLocalActivity(lctx, process.CheckName, process.CheckInput{Schema: ch.Schema, Value: first}).Get(ctx, &problems); err != nil {
+	problems, err := durable.Check(ctx, ch.Schema, first)
+	if err != nil {
 		return err
 	}
 	if problems = append(problems, ch.MissingSteps(first, problems)...); len(problems) > 0 {
@@ -510,19 +508,12 @@ func (r *requestRun) launch(ctx workflow.Context, c *vessel.Call, t *vessel.Tool
 	}
 	// A readable id that is the same on every replay of this request.
 	id := wfid.Derived(t.ProcessName, 4, workflow.GetInfo(ctx).WorkflowExecution.ID, "/", c.Index, "/", c.Instance)
-	wfName := process.WorkflowName
+	wfName := durable.ProcessWorkflow
 	if t.Program.Direct != nil {
-		wfName = process.DirectCallName
+		wfName = durable.DirectCallWorkflow
 	}
-	cctx := workflow.WithChildOptions(ctx, workflow.ChildWorkflowOptions{
-		WorkflowID:        id,
-		ParentClosePolicy: enumspb.PARENT_CLOSE_POLICY_ABANDON,
-		// Listed like any process: by name (vibe ps, GET /v1/processes) and
-		// in Temporal's own UI.
-		Memo:                  map[string]any{process.MemoProcess: t.ProcessName},
-		TypedSearchAttributes: temporal.NewSearchAttributes(process.ProcessAttribute.ValueSet(t.ProcessName), process.StatusAttribute.ValueSet(string(process.Running))),
-	})
-	f := workflow.ExecuteChildWorkflow(cctx, wfName, process.Start{Name: t.ProcessName, Program: t.Program, Prompt: r.req.Prompt, First: first, Instance: c.Instance})
+	cctx := workflow.WithChildOptions(ctx, durable.LaunchOptions(id, t.ProcessName))
+	f := workflow.ExecuteChildWorkflow(cctx, wfName, durable.Start{Name: t.ProcessName, Program: t.Program, Prompt: r.req.Prompt, First: first, Instance: c.Instance})
 	if err := f.GetChildWorkflowExecution().Get(ctx, nil); err != nil {
 		return jsonv.Value{}, fmt.Errorf("start %s: %w", t.ProcessName, err)
 	}
@@ -547,7 +538,7 @@ func (r *requestRun) delegate(ctx workflow.Context, state jsonv.Value, c *vessel
 	if err != nil {
 		return jsonv.Value{}, err
 	}
-	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{StartToCloseTimeout: delegateTimeout, HeartbeatTimeout: process.HeartbeatTimeout, RetryPolicy: &temporal.RetryPolicy{MaximumAttempts: 3}})
+	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{StartToCloseTimeout: delegateTimeout, HeartbeatTimeout: durable.HeartbeatTimeout, RetryPolicy: &temporal.RetryPolicy{MaximumAttempts: 3}})
 	var out DelegateOutput
 	if err := workflow.ExecuteActivity(actx, DelegateName, DelegateInput{Call: c, Params: params, Tool: t, Context: scoped}).Get(ctx, &out); err != nil {
 		return jsonv.Value{}, err

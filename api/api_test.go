@@ -13,6 +13,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/augceo/vibe/durable"
 	"github.com/augceo/vibe/jsonv"
 	"github.com/augceo/vibe/process"
 	"github.com/augceo/vibe/schema"
@@ -65,11 +66,11 @@ func (f *fakeProcesses) List(ctx context.Context, opts process.ListOptions) (pro
 	if opts.Cursor != "" {
 		n, err := strconv.Atoi(opts.Cursor)
 		if err != nil || n < 0 || n >= len(all) {
-			return process.Page{}, fmt.Errorf("list processes: cursor %q: %w", opts.Cursor, process.ErrBadCursor)
+			return process.Page{}, fmt.Errorf("list processes: cursor %q: %w", opts.Cursor, durable.ErrBadCursor)
 		}
 		from = n
 	}
-	to := min(from+cmp.Or(opts.Limit, process.DefaultListLimit), len(all))
+	to := min(from+cmp.Or(opts.Limit, durable.DefaultListLimit), len(all))
 	var page process.Page
 	for _, id := range all[from:to] {
 		page.Processes = append(page.Processes, process.Summary{ID: id, Process: "meeting", Status: process.Waiting})

@@ -30,7 +30,7 @@
 // client's mistake is a 4xx: 400 a malformed body, URI, id or query; 404
 // an unknown path or process; 405 a method the path does not take (with
 // Allow); 409 an answer to a process that waits for none; 413 a body or a
-// start past the engine's payload limit (process.MaxPayloadSize); 415 a
+// start past the engine's payload limit (durable.MaxPayloadSize); 415 a
 // POST body that is not application/json; 422 a process that does not
 // compile, a "first" value or an answer that breaks its chunk's schema, a
 // Vessel, context, plan or decision with problems, each problem at its

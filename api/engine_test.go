@@ -17,6 +17,7 @@ import (
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/worker"
 
+	"github.com/augceo/vibe/durable"
 	"github.com/augceo/vibe/engine"
 	"github.com/augceo/vibe/jsonv"
 	"github.com/augceo/vibe/process"
@@ -44,13 +45,15 @@ func TestOnTheEngine(t *testing.T) {
 		t.Skip("starts the embedded engine")
 	}
 	ctx := context.Background()
-	eng, err := engine.Start(ctx, engine.Options{SearchAttributes: process.SearchAttributes, DataDir: t.TempDir(), Logger: slogDiscard()})
+	eng, err := engine.Start(ctx, engine.Options{SearchAttributes: durable.SearchAttributes, DataDir: t.TempDir(), Logger: slogDiscard()})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer eng.Close()
-	w := worker.New(eng.Client(), process.TaskQueue, worker.Options{})
-	process.Register(w, &process.Activities{Logger: slogDiscard()})
+	w := worker.New(eng.Client(), durable.TaskQueue, worker.Options{})
+	shared := &durable.Activities{Logger: slogDiscard()}
+	durable.Register(w, shared)
+	process.RegisterWorkflows(w, shared.Actions)
 	if err := w.Start(); err != nil {
 		t.Fatal(err)
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/augceo/vibe/agent"
 	"github.com/augceo/vibe/batch"
+	"github.com/augceo/vibe/durable"
 	"github.com/augceo/vibe/internal/diskspace"
 	"github.com/augceo/vibe/llm"
 	"github.com/augceo/vibe/process"
@@ -58,7 +59,7 @@ func (s *server) failed(w http.ResponseWriter, r *http.Request, err error) {
 		refused    *process.RefusedError
 		first      *process.FirstError
 		notWaiting *process.NotWaitingError
-		tooLarge   *process.TooLargeError
+		tooLarge   *durable.TooLargeError
 		bound      *agent.BoundError
 		size       *batch.SizeError
 	)
@@ -80,7 +81,7 @@ func (s *server) failed(w http.ResponseWriter, r *http.Request, err error) {
 		writeError(w, http.StatusConflict, &apiError{Error: err.Error()})
 	case errors.As(err, &notWaiting):
 		writeError(w, http.StatusConflict, &apiError{Error: notWaiting.Error()})
-	case errors.Is(err, process.ErrBadCursor):
+	case errors.Is(err, durable.ErrBadCursor):
 		writeError(w, http.StatusBadRequest, &apiError{Error: err.Error()})
 	case errors.Is(err, registry.ErrNoRegistry) && (strings.HasPrefix(r.URL.Path, "/v1/processes") || strings.HasPrefix(r.URL.Path, "/v1/batches")):
 		writeError(w, http.StatusBadRequest, &apiError{Error: "this server has no registry: send the process inline", Path: "/process"})
@@ -117,7 +118,7 @@ func (s *server) failed(w http.ResponseWriter, r *http.Request, err error) {
 		}
 		writeError(w, http.StatusUnprocessableEntity, e)
 	case errors.Is(err, llm.ErrNotRecorded):
-		writeError(w, http.StatusUnprocessableEntity, &apiError{Error: process.ErrorText(err)})
+		writeError(w, http.StatusUnprocessableEntity, &apiError{Error: durable.ErrorText(err)})
 	case diskspace.Is(err):
 		// The engine's disk is full: the operator's to fix, and said as
 		// such, not as a timeout or an empty list.
@@ -136,8 +137,8 @@ func (s *server) failed(w http.ResponseWriter, r *http.Request, err error) {
 			w.Header().Set("Retry-After", "1")
 		}
 		// An engine's error says its cause once, without Temporal's
-		// envelopes (process.ErrorText).
-		writeError(w, status, &apiError{Error: process.ErrorText(err)})
+		// envelopes (durable.ErrorText).
+		writeError(w, status, &apiError{Error: durable.ErrorText(err)})
 	}
 }
 

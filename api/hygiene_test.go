@@ -17,6 +17,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/augceo/vibe/compile"
+	"github.com/augceo/vibe/durable"
 	"github.com/augceo/vibe/process"
 	"github.com/augceo/vibe/registry"
 	"github.com/augceo/vibe/schema"
@@ -132,8 +133,8 @@ func TestClientMistakes(t *testing.T) {
 		{"a malformed query", "GET", "/v1/processes?limit=%zz", "", 400, "the query is malformed", ""},
 		{"answering a completed process", "POST", "/v1/processes/done-0001/answer", `{"decision":"Approve"}`, 409, "process done-0001 is completed and waits for no answer", ""},
 		{"answering a failed process", "POST", "/v1/processes/failed-0001/answer", `{"decision":"Approve"}`, 409, "process failed-0001 is failed and waits for no answer", ""},
-		{"a body past the engine's limit", "POST", "/v1/processes", `{"process":"aug:processes/meeting","prompt":"` + strings.Repeat("x", process.MaxPayloadSize) + `"}`, 413, "larger than 2097152 bytes", ""},
-		{"an answer past the engine's limit", "POST", "/v1/processes/meeting-0001/answer", `"` + strings.Repeat("x", process.MaxPayloadSize) + `"`, 413, "larger than 2097152 bytes", ""},
+		{"a body past the engine's limit", "POST", "/v1/processes", `{"process":"aug:processes/meeting","prompt":"` + strings.Repeat("x", durable.MaxPayloadSize) + `"}`, 413, "larger than 2097152 bytes", ""},
+		{"an answer past the engine's limit", "POST", "/v1/processes/meeting-0001/answer", `"` + strings.Repeat("x", durable.MaxPayloadSize) + `"`, 413, "larger than 2097152 bytes", ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -187,7 +188,7 @@ func TestStartErrors(t *testing.T) {
 	}{
 		{"a first value that breaks the chunk", firstErr, 422, "the first value does not fit chunk LLM_greet", "/first/greet/text", []string{"/first/greet/text", "/first/greet/lang"}},
 		{"a first value for a person's chunk", &process.FirstError{Chunk: "USER_ok", Kind: compile.User}, 422, "is not filled by a model", "/first", nil},
-		{"a start past the payload limit", &process.TooLargeError{What: "the start of x", Size: 3 << 20, Limit: 2 << 20}, 413, "the start of x is 3 MiB, past the engine's limit of 2 MiB", "", nil},
+		{"a start past the payload limit", &durable.TooLargeError{What: "the start of x", Size: 3 << 20, Limit: 2 << 20}, 413, "the start of x is 3 MiB, past the engine's limit of 2 MiB", "", nil},
 		{"no registry", fmt.Errorf("cannot start aug:x: %w", registry.ErrNoRegistry), 400, "this server has no registry: send the process inline", "/process", nil},
 		{"the engine's blob limit", fmt.Errorf("start x: %w", serviceerror.NewInvalidArgument("Blob data size exceeds limit.")), 413, "Blob data size exceeds limit", "", nil},
 		{"gRPC's message limit", fmt.Errorf("start x: %w", serviceerror.NewResourceExhausted(0, "grpc: received message larger than max (7340100 vs. 4194304)")), 413, "larger than max", "", nil},

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/augceo/vibe/agent"
+	"github.com/augceo/vibe/durable"
 	"github.com/augceo/vibe/jsonv"
 	"github.com/augceo/vibe/llm"
 	"github.com/augceo/vibe/process"
@@ -74,11 +75,11 @@ func (f *fakeRequests) List(ctx context.Context, opts agent.ListOptions) (agent.
 	if opts.Cursor != "" {
 		n, err := strconv.Atoi(opts.Cursor)
 		if err != nil || n < 0 || n >= len(all) {
-			return agent.Page{}, fmt.Errorf("list requests: cursor %q: %w", opts.Cursor, process.ErrBadCursor)
+			return agent.Page{}, fmt.Errorf("list requests: cursor %q: %w", opts.Cursor, durable.ErrBadCursor)
 		}
 		from = n
 	}
-	to := min(from+cmp.Or(opts.Limit, process.DefaultListLimit), len(all))
+	to := min(from+cmp.Or(opts.Limit, durable.DefaultListLimit), len(all))
 	var page agent.Page
 	for _, id := range all[from:to] {
 		page.Requests = append(page.Requests, agent.Summary{ID: id, Vessel: "Accountant", Status: process.Completed})

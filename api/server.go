@@ -17,6 +17,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/augceo/vibe/durable"
 	"github.com/augceo/vibe/internal/throttle"
 	"github.com/augceo/vibe/jsonv"
 	"github.com/augceo/vibe/process"
@@ -53,7 +54,7 @@ type Options struct {
 	Token string
 	// Logger records one line per request; nil means slog.Default().
 	Logger *slog.Logger
-	// MaxBody bounds a request body; 0 means process.MaxPayloadSize, the
+	// MaxBody bounds a request body; 0 means durable.MaxPayloadSize, the
 	// engine's own limit on what one request can carry.
 	MaxBody int64
 	// Requests, when set, serves Vessel requests and plans (/v1/requests,
@@ -79,7 +80,7 @@ func Handler(p Processes, opts Options) http.Handler {
 		opts.Logger = slog.Default()
 	}
 	if opts.MaxBody <= 0 {
-		opts.MaxBody = process.MaxPayloadSize
+		opts.MaxBody = durable.MaxPayloadSize
 	}
 	s := &server{p: p, opts: opts}
 	mux := http.NewServeMux()
@@ -319,8 +320,8 @@ func listOptions(w http.ResponseWriter, r *http.Request, filtered bool) (process
 		switch name {
 		case "limit":
 			n, err := strconv.Atoi(vs[0])
-			if err != nil || n < 1 || n > process.MaxListLimit || len(vs) > 1 {
-				writeError(w, http.StatusBadRequest, &apiError{Error: fmt.Sprintf("limit %q: give one number from 1 to %d (default %d)", strings.Join(vs, ","), process.MaxListLimit, process.DefaultListLimit)})
+			if err != nil || n < 1 || n > durable.MaxListLimit || len(vs) > 1 {
+				writeError(w, http.StatusBadRequest, &apiError{Error: fmt.Sprintf("limit %q: give one number from 1 to %d (default %d)", strings.Join(vs, ","), durable.MaxListLimit, durable.DefaultListLimit)})
 				return opts, false
 			}
 			opts.Limit = n

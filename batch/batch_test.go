@@ -262,6 +262,36 @@ func TestPersonInBatch(t *testing.T) {
 	}
 }
 
+// TestNotAnItem: a line that is no item (not JSON) has no process in its
+// group, though the group holds its line: reading it, its program or
+// answering it is "no such process" (the group's typed refusal, not its
+// text), not an engine error.
+func TestNotAnItem(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts the embedded engine")
+	}
+	ctx := context.Background()
+	model := llmtest.NewServer(t, llmtest.Multiplexed(verdict), llmtest.Options{})
+	c := stack(t, model.URL, (&recorder{}).actions())
+	sum, err := c.Run(ctx, strings.NewReader(comments(3)+"{not json\n"), func(batch.Result) error { return nil }, batch.Options{Process: moderate(t), ID: "bad-line", Size: 4})
+	if err != nil || sum.Done != 3 || sum.Failed != 1 {
+		t.Fatalf("the batch: %+v %v", sum, err)
+	}
+	id := batch.ItemID("bad-line", 4)
+	if _, err := c.Processes.Get(ctx, id); !errors.Is(err, process.ErrNotFound) {
+		t.Errorf("get of a line that is no item: %v", err)
+	}
+	if _, err := c.Processes.Program(ctx, id); !errors.Is(err, process.ErrNotFound) {
+		t.Errorf("program of a line that is no item: %v", err)
+	}
+	if _, err := c.Processes.Answer(ctx, id, mustParse(t, `{}`)); !errors.Is(err, process.ErrNotFound) {
+		t.Errorf("answer to a line that is no item: %v", err)
+	}
+	if _, err := c.Processes.Get(ctx, batch.ItemID("bad-line", 3)); err != nil {
+		t.Errorf("get of an item of the same group: %v", err)
+	}
+}
+
 // TestActionRetriedAlone: a group runs its items' calls of a step's action
 // in one activity, each under its own key; a call that fails is retried
 // alone, and no sibling's call runs again for it. One that fails for good

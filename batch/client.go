@@ -14,6 +14,7 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
 
+	"github.com/augceo/vibe/durable"
 	"github.com/augceo/vibe/internal/execution"
 	"github.com/augceo/vibe/internal/watch"
 	"github.com/augceo/vibe/process"
@@ -107,7 +108,7 @@ func (c *Client) waiting(ctx context.Context, id string) ([]string, error) {
 // runningGroups calls f with the workflow id of each running group of
 // batch id, as the engine's visibility store lists them.
 func (c *Client) runningGroups(ctx context.Context, id string, f func(wid string)) error {
-	query := fmt.Sprintf("%s = '%s' AND WorkflowType = '%s' AND ExecutionStatus = 'Running'", process.BatchAttribute.GetName(), id, GroupName)
+	query := fmt.Sprintf("%s = '%s' AND WorkflowType = '%s' AND ExecutionStatus = 'Running'", durable.BatchAttribute.GetName(), id, GroupName)
 	for next := []byte(nil); ; {
 		resp, err := c.temporal().ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{NextPageToken: next, Query: query})
 		if err != nil {
@@ -177,7 +178,7 @@ func isDone(err error) bool {
 
 // List returns a page of batches, newest first, with their status.
 func (c *Client) List(ctx context.Context, opts process.ListOptions) ([]Status, string, error) {
-	execs, next, err := process.ListExecutions(ctx, c.temporal(), "batches", fmt.Sprintf("WorkflowType = '%s'", BatchName), opts)
+	execs, next, err := durable.ListExecutions(ctx, c.temporal(), "batches", fmt.Sprintf("WorkflowType = '%s'", BatchName), opts)
 	if err != nil {
 		return nil, "", err
 	}
@@ -318,7 +319,7 @@ func (c *Client) Group(ctx context.Context, id string, g int) (*GroupResult, err
 // the one that ran or runs under it: starting the same work again finds
 // what already ran.
 func (c *Client) startOrAttach(ctx context.Context, opts client.StartWorkflowOptions, workflow string, in any) (client.WorkflowRun, error) {
-	opts.TaskQueue = process.TaskQueue
+	opts.TaskQueue = durable.TaskQueue
 	opts.WorkflowIDReusePolicy = enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE
 	opts.WorkflowIDConflictPolicy = enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING
 	run, err := c.temporal().ExecuteWorkflow(ctx, opts, workflow, in)
@@ -331,7 +332,7 @@ func (c *Client) startOrAttach(ctx context.Context, opts client.StartWorkflowOpt
 
 // batchAttribute tags a batch's workflows, for listings.
 func batchAttribute(id string) temporal.SearchAttributes {
-	return temporal.NewSearchAttributes(process.BatchAttribute.ValueSet(id))
+	return temporal.NewSearchAttributes(durable.BatchAttribute.ValueSet(id))
 }
 
 // Host finds the group whose workflow runs batch item id
@@ -368,10 +369,7 @@ func (c *Client) Host(ctx context.Context, id string) (string, bool, error) {
 	return GroupID(b, g), true, nil
 }
 
-// NewClient returns the batch client of processes p, and makes it p's
-// Hosts, so that p reads and answers the batches' items.
-func NewClient(p *process.Client) *Client {
-	c := &Client{Processes: p}
-	p.Hosts = c
-	return c
-}
+// NewClient returns the batch client of processes p. For p to read and
+// answer the batches' items by their ids, make the client p's Hosts
+// (vibe.StartOn does).
+func NewClient(p *process.Client) *Client { return &Client{Processes: p} }

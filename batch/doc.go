@@ -10,7 +10,7 @@
 // coroutines, the group its Host. The items' calls of a server step run in
 // one activity, each under the item's own idempotency key, and a call that
 // failed is retried alone; an item at a person's step waits in its group
-// and is answered by its id (process.UpdateItemAnswer). Items have ids
+// and is answered by its id (durable.UpdateItemAnswer). Items have ids
 // derived from the batch id and their line (ItemID); the batch's record
 // (vibe.Batch, Workflows.Batch) counts what the groups did and knows which
 // group holds a line, so process.Client reads and answers an item by its

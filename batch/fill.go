@@ -11,9 +11,9 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/augceo/vibe/compile"
+	"github.com/augceo/vibe/durable"
 	"github.com/augceo/vibe/jsonv"
 	"github.com/augceo/vibe/llm"
-	"github.com/augceo/vibe/process"
 	"github.com/augceo/vibe/schema"
 )
 
@@ -72,7 +72,7 @@ type FillOutput struct {
 
 // ItemFill is one item's part of a FillOutput.
 type ItemFill struct {
-	Output process.FillOutput `json:"output"`
+	Output durable.FillOutput `json:"output"`
 	Error  string             `json:"error,omitempty"`
 	// Unanswered says the item's call went through a provider batch that
 	// did not answer it (Activities.Collect): it may be sent again.
@@ -171,11 +171,11 @@ func absorb(ctx context.Context, p llm.Provider, t FillInput, c call, resp *llm.
 	shares := llm.Apportion(resp.Usage, weights)
 	v, err := schema.Cached(t.Schema)
 	if err != nil {
-		return temporal.NewNonRetryableApplicationError(fmt.Sprintf("chunk %s: %v", t.Chunk, err), process.ErrTypeBadSchema, err)
+		return temporal.NewNonRetryableApplicationError(fmt.Sprintf("chunk %s: %v", t.Chunk, err), durable.ErrTypeBadSchema, err)
 	}
 	for i, it := range items {
 		turn := llm.Turn{Answer: string(jsonv.Marshal(parts[i])), Usage: shares[i], LatencyMs: resp.Latency.Milliseconds(), Model: resp.Model}
-		fo := process.FillOutput{Value: parts[i], Usage: shares[i], Model: resp.Model, Requests: 1, Replayed: resp.Replayed}
+		fo := durable.FillOutput{Value: parts[i], Usage: shares[i], Model: resp.Model, Requests: 1, Replayed: resp.Replayed}
 		var problems []schema.Invalid
 		if parseErr != nil {
 			turn.ParseError = parseErr.Error()
@@ -217,7 +217,7 @@ func absorb(ctx context.Context, p llm.Provider, t FillInput, c call, resp *llm.
 // Activities are the batch runtime's outside effects: its model calls.
 type Activities struct {
 	// Provider answers the calls; nil fails them with
-	// process.ErrNoProvider.
+	// durable.ErrNoProvider.
 	Provider llm.Provider
 	// Logger receives one record per call; nil means slog.Default().
 	Logger *slog.Logger
@@ -242,17 +242,17 @@ func (a *Activities) logger() *slog.Logger {
 // retried by Temporal.
 func (a *Activities) Fill(ctx context.Context, in FillInput) (*FillOutput, error) {
 	if a.Provider == nil {
-		return nil, process.FillError(process.ErrNoProvider)
+		return nil, durable.FillError(durable.ErrNoProvider)
 	}
 	logger := a.Logger
 	if logger == nil {
 		logger = slog.Default()
 	}
-	sent := process.CountSent(ctx, a.Provider) // a request an earlier attempt sent is counted too
-	defer process.KeepAliveWith(ctx, sent.Details)()
+	sent := durable.CountSent(ctx, a.Provider) // a request an earlier attempt sent is counted too
+	defer durable.KeepAliveWith(ctx, sent.Details)()
 	out, err := Fill(ctx, sent, in, llm.Options{Logger: logger, Metrics: a.Metrics, Process: in.Group, MaxRepairs: a.MaxRepairs})
 	if err != nil {
-		return nil, process.FillError(err)
+		return nil, durable.FillError(err)
 	}
 	out.Requests += sent.Earlier()
 	logger.Info("batch call", "group", in.Group, "chunk", in.Chunk, "items", len(in.Items), "requests", out.Requests,

@@ -13,6 +13,7 @@ import (
 	"github.com/augceo/vibe"
 	"github.com/augceo/vibe/action"
 	"github.com/augceo/vibe/batch"
+	"github.com/augceo/vibe/durable"
 	"github.com/augceo/vibe/engine"
 	"github.com/augceo/vibe/internal/llmtest"
 	"github.com/augceo/vibe/jsonv"
@@ -84,7 +85,7 @@ func stack(t testing.TB, url string, acts *action.Registry) *batch.Client {
 func stackWith(t testing.TB, p llm.Provider, acts *action.Registry) *batch.Client {
 	t.Helper()
 	ctx := context.Background()
-	eng, err := engine.Start(ctx, engine.Options{SearchAttributes: process.SearchAttributes, DataDir: t.TempDir(), Logger: quiet()})
+	eng, err := engine.Start(ctx, engine.Options{SearchAttributes: durable.SearchAttributes, DataDir: t.TempDir(), Logger: quiet()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -95,7 +96,10 @@ func stackWith(t testing.TB, p llm.Provider, acts *action.Registry) *batch.Clien
 		t.Fatal(err)
 	}
 	t.Cleanup(w.Stop)
-	return batch.NewClient(&process.Client{Temporal: eng.Client(), Actions: acts.Names()})
+	pc := &process.Client{Temporal: eng.Client(), Actions: acts.Names()}
+	c := batch.NewClient(pc)
+	pc.Hosts = c
+	return c
 }
 
 // verdict is the test model's answer for a comment: "comment N" is

@@ -7,12 +7,12 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/augceo/vibe/durable"
 	"github.com/augceo/vibe/jsonv"
-	"github.com/augceo/vibe/process"
 )
 
 // MaxLineSize bounds one input line: what one process start may carry.
-const MaxLineSize = process.MaxPayloadSize
+const MaxLineSize = durable.MaxPayloadSize
 
 // lineReader reads a batch's input line by line, never more of the
 // underlying reader than the line it returns needs (bufio fills its

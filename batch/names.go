@@ -6,7 +6,7 @@ import (
 )
 
 // The names of the batch runtime on Temporal. Its workflows run on
-// process.TaskQueue, beside the processes they group.
+// durable.TaskQueue, beside the processes they group.
 const (
 	// GroupName is the workflow type of a group of items (Workflows.Group):
 	// it runs each item's process and fills their LLM chunks together.
@@ -53,6 +53,12 @@ const (
 	// person.
 	QueryWaiting = "waiting"
 )
+
+// ErrTypeGroupFill is the type of the application error an item's chunk
+// fails with when the group's call gave no value for it: the item's own
+// part was refused after its repair turns, or the call answered for none
+// of its items (temporal.ApplicationError.Type; not retried).
+const ErrTypeGroupFill = "GroupFill"
 
 // GroupID is the workflow id of group g (from 0) of a batch.
 func GroupID(batch string, g int) string { return fmt.Sprintf("%s-g%d", batch, g) }

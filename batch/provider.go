@@ -13,9 +13,9 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
+	"github.com/augceo/vibe/durable"
 	"github.com/augceo/vibe/jsonv"
 	"github.com/augceo/vibe/llm"
-	"github.com/augceo/vibe/process"
 )
 
 // Provider batches: with CallOptions.ProviderBatch, a group does not call
@@ -50,7 +50,7 @@ const (
 	// MaxProviderRequests bounds the requests of one provider batch: the
 	// lower of OpenAI's (50,000) and Anthropic's (100,000) limits. A
 	// provider batch is also cut at half the engine's payload limit of its
-	// calls' inputs (process.MaxPayloadSize).
+	// calls' inputs (durable.MaxPayloadSize).
 	MaxProviderRequests = 50_000
 )
 
@@ -266,7 +266,7 @@ func (pb *providerBatches) dispatch(ctx workflow.Context) {
 	size := 0
 	for _, r := range pb.in.Pending {
 		n := r.size()
-		if f == nil || f.Requests+r.Calls > MaxProviderRequests || (size > 0 && size+n > process.MaxPayloadSize/2) {
+		if f == nil || f.Requests+r.Calls > MaxProviderRequests || (size > 0 && size+n > durable.MaxPayloadSize/2) {
 			pb.in.Flights = append(pb.in.Flights, Flight{Key: submissionKey(pb.in.Batch, pb.in.Seq)})
 			pb.in.Seq++
 			f, size = &pb.in.Flights[len(pb.in.Flights)-1], 0
@@ -303,8 +303,9 @@ func (pb *providerBatches) submitWith(ctx workflow.Context, key string, fills []
 	// provider may have made the batch already, and cancel needs its id to
 	// cancel it there.
 	sctx, _ := workflow.NewDisconnectedContext(ctx)
-	actx := workflow.WithActivityOptions(sctx, workflow.ActivityOptions{StartToCloseTimeout: process.FillTimeout,
-		HeartbeatTimeout: process.HeartbeatTimeout, RetryPolicy: providerRetry})
+	opts := durable.FillOptions()
+	opts.RetryPolicy = providerRetry
+	actx := workflow.WithActivityOptions(sctx, opts)
 	pb.busy++
 	fut := workflow.ExecuteActivity(actx, SubmitName, in)
 	if pb.submits == nil {
@@ -323,7 +324,7 @@ func (pb *providerBatches) submitWith(ctx workflow.Context, key string, fills []
 		if err != nil || out.ID == "" {
 			msg := "the provider batch was not made: its calls could not be built"
 			if err != nil {
-				msg = "the provider batch could not be submitted: " + process.ErrorText(err)
+				msg = "the provider batch could not be submitted: " + durable.ErrorText(err)
 			}
 			pb.finish(ctx, key, ProviderDone{Error: msg, Final: err != nil && isFinal(err)})
 			return
@@ -360,7 +361,7 @@ func (pb *providerBatches) poll(ctx workflow.Context, key string) {
 			return
 		}
 		actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{StartToCloseTimeout: 5 * time.Minute,
-			HeartbeatTimeout: process.HeartbeatTimeout, RetryPolicy: providerRetry})
+			HeartbeatTimeout: durable.HeartbeatTimeout, RetryPolicy: providerRetry})
 		pb.sel.AddFuture(workflow.ExecuteActivity(actx, StatusName, f.ID), func(fu workflow.Future) {
 			pb.busy--
 			f := pb.flight(key)
@@ -370,7 +371,7 @@ func (pb *providerBatches) poll(ctx workflow.Context, key string) {
 			f.Polls++
 			var st llm.BatchStatus
 			if err := fu.Get(ctx, &st); err != nil {
-				pb.finish(ctx, key, ProviderDone{ID: f.ID, Error: "the provider batch could not be read: " + process.ErrorText(err)})
+				pb.finish(ctx, key, ProviderDone{ID: f.ID, Error: "the provider batch could not be read: " + durable.ErrorText(err)})
 				return
 			}
 			f.Status, f.Answered = st.Status, st.Succeeded+st.Failed
@@ -406,7 +407,7 @@ func (pb *providerBatches) finish(ctx workflow.Context, key string, done Provide
 func (pb *providerBatches) cancel(ctx workflow.Context) {
 	dctx, _ := workflow.NewDisconnectedContext(ctx)
 	actx := workflow.WithActivityOptions(dctx, workflow.ActivityOptions{StartToCloseTimeout: time.Minute,
-		HeartbeatTimeout: process.HeartbeatTimeout, RetryPolicy: providerRetry})
+		HeartbeatTimeout: durable.HeartbeatTimeout, RetryPolicy: providerRetry})
 	for _, f := range pb.in.Flights {
 		if fu, ok := pb.submits[f.Key]; ok && f.ID == "" {
 			var out SubmitOutput
@@ -481,7 +482,7 @@ type SubmitOutput struct {
 // batchAPI is the worker's provider's Batch API.
 func (a *Activities) batchAPI() (llm.BatchAPI, error) {
 	if a.Provider == nil {
-		return nil, process.FillError(process.ErrNoProvider)
+		return nil, durable.FillError(durable.ErrNoProvider)
 	}
 	api, ok := llm.BatchAPIOf(a.Provider)
 	if !ok {
@@ -516,10 +517,10 @@ func (a *Activities) Submit(ctx context.Context, in SubmitInput) (*SubmitOutput,
 	if len(s.Requests) == 0 {
 		return &SubmitOutput{}, nil // each fill's items get its error from Collect
 	}
-	defer process.KeepAliveWith(ctx, func() any { return nil })()
+	defer durable.KeepAliveWith(ctx, func() any { return nil })()
 	id, err := api.SubmitBatch(ctx, s)
 	if err != nil {
-		return nil, process.FillError(err)
+		return nil, durable.FillError(err)
 	}
 	a.logger().Info("provider batch submitted", "key", in.Key, "id", id, "requests", len(s.Requests), "attempt", activity.GetInfo(ctx).Attempt)
 	return &SubmitOutput{ID: id, Requests: len(s.Requests)}, nil
@@ -531,10 +532,10 @@ func (a *Activities) Status(ctx context.Context, id string) (*llm.BatchStatus, e
 	if err != nil {
 		return nil, err
 	}
-	defer process.KeepAliveWith(ctx, func() any { return nil })()
+	defer durable.KeepAliveWith(ctx, func() any { return nil })()
 	st, err := api.BatchStatus(ctx, id)
 	if err != nil {
-		return nil, process.FillError(err)
+		return nil, durable.FillError(err)
 	}
 	return st, nil
 }
@@ -545,9 +546,9 @@ func (a *Activities) Cancel(ctx context.Context, id string) error {
 	if err != nil {
 		return err
 	}
-	defer process.KeepAliveWith(ctx, func() any { return nil })()
+	defer durable.KeepAliveWith(ctx, func() any { return nil })()
 	if err := api.CancelBatch(ctx, id); err != nil {
-		return process.FillError(err)
+		return durable.FillError(err)
 	}
 	a.logger().Info("provider batch cancelled", "id", id)
 	return nil
@@ -585,11 +586,11 @@ func (a *Activities) Collect(ctx context.Context, in CollectInput) (*FillOutput,
 			reqs[n] = llm.BatchRequest{ID: requestID(in.Key, n), Request: c.req}
 		}
 		if results, err = api.BatchResults(ctx, in.Done.ID, reqs); err != nil {
-			return nil, process.FillError(err)
+			return nil, durable.FillError(err)
 		}
 	}
-	sent := process.CountSent(ctx, a.Provider) // the repairs, direct
-	defer process.KeepAliveWith(ctx, sent.Details)()
+	sent := durable.CountSent(ctx, a.Provider) // the repairs, direct
+	defer durable.KeepAliveWith(ctx, sent.Details)()
 	opts := llm.Options{Logger: a.logger(), Metrics: a.Metrics, Process: in.Fill.Group, MaxRepairs: a.MaxRepairs}
 	for n, c := range calls {
 		r, ok := results[requestID(in.Key, n)]

@@ -15,6 +15,7 @@ import (
 	"google.golang.org/grpc/codes"
 
 	"github.com/augceo/vibe/compile"
+	"github.com/augceo/vibe/durable"
 	"github.com/augceo/vibe/internal/diskspace"
 	"github.com/augceo/vibe/internal/execution"
 	"github.com/augceo/vibe/internal/wfid"
@@ -143,13 +144,13 @@ func (c *Client) Run(ctx context.Context, in io.Reader, emit func(Result) error,
 		opts.File = "input"
 	}
 	_, err = c.startOrAttach(ctx, client.StartWorkflowOptions{ID: opts.ID, TypedSearchAttributes: batchAttribute(opts.ID),
-		Memo: map[string]any{process.MemoProcess: start.Name}}, BatchName, RecordInput{Status: recordStatus(opts, start.Name, size, began)})
+		Memo: map[string]any{durable.MemoProcess: start.Name}}, BatchName, RecordInput{Status: recordStatus(opts, start.Name, size, began)})
 	if err != nil {
 		return nil, fmt.Errorf("start batch %s: %w", opts.ID, err)
 	}
 	if opts.Call.ProviderBatch {
 		_, err = c.startOrAttach(ctx, client.StartWorkflowOptions{ID: ProviderID(opts.ID), TypedSearchAttributes: batchAttribute(opts.ID),
-			Memo: map[string]any{process.MemoProcess: start.Name}}, ProviderName, ProviderInput{Batch: opts.ID, Call: opts.Call})
+			Memo: map[string]any{durable.MemoProcess: start.Name}}, ProviderName, ProviderInput{Batch: opts.ID, Call: opts.Call})
 		if err != nil {
 			return nil, fmt.Errorf("start batch %s's provider batches: %w", opts.ID, err)
 		}
@@ -329,16 +330,16 @@ func (c *Client) runGroup(ctx context.Context, in GroupInput, unreachable func(e
 		}
 		res = GroupResult{Index: in.Index, Results: make([]Result, len(in.Items))}
 		for i, it := range in.Items {
-			res.Results[i] = Result{Line: it.Line, Status: StatusFailed, Error: fmt.Sprintf("group %s: %s", GroupID(in.Batch, in.Index), process.ErrorText(err))}
+			res.Results[i] = Result{Line: it.Line, Status: StatusFailed, Error: fmt.Sprintf("group %s: %s", GroupID(in.Batch, in.Index), durable.ErrorText(err))}
 		}
 		return res, nil
 	}
-	if err := process.CheckPayloadSize("the group's items", in); err != nil {
+	if err := durable.CheckPayloadSize("the group's items", in); err != nil {
 		return fail(fmt.Errorf("%w; give fewer items per group", err))
 	}
 	err := untilReachable(ctx, unreachable, func() error {
 		run, err := c.startOrAttach(ctx, client.StartWorkflowOptions{ID: GroupID(in.Batch, in.Index), TypedSearchAttributes: batchAttribute(in.Batch),
-			Memo: map[string]any{process.MemoProcess: in.Name}}, GroupName, in)
+			Memo: map[string]any{durable.MemoProcess: in.Name}}, GroupName, in)
 		if err == nil {
 			err = run.Get(ctx, &res)
 		}
@@ -353,7 +354,7 @@ func (c *Client) runGroup(ctx context.Context, in GroupInput, unreachable func(e
 		return res, fmt.Errorf("group %s: %w", GroupID(in.Batch, in.Index), err)
 	}
 	if _, ok := errors.AsType[*temporal.WorkflowExecutionError](err); ok {
-		err = errors.New(process.ErrorText(err))
+		err = errors.New(durable.ErrorText(err))
 	}
 	return fail(err)
 }
@@ -420,19 +421,19 @@ func (c *Client) Check(ctx context.Context, opts Options) error {
 }
 
 // prepare is the process every item of a batch runs.
-func (c *Client) prepare(ctx context.Context, opts Options) (process.Start, error) {
+func (c *Client) prepare(ctx context.Context, opts Options) (durable.Start, error) {
 	start, direct, err := c.Processes.Prepare(ctx, opts.Process)
 	if err != nil {
-		return process.Start{}, err
+		return durable.Start{}, err
 	}
 	if direct {
-		return process.Start{}, fmt.Errorf("%s is a direct server call, not a process: run it with vibe run", start.Name)
+		return durable.Start{}, fmt.Errorf("%s is a direct server call, not a process: run it with vibe run", start.Name)
 	}
-	if err := process.CheckPayloadSize("the process "+start.Name, start.Program); err != nil {
-		return process.Start{}, err
+	if err := durable.CheckPayloadSize("the process "+start.Name, start.Program); err != nil {
+		return durable.Start{}, err
 	}
 	if size := groupSize(opts); size > compile.MaxBatchItems {
-		return process.Start{}, fmt.Errorf("a group of %d items is over the limit of %d", size, compile.MaxBatchItems)
+		return durable.Start{}, fmt.Errorf("a group of %d items is over the limit of %d", size, compile.MaxBatchItems)
 	}
 	return start, nil
 }

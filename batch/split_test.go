@@ -5,26 +5,26 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/augceo/vibe/durable"
 	"github.com/augceo/vibe/jsonv"
-	"github.com/augceo/vibe/process"
 )
 
 // TestSplit: the calls of one step go in as few activities as fit within
 // half the payload limit each, in order; a call bigger than that goes
 // alone.
 func TestSplit(t *testing.T) {
-	big := func(n int) process.ActionInput {
-		return process.ActionInput{Step: "s", Input: jsonv.StringValue(strings.Repeat("x", n))}
+	big := func(n int) durable.ActionInput {
+		return durable.ActionInput{Step: "s", Input: jsonv.StringValue(strings.Repeat("x", n))}
 	}
-	third := process.MaxPayloadSize / 6
+	third := durable.MaxPayloadSize / 6
 	tests := []struct {
 		name  string
-		calls []process.ActionInput
+		calls []durable.ActionInput
 		want  [][]int
 	}{
-		{"small ones together", []process.ActionInput{big(10), big(10), big(10)}, [][]int{{0, 1, 2}}},
-		{"two by two", []process.ActionInput{big(third), big(third), big(third), big(third)}, [][]int{{0, 1}, {2, 3}}},
-		{"a huge one alone", []process.ActionInput{big(10), big(process.MaxPayloadSize), big(10)}, [][]int{{0}, {1}, {2}}},
+		{"small ones together", []durable.ActionInput{big(10), big(10), big(10)}, [][]int{{0, 1, 2}}},
+		{"two by two", []durable.ActionInput{big(third), big(third), big(third), big(third)}, [][]int{{0, 1}, {2, 3}}},
+		{"a huge one alone", []durable.ActionInput{big(10), big(durable.MaxPayloadSize), big(10)}, [][]int{{0}, {1}, {2}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -7,8 +7,8 @@ import (
 	"go.temporal.io/sdk/workflow"
 )
 
-// RegisterWorkflows registers only the batch workflows, for a replayer or
-// a worker that runs no activities; actions gives the items' actions their
+// RegisterWorkflows registers the batch workflows on a worker or a
+// replayer; actions gives the items' actions their
 // retry policies and timeouts (nil: the defaults).
 func RegisterWorkflows(w worker.WorkflowRegistry, actions *action.Registry) {
 	if actions == nil {
@@ -20,11 +20,11 @@ func RegisterWorkflows(w worker.WorkflowRegistry, actions *action.Registry) {
 	w.RegisterWorkflowWithOptions(wf.ProviderBatches, workflow.RegisterOptions{Name: ProviderName})
 }
 
-// Register registers the batch workflows and acts's activity on a worker,
-// with actions as RegisterWorkflows; the items' model calls (with a loop)
-// and actions are process.Register's activities.
-func Register(w worker.Registry, acts *Activities, actions *action.Registry) {
-	RegisterWorkflows(w, actions)
+// RegisterActivities registers acts's activities on a worker: the
+// multiplexed model call and the provider batches' submission, look,
+// cancellation and collection. The items' model calls with a loop and
+// their actions are the shared activities (durable.Register).
+func RegisterActivities(w worker.ActivityRegistry, acts *Activities) {
 	w.RegisterActivityWithOptions(acts.Fill, activity.RegisterOptions{Name: FillName})
 	w.RegisterActivityWithOptions(acts.Submit, activity.RegisterOptions{Name: SubmitName})
 	w.RegisterActivityWithOptions(acts.Status, activity.RegisterOptions{Name: StatusName})

@@ -12,6 +12,7 @@ import (
 
 	"github.com/augceo/vibe/action"
 	"github.com/augceo/vibe/compile"
+	"github.com/augceo/vibe/durable"
 	"github.com/augceo/vibe/jsonv"
 	"github.com/augceo/vibe/llm"
 	"github.com/augceo/vibe/process"
@@ -118,7 +119,7 @@ type group struct {
 	state   []itemState
 	context []jsonv.Value         // what each asking item sent
 	chunk   []int                 // the chunk each asking item asked for
-	call    []process.ActionInput // the action each acting item asked for
+	call    []durable.ActionInput // the action each acting item asked for
 	reply   []workflow.Settable   // where each asking or acting item waits
 	poke    workflow.Channel      // an item changed its state
 	slots   workflow.Channel      // a slot per action that may run at once
@@ -163,7 +164,7 @@ func (w *Workflows) Group(ctx workflow.Context, in GroupInput) (GroupResult, err
 	n := len(in.Items)
 	g := &group{in: in, id: workflow.GetInfo(ctx).WorkflowExecution.ID, started: workflow.GetInfo(ctx).WorkflowStartTime, sel: workflow.NewSelector(ctx),
 		items: make([]*process.Interpreter, n), byID: make(map[string]int, n), state: make([]itemState, n), context: make([]jsonv.Value, n),
-		chunk: make([]int, n), call: make([]process.ActionInput, n), reply: make([]workflow.Settable, n), poke: workflow.NewBufferedChannel(ctx, n+1), acts: w.Actions,
+		chunk: make([]int, n), call: make([]durable.ActionInput, n), reply: make([]workflow.Settable, n), poke: workflow.NewBufferedChannel(ctx, n+1), acts: w.Actions,
 		res: GroupResult{Index: in.Index, Results: make([]Result, n)}}
 	if in.Window <= 0 {
 		g.in.Window = DefaultWindow
@@ -221,9 +222,9 @@ func (g *group) handlers(ctx workflow.Context) error {
 		if i, ok := g.byID[id]; ok && g.items[i] != nil {
 			return g.items[i], nil
 		}
-		return nil, fmt.Errorf("%w: %s", process.ErrNotFound, id)
+		return nil, durable.NotHosted(process.ErrNotFound, id)
 	}
-	err := workflow.SetQueryHandler(ctx, process.QueryItem, func(id string) (process.Info, error) {
+	err := workflow.SetQueryHandler(ctx, durable.QueryItem, func(id string) (process.Info, error) {
 		r, err := item(id)
 		if err != nil {
 			return process.Info{}, err
@@ -245,7 +246,7 @@ func (g *group) handlers(ctx workflow.Context) error {
 	if err != nil {
 		return err
 	}
-	err = workflow.SetQueryHandler(ctx, process.QueryItemProgram, func(id string) (*compile.Program, error) {
+	err = workflow.SetQueryHandler(ctx, durable.QueryItemProgram, func(id string) (*compile.Program, error) {
 		r, err := item(id)
 		if err != nil {
 			return nil, err
@@ -255,7 +256,7 @@ func (g *group) handlers(ctx workflow.Context) error {
 	if err != nil {
 		return err
 	}
-	return workflow.SetUpdateHandlerWithOptions(ctx, process.UpdateItemAnswer,
+	return workflow.SetUpdateHandlerWithOptions(ctx, durable.UpdateItemAnswer,
 		// by, who sent the answer, is optional as it is for a process's own
 		// workflow (process.Client.AnswerAs).
 		func(ctx workflow.Context, id string, answer jsonv.Value, by string) (process.View, error) {
@@ -290,7 +291,7 @@ func (g *group) start(ctx workflow.Context, i int, it Item) {
 	if prompt == "" {
 		prompt = g.in.Prompt
 	}
-	r := process.NewInterpreter(id, process.Start{Name: g.in.Name, Program: g.in.Program, Prompt: prompt, Input: it.Input, System: g.in.System, Instance: id})
+	r := process.NewInterpreter(id, durable.Start{Name: g.in.Name, Program: g.in.Program, Prompt: prompt, Input: it.Input, System: g.in.System, Instance: id})
 	g.items[i] = r
 	workflow.Go(ctx, func(ctx workflow.Context) {
 		err := r.Run(ctx, &itemHost{g: g, i: i})
@@ -298,7 +299,7 @@ func (g *group) start(ctx workflow.Context, i int, it Item) {
 		g.open--
 		res := &g.res.Results[i]
 		if err != nil {
-			res.Status, res.Error = StatusFailed, process.ErrorText(err)
+			res.Status, res.Error = StatusFailed, durable.ErrorText(err)
 		} else {
 			res.Status, res.Output = StatusCompleted, output(r.View().State)
 		}
@@ -315,16 +316,16 @@ type itemHost struct {
 // Fill asks the group for the item's part of the group's call for chunk
 // idx, and waits for it. A chunk with a loop is asked alone: its attempts
 // differ per item.
-func (h *itemHost) Fill(ctx workflow.Context, idx int, in process.FillInput) (process.FillOutput, error) {
+func (h *itemHost) Fill(ctx workflow.Context, idx int, in durable.FillInput) (durable.FillOutput, error) {
 	g := h.g
 	if g.in.Program.Chunks[idx].Loop != nil {
-		return process.ExecuteFill(ctx, in)
+		return durable.ExecuteFill(ctx, in)
 	}
 	f, set := workflow.NewFuture(ctx)
 	g.state[h.i], g.chunk[h.i], g.context[h.i], g.reply[h.i] = asking, idx, in.Context, set
 	g.lastAsk = workflow.Now(ctx)
 	g.poke.Send(ctx, nil)
-	var out process.FillOutput
+	var out durable.FillOutput
 	err := f.Get(ctx, &out)
 	return out, err
 }
@@ -334,12 +335,12 @@ func (h *itemHost) Fill(ctx workflow.Context, idx int, in process.FillInput) (pr
 // idempotency key and result), and waits for its result. A call that
 // failed and may succeed later is retried alone, as a process's own action
 // is (ExecuteAction): a sibling's call is never run again for it.
-func (h *itemHost) Action(ctx workflow.Context, in process.ActionInput) (jsonv.Value, error) {
+func (h *itemHost) Action(ctx workflow.Context, in durable.ActionInput) (jsonv.Value, error) {
 	g := h.g
 	f, set := workflow.NewFuture(ctx)
 	g.state[h.i], g.call[h.i], g.reply[h.i] = acting, in, set
 	g.poke.Send(ctx, nil)
-	var res process.ActionResult
+	var res durable.ActionResult
 	err := f.Get(ctx, &res)
 	switch {
 	case err == nil && res.Error == "":
@@ -350,7 +351,7 @@ func (h *itemHost) Action(ctx workflow.Context, in process.ActionInput) (jsonv.V
 	// Alone, with the action's own retries, in one of the group's slots.
 	g.slots.Send(ctx, nil)
 	defer g.slots.Receive(ctx, nil)
-	return process.ExecuteAction(ctx, g.acts, in)
+	return durable.ExecuteAction(ctx, g.acts, in)
 }
 
 // Status keeps the group's state of the item: one waiting for a person is
@@ -452,7 +453,7 @@ func (g *group) split(items []int) [][]int {
 	for _, i := range items {
 		c := &g.call[i]
 		n := len(jsonv.Marshal(c.Input)) + len(jsonv.Marshal(c.Output)) + len(c.Process) + len(c.Step) + len(c.Action) + len(c.Key) + 64*len(c.Arguments) + 128
-		if len(part) > 0 && size+n > process.MaxPayloadSize/2 {
+		if len(part) > 0 && size+n > durable.MaxPayloadSize/2 {
 			parts, part, size = append(parts, part), nil, 0
 		}
 		part = append(part, i)
@@ -462,39 +463,23 @@ func (g *group) split(items []int) [][]int {
 }
 
 // act runs the items' calls of one step's action in one activity
-// (process.ActionsName), at most the group's Actions at a time, and hands
-// each item its result.
+// (durable.ExecuteActions), at most the group's Actions at a time, and
+// hands each item its result.
 func (g *group) act(ctx workflow.Context, items []int) {
-	in := process.ActionsInput{Calls: make([]process.ActionInput, len(items)), Concurrency: g.actions()}
+	in := durable.ActionsInput{Calls: make([]durable.ActionInput, len(items)), Concurrency: g.actions()}
 	for k, i := range items {
 		in.Calls[k] = g.call[i]
-		if in.Calls[k].Key == "" { // the item's own key, as ExecuteAction gives it
-			in.Calls[k].Key = action.Key(in.Calls[k].Process, in.Calls[k].Step)
-		}
-		g.call[i] = process.ActionInput{}
+		g.call[i] = durable.ActionInput{}
 		g.state[i] = running
 	}
-	retry, timeout := action.DefaultRetry, action.DefaultTimeout
-	if a, ok := g.acts.Lookup(in.Calls[0].Action); ok {
-		if a.Retry != nil {
-			retry = a.Retry
-		}
-		if a.Timeout > 0 {
-			timeout = a.Timeout
-		}
-	}
-	// Every call gets its attempt's time, however many wait for a slot.
-	rounds := (len(items) + in.Concurrency - 1) / in.Concurrency
-	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{StartToCloseTimeout: time.Duration(rounds) * timeout,
-		HeartbeatTimeout: process.HeartbeatTimeout, RetryPolicy: retry})
-	g.sel.AddFuture(workflow.ExecuteActivity(actx, process.ActionsName, in), func(f workflow.Future) {
-		var out []process.ActionResult
+	g.sel.AddFuture(durable.ExecuteActions(ctx, g.acts, in), func(f workflow.Future) {
+		var out []durable.ActionResult
 		err := f.Get(ctx, &out)
 		for k, i := range items {
 			if err == nil && k >= len(out) {
 				err = errors.New("the actions' activity gave no result for this call")
 			}
-			var r process.ActionResult
+			var r durable.ActionResult
 			if err == nil {
 				r = out[k]
 			}
@@ -558,8 +543,7 @@ func (g *group) fill(ctx workflow.Context, c int, items []int) {
 // direct fills in for items with one activity (FillName) that calls the
 // model itself.
 func (g *group) direct(ctx workflow.Context, in FillInput, items []int) {
-	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{StartToCloseTimeout: process.FillTimeout,
-		HeartbeatTimeout: process.HeartbeatTimeout, RetryPolicy: process.FillRetry})
+	actx := workflow.WithActivityOptions(ctx, durable.FillOptions())
 	g.sel.AddFuture(workflow.ExecuteActivity(actx, FillName, in), func(f workflow.Future) {
 		var out FillOutput
 		err := f.Get(ctx, &out)
@@ -572,20 +556,20 @@ func (g *group) deliver(ctx workflow.Context, items []int, out *FillOutput, err 
 	g.res.Usage = g.res.Usage.Add(out.Usage)
 	g.res.Requests += out.Requests
 	for k, i := range items {
-		var part process.FillOutput
+		var part durable.FillOutput
 		var perr error
 		switch {
 		case err != nil:
 			perr = err
 		case k < len(out.Items) && out.Items[k].Error != "":
-			perr = temporal.NewNonRetryableApplicationError(out.Items[k].Error, process.ErrTypeGroupFill, nil)
+			perr = temporal.NewNonRetryableApplicationError(out.Items[k].Error, ErrTypeGroupFill, nil)
 		case k < len(out.Items):
 			part = out.Items[k].Output
 			if g.res.Model == "" {
 				g.res.Model = part.Model
 			}
 		default:
-			perr = temporal.NewNonRetryableApplicationError("the batch call gave no answer for this item", process.ErrTypeGroupFill, nil)
+			perr = temporal.NewNonRetryableApplicationError("the batch call gave no answer for this item", ErrTypeGroupFill, nil)
 		}
 		if g.state[i] == inflight {
 			g.state[i] = running
@@ -625,8 +609,7 @@ func (g *group) collect(ctx workflow.Context, d ProviderDone) {
 		return // told twice
 	}
 	delete(g.prov, d.Key)
-	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{StartToCloseTimeout: process.FillTimeout,
-		HeartbeatTimeout: process.HeartbeatTimeout, RetryPolicy: process.FillRetry})
+	actx := workflow.WithActivityOptions(ctx, durable.FillOptions())
 	g.sel.AddFuture(workflow.ExecuteActivity(actx, CollectName, CollectInput{Key: d.Key, Done: d, Fill: pf.in}), func(f workflow.Future) {
 		var out FillOutput
 		err := f.Get(ctx, &out)
@@ -670,7 +653,7 @@ func (g *group) report(ctx workflow.Context, r GroupReport) error {
 // trim keeps the result within the engine's payload limit: past it, the
 // outputs are left to be read from each item's process.
 func (g *group) trim() {
-	if process.CheckPayloadSize("a group's result", g.res) == nil {
+	if durable.CheckPayloadSize("a group's result", g.res) == nil {
 		return
 	}
 	for i := range g.res.Results {

@@ -17,6 +17,7 @@ import (
 	"github.com/augceo/vibe/agent"
 	"github.com/augceo/vibe/batch"
 	"github.com/augceo/vibe/compile"
+	"github.com/augceo/vibe/durable"
 	"github.com/augceo/vibe/internal/throttle"
 	"github.com/augceo/vibe/jsonv"
 	"github.com/augceo/vibe/llm"
@@ -365,7 +366,7 @@ func (c *console) fail(w http.ResponseWriter, r *http.Request, err error) {
 		status = pe.status
 	case errors.Is(err, process.ErrNotFound), errors.Is(err, agent.ErrNotFound), errors.Is(err, batch.ErrNotFound):
 		status = http.StatusNotFound
-	case errors.Is(err, process.ErrBadCursor):
+	case errors.Is(err, durable.ErrBadCursor):
 		status = http.StatusBadRequest
 	case errors.Is(err, process.ErrHostedCancel), errors.Is(err, process.ErrHostedRetry):
 		status = http.StatusConflict

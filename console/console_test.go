@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/augceo/vibe/compile"
+	"github.com/augceo/vibe/durable"
 	"github.com/augceo/vibe/internal/golden"
 	"github.com/augceo/vibe/jsonv"
 	"github.com/augceo/vibe/llm"
@@ -85,10 +86,10 @@ func (f *fakeProcesses) List(_ context.Context, opts process.ListOptions) (proce
 	from := 0
 	if opts.Cursor != "" {
 		if _, err := fmt.Sscan(opts.Cursor, &from); err != nil || from < 0 || from > len(match) {
-			return process.Page{}, fmt.Errorf("list processes: cursor %q: %w", opts.Cursor, process.ErrBadCursor)
+			return process.Page{}, fmt.Errorf("list processes: cursor %q: %w", opts.Cursor, durable.ErrBadCursor)
 		}
 	}
-	limit := cmp.Or(opts.Limit, process.DefaultListLimit)
+	limit := cmp.Or(opts.Limit, durable.DefaultListLimit)
 	to := min(from+limit, len(match))
 	page := process.Page{Processes: match[from:to]}
 	if to < len(match) {

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/augceo/vibe/durable"
 	"github.com/augceo/vibe/jsonv"
 	"github.com/augceo/vibe/process"
 )
@@ -58,7 +59,7 @@ func (c *console) postForm(w http.ResponseWriter, r *http.Request, limit int64) 
 // the browser goes to its page. A start refused (a process that does not
 // compile, an input that is no JSON) shows the form again with why.
 func (c *console) start(w http.ResponseWriter, r *http.Request) {
-	if !c.postForm(w, r, process.MaxPayloadSize) {
+	if !c.postForm(w, r, durable.MaxPayloadSize) {
 		return
 	}
 	form := startForm{Process: strings.TrimSpace(r.PostFormValue("process")), Prompt: r.PostFormValue("prompt"),
@@ -83,7 +84,7 @@ func (c *console) start(w http.ResponseWriter, r *http.Request) {
 	started, err := c.starter.Start(r.Context(), opts)
 	if err != nil {
 		status := http.StatusUnprocessableEntity
-		var tooLarge *process.TooLargeError
+		var tooLarge *durable.TooLargeError
 		if errors.As(err, &tooLarge) {
 			status = http.StatusRequestEntityTooLarge
 		}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/augceo/vibe/compile"
 	"github.com/augceo/vibe/diagram"
+	"github.com/augceo/vibe/durable"
 	"github.com/augceo/vibe/internal/schemaform"
 	"github.com/augceo/vibe/jsonv"
 	"github.com/augceo/vibe/llm"
@@ -543,7 +544,7 @@ func (c *console) waitingItems(ctx context.Context) []string {
 // its field, and the process keeps waiting; a taken one goes to the
 // process's page.
 func (c *console) answer(w http.ResponseWriter, r *http.Request) {
-	if !c.postForm(w, r, process.MaxPayloadSize) {
+	if !c.postForm(w, r, durable.MaxPayloadSize) {
 		return
 	}
 	ctx := r.Context()
@@ -566,7 +567,7 @@ func (c *console) answer(w http.ResponseWriter, r *http.Request) {
 	}
 	var refused *process.RefusedError
 	var notWaiting *process.NotWaitingError
-	var tooLarge *process.TooLargeError
+	var tooLarge *durable.TooLargeError
 	switch {
 	case errors.As(err, &refused):
 		c.showForm(w, r, info, from, http.StatusUnprocessableEntity, newAnswerForm(info, value, refused.Problems(), "The answer does not fit; the process keeps waiting."))

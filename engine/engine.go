@@ -111,7 +111,7 @@ type Options struct {
 
 	// SearchAttributes are registered on the namespace at start (those it
 	// lacks), so that workflows can set them and visibility queries filter
-	// on them; Vibe's are process.SearchAttributes. On an external cluster
+	// on them; Vibe's are durable.SearchAttributes. On an external cluster
 	// a failure to add them is logged, not fatal.
 	SearchAttributes []sdktemporal.SearchAttributeKey
 

@@ -18,6 +18,7 @@ import (
 
 	"github.com/augceo/vibe"
 	"github.com/augceo/vibe/action"
+	"github.com/augceo/vibe/durable"
 	"github.com/augceo/vibe/engine"
 	"github.com/augceo/vibe/jsonv"
 	"github.com/augceo/vibe/llm"
@@ -70,7 +71,7 @@ func startVibe(t *testing.T, acts *action.Registry, reg *registry.Registry) (*Se
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	eng, err := engine.Start(ctx, engine.Options{SearchAttributes: process.SearchAttributes, DataDir: t.TempDir(), Logger: quiet})
+	eng, err := engine.Start(ctx, engine.Options{SearchAttributes: durable.SearchAttributes, DataDir: t.TempDir(), Logger: quiet})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -322,7 +323,7 @@ func TestCancel(t *testing.T) {
 	release := make(chan struct{})
 	s, pc := startVibe(t, meetingActions(func(ctx context.Context, in jsonv.Value) (jsonv.Value, error) {
 		started <- action.IdempotencyKey(ctx)
-		stop := process.KeepAlive(ctx)
+		stop := durable.KeepAlive(ctx)
 		defer stop()
 		select {
 		case <-release:

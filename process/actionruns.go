@@ -10,6 +10,7 @@ import (
 	historypb "go.temporal.io/api/history/v1"
 	"go.temporal.io/sdk/client"
 
+	"github.com/augceo/vibe/durable"
 	"github.com/augceo/vibe/internal/execution"
 )
 
@@ -131,7 +132,7 @@ func (c *Client) actionRun(ctx context.Context, id, step, viewed string) (Action
 	}
 	if r.Status == ActionFailed {
 		if err := c.Temporal.GetWorkflow(ctx, r.Workflow, "").Get(ctx, nil); err != nil {
-			r.LastError = ErrorText(err)
+			r.LastError = durable.ErrorText(err)
 		} else if r.LastError == "" {
 			r.LastError = "the workflow was " + strings.ToLower(strings.TrimPrefix(desc.GetWorkflowExecutionInfo().GetStatus().String(), "WORKFLOW_EXECUTION_STATUS_"))
 		}

@@ -3,10 +3,10 @@ package process
 import (
 	"fmt"
 	"strings"
-	"time"
 
 	"go.temporal.io/sdk/workflow"
 
+	"github.com/augceo/vibe/durable"
 	"github.com/augceo/vibe/jsonv"
 	"github.com/augceo/vibe/schema"
 )
@@ -31,9 +31,8 @@ func (r *Interpreter) Accept(ctx workflow.Context, answer jsonv.Value, by string
 	if w == nil {
 		return r.view, fmt.Errorf("process is not waiting for an answer (status %s)", r.view.Status)
 	}
-	lctx := workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{StartToCloseTimeout: 10 * time.Second})
-	var problems []schema.Invalid
-	if err := workflow.ExecuteLocalActivity(lctx, CheckName, CheckInput{Schema: w.Schema, Value: answer}).Get(ctx, &problems); err != nil {
+	problems, err := durable.Check(ctx, w.Schema, answer)
+	if err != nil {
 		return r.view, fmt.Errorf("check the answer: %w", err)
 	}
 	if len(problems) > 0 {

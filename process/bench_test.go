@@ -14,6 +14,7 @@ import (
 
 	"github.com/augceo/vibe/action"
 	"github.com/augceo/vibe/compile"
+	"github.com/augceo/vibe/durable"
 	"github.com/augceo/vibe/engine"
 	"github.com/augceo/vibe/internal/llmtest"
 	"github.com/augceo/vibe/jsonv"
@@ -41,7 +42,7 @@ func zeroLatencyModel(b *testing.B) *llmtest.Server {
 func benchEngine(b *testing.B) (*Client, jsonv.Value) {
 	b.Helper()
 	ctx := context.Background()
-	eng, err := engine.Start(ctx, engine.Options{SearchAttributes: SearchAttributes, DataDir: b.TempDir(), Logger: quietLogger()})
+	eng, err := engine.Start(ctx, engine.Options{SearchAttributes: durable.SearchAttributes, DataDir: b.TempDir(), Logger: quietLogger()})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -50,8 +51,8 @@ func benchEngine(b *testing.B) (*Client, jsonv.Value) {
 	echo := func(ctx context.Context, in jsonv.Value) (jsonv.Value, error) { return jsonv.ObjectValue(), nil }
 	acts.Register(action.Action{Name: "store_Activity", Run: echo})
 	acts.Register(action.Action{Name: "publish_Activity", Run: echo})
-	w := worker.New(eng.Client(), TaskQueue, worker.Options{})
-	Register(w, &Activities{Provider: openai.New(openai.Options{Model: "m", BaseURL: zeroLatencyModel(b).URL, APIKey: "k"}), Actions: &acts, Logger: quietLogger()})
+	w := worker.New(eng.Client(), durable.TaskQueue, worker.Options{})
+	register(w, &durable.Activities{Provider: openai.New(openai.Options{Model: "m", BaseURL: zeroLatencyModel(b).URL, APIKey: "k"}), Actions: &acts, Logger: quietLogger()})
 	if err := w.Start(); err != nil {
 		b.Fatal(err)
 	}

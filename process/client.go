@@ -2,8 +2,6 @@ package process
 
 import (
 	"context"
-	"encoding/base64"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"path"
@@ -13,9 +11,7 @@ import (
 
 	commonpb "go.temporal.io/api/common/v1"
 	enumspb "go.temporal.io/api/enums/v1"
-	"go.temporal.io/api/serviceerror"
 	workflowpb "go.temporal.io/api/workflow/v1"
-	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/temporal"
@@ -23,6 +19,7 @@ import (
 
 	"github.com/augceo/vibe/action"
 	"github.com/augceo/vibe/compile"
+	"github.com/augceo/vibe/durable"
 	"github.com/augceo/vibe/internal/execution"
 	"github.com/augceo/vibe/internal/wfid"
 	"github.com/augceo/vibe/jsonv"
@@ -99,19 +96,19 @@ func (c *Client) Start(ctx context.Context, opts StartOptions) (*Started, error)
 	if err := checkFirst(in.Program, in.First); err != nil {
 		return nil, err
 	}
-	if err := CheckPayloadSize("the start of "+in.Name, in); err != nil {
+	if err := durable.CheckPayloadSize("the start of "+in.Name, in); err != nil {
 		return nil, err
 	}
 	id := wfid.New(in.Name)
-	wf := WorkflowName
+	wf := durable.ProcessWorkflow
 	if direct {
-		wf = DirectCallName
+		wf = durable.DirectCallWorkflow
 	}
 	_, err = c.Temporal.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
 		ID:                    id,
-		TaskQueue:             TaskQueue,
-		Memo:                  map[string]any{MemoProcess: in.Name},
-		TypedSearchAttributes: temporal.NewSearchAttributes(ProcessAttribute.ValueSet(in.Name), StatusAttribute.ValueSet(string(Running))),
+		TaskQueue:             durable.TaskQueue,
+		Memo:                  map[string]any{durable.MemoProcess: in.Name},
+		TypedSearchAttributes: temporal.NewSearchAttributes(durable.ProcessAttribute.ValueSet(in.Name), durable.StatusAttribute.ValueSet(string(Running))),
 	}, wf, in)
 	if err != nil {
 		return nil, fmt.Errorf("start %s: %w", in.Name, err)
@@ -125,7 +122,7 @@ func (c *Client) Start(ctx context.Context, opts StartOptions) (*Started, error)
 // runs it (with opts' prompt, input, first value and system text) and
 // whether it is a direct server call. It starts nothing: a batch starts
 // one prepared process per item.
-func (c *Client) Prepare(ctx context.Context, opts StartOptions) (Start, bool, error) {
+func (c *Client) Prepare(ctx context.Context, opts StartOptions) (durable.Start, bool, error) {
 	copts := compile.Options{Registry: c.Registry, Actions: c.Actions}
 	var (
 		p          *compile.Process
@@ -139,7 +136,7 @@ func (c *Client) Prepare(ctx context.Context, opts StartOptions) (Start, bool, e
 		}
 	}
 	if given > 1 {
-		return Start{}, false, errors.New("give one process to start: StartOptions.Pipeline, Process or Document, not more")
+		return durable.Start{}, false, errors.New("give one process to start: StartOptions.Pipeline, Process or Document, not more")
 	}
 	switch {
 	case opts.Pipeline != "":
@@ -147,7 +144,7 @@ func (c *Client) Prepare(ctx context.Context, opts StartOptions) (Start, bool, e
 		p, err = compile.CompilePipeline(ctx, opts.Pipeline, copts)
 	case opts.Process != "":
 		if c.Registry == nil {
-			return Start{}, false, fmt.Errorf("cannot start %s: %w", opts.Process, registry.ErrNoRegistry)
+			return durable.Start{}, false, fmt.Errorf("cannot start %s: %w", opts.Process, registry.ErrNoRegistry)
 		}
 		var (
 			d   *registry.Document
@@ -155,7 +152,7 @@ func (c *Client) Prepare(ctx context.Context, opts StartOptions) (Start, bool, e
 		)
 		d, doc, file, err = c.resolve(opts.Process)
 		if err != nil {
-			return Start{}, false, err
+			return durable.Start{}, false, err
 		}
 		name = path.Base(d.URI.Path)
 		p, err = compile.Compile(ctx, file, doc, copts)
@@ -167,18 +164,18 @@ func (c *Client) Prepare(ctx context.Context, opts StartOptions) (Start, bool, e
 		}
 		p, err = compile.Compile(ctx, file, opts.Document, copts)
 	default:
-		return Start{}, false, errors.New("nothing to start: give a process URI, an inline process schema or a pipeline")
+		return durable.Start{}, false, errors.New("nothing to start: give a process URI, an inline process schema or a pipeline")
 	}
 	if err != nil {
-		return Start{}, false, err
+		return durable.Start{}, false, err
 	}
 	if err := checkInputs(ctx, c.Registered, file, p); err != nil {
-		return Start{}, false, err
+		return durable.Start{}, false, err
 	}
 	if p.Prompt != "" && opts.Prompt == "" {
 		opts.Prompt = p.Prompt
 	}
-	return Start{Name: name, Program: p.Program(), Prompt: opts.Prompt, Input: opts.Input, First: opts.First, System: opts.System}, p.Direct != nil, nil
+	return durable.Start{Name: name, Program: p.Program(), Prompt: opts.Prompt, Input: opts.Input, First: opts.First, System: opts.System}, p.Direct != nil, nil
 }
 
 // resolve finds the process a registry URI names: its document, the
@@ -230,7 +227,7 @@ func kindName(v jsonv.Value) string {
 // memoProcess reads the process name from a workflow's memo.
 func memoProcess(m *commonpb.Memo) string {
 	var name string
-	if p := m.GetFields()[MemoProcess]; p != nil {
+	if p := m.GetFields()[durable.MemoProcess]; p != nil {
 		_ = converter.GetDefaultDataConverter().FromPayload(p, &name)
 	}
 	return name
@@ -261,7 +258,7 @@ type Info struct {
 func (c *Client) Get(ctx context.Context, id string) (*Info, error) {
 	// Another workflow — a Vessel request, a fire-and-forget action — is
 	// no process, though it may answer a query of the same name.
-	ex, err := execution.Describe(ctx, c.Temporal, id, ErrNotFound, WorkflowName, DirectCallName)
+	ex, err := execution.Describe(ctx, c.Temporal, id, ErrNotFound, durable.ProcessWorkflow, durable.DirectCallWorkflow)
 	if errors.Is(err, ErrNotFound) {
 		if host, ok, herr := c.host(ctx, id); ok || herr != nil {
 			if herr != nil {
@@ -274,7 +271,7 @@ func (c *Client) Get(ctx context.Context, id string) (*Info, error) {
 		return nil, err
 	}
 	info := &Info{ID: id, Process: memoProcess(ex.GetMemo()), StartedAt: ex.GetStartTime().AsTime(), EndedAt: closeTime(ex)}
-	if ex.GetType().GetName() == DirectCallName {
+	if ex.GetType().GetName() == durable.DirectCallWorkflow {
 		info.View = View{Status: statusOf(ex.GetStatus()), Done: []string{}}
 		if info.Status == Completed {
 			var r DirectResult
@@ -284,7 +281,7 @@ func (c *Client) Get(ctx context.Context, id string) (*Info, error) {
 			}
 		} else if info.Status == Failed {
 			if err := c.Temporal.GetWorkflow(ctx, id, "").Get(ctx, nil); err != nil {
-				msg := ErrorText(err)
+				msg := durable.ErrorText(err)
 				info.Error = &msg
 			}
 		}
@@ -332,9 +329,9 @@ func (c *Client) host(ctx context.Context, id string) (string, bool, error) {
 
 // getHosted reads a hosted process from its host (QueryItem).
 func (c *Client) getHosted(ctx context.Context, host, id string) (*Info, error) {
-	resp, err := c.Temporal.QueryWorkflow(ctx, host, "", QueryItem, id)
+	resp, err := c.Temporal.QueryWorkflow(ctx, host, "", durable.QueryItem, id)
 	if err != nil {
-		if strings.Contains(ErrorText(err), ErrNotFound.Error()) {
+		if durable.IsNotHosted(err) {
 			return nil, fmt.Errorf("%w: %s", ErrNotFound, id)
 		}
 		return nil, fmt.Errorf("read process %s in %s: %w", id, host, err)
@@ -377,34 +374,6 @@ func closeTime(ex interface {
 	return &t
 }
 
-// Paging of List.
-const (
-	// DefaultListLimit is the page size of List when ListOptions.Limit is 0.
-	DefaultListLimit = 100
-	// MaxListLimit is the largest page List gives: the engine's own
-	// largest visibility page (frontend.visibilityMaxPageSize).
-	MaxListLimit = 1000
-)
-
-// ListOptions says which page of processes List returns.
-type ListOptions struct {
-	// Limit is the most processes on the page, 1 to MaxListLimit; 0 means
-	// DefaultListLimit.
-	Limit int
-	// Cursor is the Next of the page before; "" starts with the newest.
-	Cursor string
-	// Status, when set, lists only the processes of that status, and
-	// Process only those whose process name starts with it (letters,
-	// digits, '.', '_' and '-'). The lists of other workflows (package
-	// request's) take neither.
-	Status  Status
-	Process string
-	// Since and Before, when set, list only the processes started at or
-	// after Since and before Before. The lists of other workflows take
-	// them too.
-	Since, Before time.Time
-}
-
 // Page is one page of processes, newest first.
 type Page struct {
 	Processes []Summary
@@ -413,9 +382,6 @@ type Page struct {
 	Next string
 }
 
-// ErrBadCursor is wrapped by List's error for a cursor it did not give.
-var ErrBadCursor = errors.New("not a cursor of this list")
-
 // List returns a page of processes, newest first, but for batch items. The
 // cursor is the engine's own page token, base64url-encoded.
 func (c *Client) List(ctx context.Context, opts ListOptions) (Page, error) {
@@ -423,7 +389,7 @@ func (c *Client) List(ctx context.Context, opts ListOptions) (Page, error) {
 	if err != nil {
 		return Page{}, err
 	}
-	execs, next, err := ListExecutions(ctx, c.Temporal, "processes", query, opts)
+	execs, next, err := durable.ListExecutions(ctx, c.Temporal, "processes", query, opts)
 	if err != nil {
 		return Page{}, err
 	}
@@ -440,13 +406,13 @@ func (c *Client) List(ctx context.Context, opts ListOptions) (Page, error) {
 // calls and workflows ended from outside.
 func listQuery(opts ListOptions) (string, error) {
 	// A batch's items are listed with their batch, not here.
-	query := fmt.Sprintf("(WorkflowType = '%s' OR WorkflowType = '%s') AND %s IS NULL", WorkflowName, DirectCallName, BatchAttribute.GetName())
+	query := fmt.Sprintf("(WorkflowType = '%s' OR WorkflowType = '%s') AND %s IS NULL", durable.ProcessWorkflow, durable.DirectCallWorkflow, durable.BatchAttribute.GetName())
 	switch opts.Status {
 	case "":
 	case Running:
-		query += fmt.Sprintf(" AND ExecutionStatus = 'Running' AND %s != '%s'", StatusAttribute.GetName(), Waiting)
+		query += fmt.Sprintf(" AND ExecutionStatus = 'Running' AND %s != '%s'", durable.StatusAttribute.GetName(), Waiting)
 	case Waiting:
-		query += fmt.Sprintf(" AND ExecutionStatus = 'Running' AND %s = '%s'", StatusAttribute.GetName(), Waiting)
+		query += fmt.Sprintf(" AND ExecutionStatus = 'Running' AND %s = '%s'", durable.StatusAttribute.GetName(), Waiting)
 	case Completed:
 		query += " AND ExecutionStatus = 'Completed'"
 	case Failed:
@@ -460,87 +426,14 @@ func listQuery(opts ListOptions) (string, error) {
 				return "", fmt.Errorf("list processes: a process name is letters, digits, '.', '_' and '-', not %q", opts.Process)
 			}
 		}
-		query += fmt.Sprintf(" AND %s STARTS_WITH '%s'", ProcessAttribute.GetName(), opts.Process)
+		query += fmt.Sprintf(" AND %s STARTS_WITH '%s'", durable.ProcessAttribute.GetName(), opts.Process)
 	}
-	return query + TimeQuery(opts), nil
-}
-
-// TimeQuery is the part of a visibility query that keeps to opts' Since
-// and Before (" AND StartTime >= '…'"), "" without them.
-func TimeQuery(opts ListOptions) string {
-	var q string
-	if !opts.Since.IsZero() {
-		q += fmt.Sprintf(" AND StartTime >= '%s'", opts.Since.UTC().Format(time.RFC3339Nano))
-	}
-	if !opts.Before.IsZero() {
-		q += fmt.Sprintf(" AND StartTime < '%s'", opts.Before.UTC().Format(time.RFC3339Nano))
-	}
-	return q
-}
-
-// ListExecutions returns a page of the workflows a visibility query
-// matches, newest first, and the cursor of the next page ("" after the
-// last); what names them in errors ("processes"). It is List's paging,
-// shared with the lists of other workflows (package agent's).
-func ListExecutions(ctx context.Context, c client.Client, what, query string, opts ListOptions) ([]*workflowpb.WorkflowExecutionInfo, string, error) {
-	limit := opts.Limit
-	if limit == 0 {
-		limit = DefaultListLimit
-	}
-	if limit < 1 || limit > MaxListLimit {
-		return nil, "", fmt.Errorf("list %s: the limit %d is not between 1 and %d", what, opts.Limit, MaxListLimit)
-	}
-	token, err := base64.RawURLEncoding.DecodeString(opts.Cursor)
-	if err != nil || !pageToken(token) {
-		return nil, "", fmt.Errorf("list %s: cursor %q: %w", what, opts.Cursor, ErrBadCursor)
-	}
-	var execs []*workflowpb.WorkflowExecutionInfo
-	for calls := 0; ; calls++ {
-		resp, err := c.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{
-			Query:         query,
-			PageSize:      int32(limit - len(execs)),
-			NextPageToken: token,
-		})
-		if err != nil {
-			var bad *serviceerror.InvalidArgument
-			if calls == 0 && len(token) > 0 && errors.As(err, &bad) {
-				return nil, "", fmt.Errorf("list %s: cursor %q: %w (%v)", what, opts.Cursor, ErrBadCursor, err)
-			}
-			return nil, "", fmt.Errorf("list %s: %w", what, err)
-		}
-		execs = append(execs, resp.GetExecutions()...)
-		token = resp.GetNextPageToken()
-		// The engine may give a short page before the last one: fill this
-		// one up to the limit, so that a page is short only at the end.
-		if len(token) == 0 || len(execs) >= limit {
-			break
-		}
-	}
-	if len(token) == 0 {
-		return execs, "", nil
-	}
-	return execs, base64.RawURLEncoding.EncodeToString(token), nil
-}
-
-// pageToken reports whether token may be one of the engine's page tokens:
-// none, or a JSON object that reads as the SQL visibility store's token
-// (sqlplugin.VisibilityPageToken) does. That store answers a token it
-// cannot read with an internal error, which the SDK retries until its
-// deadline; the tokens of other stores have other members, which pass.
-func pageToken(token []byte) bool {
-	if len(token) == 0 {
-		return true
-	}
-	var sqlToken struct {
-		CloseTime, StartTime time.Time
-		RunID                string
-	}
-	return token[0] == '{' && json.Unmarshal(token, &sqlToken) == nil
+	return query + durable.TimeQuery(opts), nil
 }
 
 func summaryOf(ex *workflowpb.WorkflowExecutionInfo) Summary {
 	s := Summary{ID: ex.GetExecution().GetWorkflowId(), Process: memoProcess(ex.GetMemo()), Status: statusOf(ex.GetStatus()), StartedAt: ex.GetStartTime().AsTime(), EndedAt: closeTime(ex)}
-	if sa := ex.GetSearchAttributes().GetIndexedFields()[StatusAttribute.GetName()]; sa != nil && s.Status == Running {
+	if sa := ex.GetSearchAttributes().GetIndexedFields()[durable.StatusAttribute.GetName()]; sa != nil && s.Status == Running {
 		var st string
 		if converter.GetDefaultDataConverter().FromPayload(sa, &st) == nil && st != "" {
 			s.Status = Status(st)
@@ -563,17 +456,17 @@ func (c *Client) Answer(ctx context.Context, id string, answer jsonv.Value) (*Vi
 // session, an API client) with the time the process took it, in the
 // process's View.Answers.
 func (c *Client) AnswerAs(ctx context.Context, id string, answer jsonv.Value, by string) (*View, error) {
-	if err := checkSize("the answer", []any{answer}, MaxAnswerSize); err != nil {
+	if err := durable.CheckSize("the answer", []any{answer}, durable.MaxAnswerSize); err != nil {
 		return nil, err
 	}
 	uopts := client.UpdateWorkflowOptions{WorkflowID: id, UpdateName: UpdateAnswer, Args: []any{answer, by}, WaitForStage: client.WorkflowUpdateStageCompleted}
-	if _, err := execution.Describe(ctx, c.Temporal, id, ErrNotFound, WorkflowName, DirectCallName); errors.Is(err, ErrNotFound) {
+	if _, err := execution.Describe(ctx, c.Temporal, id, ErrNotFound, durable.ProcessWorkflow, durable.DirectCallWorkflow); errors.Is(err, ErrNotFound) {
 		host, ok, err := c.host(ctx, id)
 		if err != nil {
 			return nil, err
 		}
 		if ok {
-			uopts.WorkflowID, uopts.UpdateName, uopts.Args = host, UpdateItemAnswer, []any{id, answer, by}
+			uopts.WorkflowID, uopts.UpdateName, uopts.Args = host, durable.UpdateItemAnswer, []any{id, answer, by}
 			return c.answerHosted(ctx, id, uopts)
 		}
 	}
@@ -597,7 +490,7 @@ func (c *Client) answerHosted(ctx context.Context, id string, uopts client.Updat
 			return &v, nil
 		}
 	}
-	if execution.IsNotFound(err) || strings.Contains(ErrorText(err), ErrNotFound.Error()) {
+	if execution.IsNotFound(err) || durable.IsNotHosted(err) {
 		// The host has closed (or knows no such process): say how the
 		// process stands, as for a process's own closed workflow.
 		info, gerr := c.getHosted(ctx, uopts.WorkflowID, id)
@@ -615,7 +508,7 @@ func (c *Client) answerHosted(ctx context.Context, id string, uopts client.Updat
 // already stays as it was; an id of another workflow (a Vessel request) is
 // not found.
 func (c *Client) Cancel(ctx context.Context, id string) error {
-	ex, err := execution.Describe(ctx, c.Temporal, id, ErrNotFound, WorkflowName, DirectCallName)
+	ex, err := execution.Describe(ctx, c.Temporal, id, ErrNotFound, durable.ProcessWorkflow, durable.DirectCallWorkflow)
 	if errors.Is(err, ErrNotFound) {
 		if host, ok, herr := c.host(ctx, id); herr != nil {
 			return herr
@@ -644,13 +537,13 @@ var ErrHostedCancel = errors.New("a batch's item is not cancelled alone")
 // case asks the engine how the process ended.
 func (c *Client) answerError(ctx context.Context, id string, err error) error {
 	if execution.IsNotFound(err) {
-		ex, derr := execution.Describe(ctx, c.Temporal, id, ErrNotFound, WorkflowName)
+		ex, derr := execution.Describe(ctx, c.Temporal, id, ErrNotFound, durable.ProcessWorkflow)
 		if derr != nil || ex.GetStatus() == enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
 			return fmt.Errorf("%w: %s", ErrNotFound, id)
 		}
 		return &NotWaitingError{ID: id, Status: statusOf(ex.GetStatus()), Err: err}
 	}
-	msg := ErrorText(err)
+	msg := durable.ErrorText(err)
 	var ae *temporal.ApplicationError
 	if errors.As(err, &ae) {
 		// The message alone: Error() ends with the error's type and
@@ -715,13 +608,16 @@ func (e *RefusedError) Problems() []schema.Invalid {
 // is drawn and explained from exactly what it runs. A direct server call's
 // program is its one chunk; an id of another workflow is not found.
 func (c *Client) Program(ctx context.Context, id string) (*compile.Program, error) {
-	if _, err := execution.Describe(ctx, c.Temporal, id, ErrNotFound, WorkflowName, DirectCallName); errors.Is(err, ErrNotFound) {
+	if _, err := execution.Describe(ctx, c.Temporal, id, ErrNotFound, durable.ProcessWorkflow, durable.DirectCallWorkflow); errors.Is(err, ErrNotFound) {
 		host, ok, err := c.host(ctx, id)
 		if err != nil {
 			return nil, err
 		}
 		if ok {
-			resp, err := c.Temporal.QueryWorkflow(ctx, host, "", QueryItemProgram, id)
+			resp, err := c.Temporal.QueryWorkflow(ctx, host, "", durable.QueryItemProgram, id)
+			if durable.IsNotHosted(err) {
+				return nil, fmt.Errorf("%w: %s", ErrNotFound, id)
+			}
 			if err != nil {
 				return nil, fmt.Errorf("read process %s in %s: %w", id, host, err)
 			}
@@ -741,29 +637,29 @@ func (c *Client) Program(ctx context.Context, id string) (*compile.Program, erro
 
 // startInput reads the input a process's workflow started with, and its
 // workflow type, from the first event of its history.
-func (c *Client) startInput(ctx context.Context, id string) (Start, string, error) {
+func (c *Client) startInput(ctx context.Context, id string) (durable.Start, string, error) {
 	iter := c.Temporal.GetWorkflowHistory(ctx, id, "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
 	if !iter.HasNext() {
-		return Start{}, "", fmt.Errorf("%w: %s", ErrNotFound, id)
+		return durable.Start{}, "", fmt.Errorf("%w: %s", ErrNotFound, id)
 	}
 	event, err := iter.Next()
 	if err != nil {
 		if execution.IsNotFound(err) {
-			return Start{}, "", fmt.Errorf("%w: %s", ErrNotFound, id)
+			return durable.Start{}, "", fmt.Errorf("%w: %s", ErrNotFound, id)
 		}
-		return Start{}, "", fmt.Errorf("read process %s: %w", id, err)
+		return durable.Start{}, "", fmt.Errorf("read process %s: %w", id, err)
 	}
 	attrs := event.GetWorkflowExecutionStartedEventAttributes()
 	wf := attrs.GetWorkflowType().GetName()
-	if wf != WorkflowName && wf != DirectCallName {
-		return Start{}, "", fmt.Errorf("%w: %s", ErrNotFound, id)
+	if wf != durable.ProcessWorkflow && wf != durable.DirectCallWorkflow {
+		return durable.Start{}, "", fmt.Errorf("%w: %s", ErrNotFound, id)
 	}
-	var in Start
+	var in durable.Start
 	if err := converter.GetDefaultDataConverter().FromPayloads(attrs.GetInput(), &in); err != nil {
-		return Start{}, "", fmt.Errorf("read process %s: its input: %w", id, err)
+		return durable.Start{}, "", fmt.Errorf("read process %s: its input: %w", id, err)
 	}
 	if in.Program == nil {
-		return Start{}, "", fmt.Errorf("read process %s: its input has no program", id)
+		return durable.Start{}, "", fmt.Errorf("read process %s: its input has no program", id)
 	}
 	return in, wf, nil
 }
@@ -773,7 +669,7 @@ func (c *Client) startInput(ctx context.Context, id string) (Start, string, erro
 // value and system text — whatever became of the old one, which stays as
 // it was. A batch's item is retried with its batch (ErrHostedRetry).
 func (c *Client) Retry(ctx context.Context, id string) (*Started, error) {
-	if _, err := execution.Describe(ctx, c.Temporal, id, ErrNotFound, WorkflowName, DirectCallName); errors.Is(err, ErrNotFound) {
+	if _, err := execution.Describe(ctx, c.Temporal, id, ErrNotFound, durable.ProcessWorkflow, durable.DirectCallWorkflow); errors.Is(err, ErrNotFound) {
 		if host, ok, herr := c.host(ctx, id); herr != nil {
 			return nil, herr
 		} else if ok {
@@ -790,14 +686,14 @@ func (c *Client) Retry(ctx context.Context, id string) (*Started, error) {
 	newID := wfid.New(in.Name)
 	_, err = c.Temporal.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
 		ID:                    newID,
-		TaskQueue:             TaskQueue,
-		Memo:                  map[string]any{MemoProcess: in.Name},
-		TypedSearchAttributes: temporal.NewSearchAttributes(ProcessAttribute.ValueSet(in.Name), StatusAttribute.ValueSet(string(Running))),
+		TaskQueue:             durable.TaskQueue,
+		Memo:                  map[string]any{durable.MemoProcess: in.Name},
+		TypedSearchAttributes: temporal.NewSearchAttributes(durable.ProcessAttribute.ValueSet(in.Name), durable.StatusAttribute.ValueSet(string(Running))),
 	}, wf, in)
 	if err != nil {
 		return nil, fmt.Errorf("retry %s: start %s: %w", id, in.Name, err)
 	}
-	return &Started{ID: newID, Name: in.Name, Direct: wf == DirectCallName}, nil
+	return &Started{ID: newID, Name: in.Name, Direct: wf == durable.DirectCallWorkflow}, nil
 }
 
 // ErrHostedRetry is the error of Retry for a hosted process (a batch's

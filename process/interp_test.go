@@ -13,6 +13,7 @@ import (
 	"go.temporal.io/sdk/testsuite"
 	"go.temporal.io/sdk/workflow"
 
+	"github.com/augceo/vibe/durable"
 	"github.com/augceo/vibe/jsonv"
 )
 
@@ -25,12 +26,12 @@ type scriptHost struct {
 	id       string
 }
 
-func (h *scriptHost) Fill(ctx workflow.Context, idx int, in FillInput) (FillOutput, error) {
+func (h *scriptHost) Fill(ctx workflow.Context, idx int, in durable.FillInput) (durable.FillOutput, error) {
 	v, err := jsonv.Parse([]byte(h.fills[in.Chunk]))
-	return FillOutput{Value: v, Model: "script", Requests: 1}, err
+	return durable.FillOutput{Value: v, Model: "script", Requests: 1}, err
 }
 
-func (h *scriptHost) Action(ctx workflow.Context, in ActionInput) (jsonv.Value, error) {
+func (h *scriptHost) Action(ctx workflow.Context, in durable.ActionInput) (jsonv.Value, error) {
 	*h.calls = append(*h.calls, in.Process+" "+in.Step)
 	return jsonv.Parse([]byte(`{"organizerSlots":["2024-03-20T10:00:00Z"],"attendeeSlots":["2024-03-20T10:00:00Z"],"status":"sent"}`))
 }
@@ -51,7 +52,7 @@ func TestInterpretersSideBySide(t *testing.T) {
 		ids := []string{"b-1", "b-2"}
 		rs := make([]*Interpreter, len(ids))
 		for i, id := range ids {
-			rs[i] = NewInterpreter(id, Start{Name: "schedule-meeting", Program: prog})
+			rs[i] = NewInterpreter(id, durable.Start{Name: "schedule-meeting", Program: prog})
 		}
 		err := workflow.SetUpdateHandler(ctx, UpdateAnswer, func(ctx workflow.Context, item string, answer jsonv.Value) (View, error) {
 			i := slices.Index(ids, item)
@@ -82,7 +83,7 @@ func TestInterpretersSideBySide(t *testing.T) {
 	s.SetLogger(log.NewStructuredLogger(slog.New(slog.DiscardHandler)))
 	env := s.NewTestWorkflowEnvironment()
 	env.RegisterWorkflowWithOptions(sideBySide, workflow.RegisterOptions{Name: "sideBySide"})
-	env.RegisterActivityWithOptions(CheckValue, activity.RegisterOptions{Name: CheckName})
+	env.RegisterActivityWithOptions(durable.CheckValue, activity.RegisterOptions{Name: durable.CheckName})
 	answer := func(item, decision string) {
 		env.UpdateWorkflow(UpdateAnswer, item, &testsuite.TestUpdateCallback{OnReject: func(err error) { t.Error(err) }, OnAccept: func() {},
 			OnComplete: func(_ any, err error) {

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/augceo/vibe/compile"
+	"github.com/augceo/vibe/durable"
 	"github.com/augceo/vibe/jsonv"
 )
 
@@ -87,14 +88,14 @@ func TestStartAndAnswerSizes(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			_, err := c.Start(ctx, tt.opts)
-			var tl *TooLargeError
+			var tl *durable.TooLargeError
 			if !errors.As(err, &tl) || err.Error() != tt.want {
 				t.Errorf("err = %v, want %q", err, tt.want)
 			}
 		})
 	}
-	_, err := c.Answer(ctx, "p-1", jsonv.StringValue(strings.Repeat("y", MaxPayloadSize)))
-	var tl *TooLargeError
+	_, err := c.Answer(ctx, "p-1", jsonv.StringValue(strings.Repeat("y", durable.MaxPayloadSize)))
+	var tl *durable.TooLargeError
 	if !errors.As(err, &tl) || !strings.HasPrefix(err.Error(), "the answer is 2.0 MiB, past") {
 		t.Errorf("answer: %v", err)
 	}

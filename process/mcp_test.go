@@ -14,6 +14,7 @@ import (
 
 	"github.com/augceo/vibe/action"
 	"github.com/augceo/vibe/compile"
+	"github.com/augceo/vibe/durable"
 	"github.com/augceo/vibe/internal/mcptest"
 	"github.com/augceo/vibe/jsonv"
 	"github.com/augceo/vibe/registry"
@@ -43,7 +44,7 @@ func TestMCPActionInProcess(t *testing.T) {
 		}, mustParse(t, `{"confirmInvitation":{"decision":"Approve"}}`))
 	}, time.Hour)
 	env.SetStartWorkflowOptions(client.StartWorkflowOptions{ID: "meeting-mcp"})
-	env.ExecuteWorkflow(WorkflowName, Start{Name: "schedule-meeting", Program: meeting(t).Program(), Prompt: "Meet Bob"})
+	env.ExecuteWorkflow(durable.ProcessWorkflow, durable.Start{Name: "schedule-meeting", Program: meeting(t).Program(), Prompt: "Meet Bob"})
 	var v View
 	if err := env.GetWorkflowResult(&v); err != nil {
 		t.Fatal(err)
@@ -179,7 +180,7 @@ func TestMCPFilledInputsInProcess(t *testing.T) {
 	}
 	model := &scripted{answers: map[string]string{p.Chunks[0].Name: `{"Note_Activity": {"text": "hello", "tags": ["b", "a"], "output": null}}`}}
 	env := newEnv(t, model, &acts)
-	env.ExecuteWorkflow(WorkflowName, Start{Name: "note", Program: p.Program(), Prompt: "note it"})
+	env.ExecuteWorkflow(durable.ProcessWorkflow, durable.Start{Name: "note", Program: p.Program(), Prompt: "note it"})
 	var v View
 	if err := env.GetWorkflowResult(&v); err != nil {
 		t.Fatal(err)

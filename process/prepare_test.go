@@ -8,6 +8,7 @@ import (
 
 	"go.temporal.io/sdk/temporal"
 
+	"github.com/augceo/vibe/durable"
 	"github.com/augceo/vibe/jsonv"
 	"github.com/augceo/vibe/llm"
 	"github.com/augceo/vibe/registry"
@@ -32,7 +33,7 @@ func effectRegistry(t *testing.T) *registry.Registry {
 }
 
 // steps lists the steps of a prepared process, in order.
-func steps(in Start) []string {
+func steps(in durable.Start) []string {
 	var names []string
 	for _, ch := range in.Program.Chunks {
 		for _, s := range ch.Steps {
@@ -124,15 +125,15 @@ func TestBadSchemaNotRetried(t *testing.T) {
 		t.Fatalf("llm.Fill: %v, want llm.ErrBadSchema", err)
 	}
 	for what, err := range map[string]error{
-		"a model call": FillError(err),
+		"a model call": durable.FillError(err),
 		"a check": func() error {
-			_, err := CheckValue(context.Background(), CheckInput{Schema: bad, Value: jsonv.StringValue("x")})
+			_, err := durable.CheckValue(context.Background(), durable.CheckInput{Schema: bad, Value: jsonv.StringValue("x")})
 			return err
 		}(),
 	} {
 		var ae *temporal.ApplicationError
-		if !errors.As(err, &ae) || !ae.NonRetryable() || ae.Type() != ErrTypeBadSchema || !strings.Contains(ae.Message(), "/properties/a/pattern") {
-			t.Errorf("%s: %v (%T), want a non-retryable %s naming the pattern", what, err, err, ErrTypeBadSchema)
+		if !errors.As(err, &ae) || !ae.NonRetryable() || ae.Type() != durable.ErrTypeBadSchema || !strings.Contains(ae.Message(), "/properties/a/pattern") {
+			t.Errorf("%s: %v (%T), want a non-retryable %s naming the pattern", what, err, err, durable.ErrTypeBadSchema)
 		}
 	}
 }

@@ -19,6 +19,7 @@ import (
 
 	"github.com/augceo/vibe/action"
 	"github.com/augceo/vibe/compile"
+	"github.com/augceo/vibe/durable"
 	"github.com/augceo/vibe/jsonv"
 	"github.com/augceo/vibe/llm"
 	"github.com/augceo/vibe/registry"
@@ -115,7 +116,7 @@ func newEnv(t *testing.T, p llm.Provider, acts *action.Registry) *testsuite.Test
 	var s testsuite.WorkflowTestSuite
 	s.SetLogger(log.NewStructuredLogger(slog.New(slog.DiscardHandler)))
 	env := s.NewTestWorkflowEnvironment()
-	Register(env, &Activities{Provider: p, Actions: acts, Logger: quietLogger()})
+	register(env, &durable.Activities{Provider: p, Actions: acts, Logger: quietLogger()})
 	return env
 }
 
@@ -163,7 +164,7 @@ func TestScheduleMeetingEndToEnd(t *testing.T) {
 	}, time.Hour)
 
 	env.SetStartWorkflowOptions(client.StartWorkflowOptions{ID: "schedule-meeting-test"})
-	env.ExecuteWorkflow(WorkflowName, Start{Name: "schedule-meeting", Program: p.Program(), Prompt: "Schedule a meeting between Alice and Bob"})
+	env.ExecuteWorkflow(durable.ProcessWorkflow, durable.Start{Name: "schedule-meeting", Program: p.Program(), Prompt: "Schedule a meeting between Alice and Bob"})
 	if err := env.GetWorkflowError(); err != nil {
 		t.Fatal(err)
 	}
@@ -255,7 +256,7 @@ func TestActionFailsForGood(t *testing.T) {
 	}})
 	acts.Register(action.Action{Name: "sendInvitation", Run: func(ctx context.Context, in jsonv.Value) (jsonv.Value, error) { return in, nil }})
 	env := newEnv(t, &scripted{answers: meetingAnswers}, &acts)
-	env.ExecuteWorkflow(WorkflowName, Start{Name: "schedule-meeting", Program: meeting(t).Program()})
+	env.ExecuteWorkflow(durable.ProcessWorkflow, durable.Start{Name: "schedule-meeting", Program: meeting(t).Program()})
 	err := env.GetWorkflowError()
 	if err == nil || !strings.Contains(err.Error(), "step serverContext1.FetchAvailability_Activity") || !strings.Contains(err.Error(), "calendar says: no such user") {
 		t.Fatalf("err = %v", err)
@@ -269,7 +270,7 @@ func TestBadActionOutput(t *testing.T) {
 	}})
 	acts.Register(action.Action{Name: "sendInvitation", Run: func(ctx context.Context, in jsonv.Value) (jsonv.Value, error) { return in, nil }})
 	env := newEnv(t, &scripted{answers: meetingAnswers}, &acts)
-	env.ExecuteWorkflow(WorkflowName, Start{Name: "schedule-meeting", Program: meeting(t).Program()})
+	env.ExecuteWorkflow(durable.ProcessWorkflow, durable.Start{Name: "schedule-meeting", Program: meeting(t).Program()})
 	err := env.GetWorkflowError()
 	if err == nil || !strings.Contains(err.Error(), "breaks the step's output schema") || !strings.Contains(err.Error(), "/organizerSlots") {
 		t.Fatalf("err = %v", err)
@@ -288,7 +289,7 @@ func TestFirstChunkGiven(t *testing.T) {
 	}, time.Minute)
 	first := mustParse(t, `{"_considerations":"both work 9-17","identifyParticipants":{"organizer":"a@x.org","attendee":"b@x.org"},`+
 		`"fetchAvailability":{"organizerEmail":"a@example.com","attendeeEmail":"b@example.com","timeRange":{"start":"2024-03-20T09:00:00Z","end":"2024-03-20T17:00:00Z"}},"_feedback":"ok"}`)
-	env.ExecuteWorkflow(WorkflowName, Start{Name: "schedule-meeting", Program: meeting(t).Program(), First: first})
+	env.ExecuteWorkflow(durable.ProcessWorkflow, durable.Start{Name: "schedule-meeting", Program: meeting(t).Program(), First: first})
 	var v View
 	if err := env.GetWorkflowResult(&v); err != nil {
 		t.Fatal(err)
@@ -335,7 +336,7 @@ func TestFireAndForgetAndDirectCall(t *testing.T) {
 		t.Fatalf("%v %v", err, direct)
 	}
 	env := newEnv(t, model, acts)
-	env.ExecuteWorkflow(DirectCallName, Start{Name: "pipeline", Program: direct.Program()})
+	env.ExecuteWorkflow(durable.DirectCallWorkflow, durable.Start{Name: "pipeline", Program: direct.Program()})
 	var res DirectResult
 	if err := env.GetWorkflowResult(&res); err != nil {
 		t.Fatal(err)
@@ -351,7 +352,7 @@ func TestFireAndForgetAndDirectCall(t *testing.T) {
 	}
 	model.answers["LLM_step1_compose_like"] = `{"step1_compose_like":{"_why":"nice","postId":"p42"},"step2_send_like":{"postId":"p42"},"step3_thank":{"note":"thanks"}}`
 	env = newEnv(t, model, acts)
-	env.ExecuteWorkflow(WorkflowName, Start{Name: "pipeline", Program: ff.Program()})
+	env.ExecuteWorkflow(durable.ProcessWorkflow, durable.Start{Name: "pipeline", Program: ff.Program()})
 	var v View
 	if err := env.GetWorkflowResult(&v); err != nil {
 		t.Fatal(err)
@@ -375,7 +376,7 @@ func TestAnswerWhenNotWaiting(t *testing.T) {
 		env.UpdateWorkflow(UpdateAnswer, "a", &testsuite.TestUpdateCallback{OnReject: func(err error) { t.Error(err) }, OnAccept: func() {}, OnComplete: func(any, error) {}},
 			mustParse(t, `{"confirmInvitation":{"decision":"Approve"}}`))
 	}, time.Hour)
-	env.ExecuteWorkflow(WorkflowName, Start{Name: "schedule-meeting", Program: meeting(t).Program()})
+	env.ExecuteWorkflow(durable.ProcessWorkflow, durable.Start{Name: "schedule-meeting", Program: meeting(t).Program()})
 	if err := env.GetWorkflowError(); err != nil {
 		t.Fatal(err)
 	}
@@ -396,7 +397,7 @@ func TestInvalidAnswerKept(t *testing.T) {
 	}
 	answers["LLM_llmContext1"] = `{"identifyParticipants": {"organizer": 7}}`
 	env := newEnv(t, &scripted{answers: answers}, &acts)
-	env.ExecuteWorkflow(WorkflowName, Start{Name: "schedule-meeting", Program: meeting(t).Program()})
+	env.ExecuteWorkflow(durable.ProcessWorkflow, durable.Start{Name: "schedule-meeting", Program: meeting(t).Program()})
 	if err := env.GetWorkflowError(); err == nil || !strings.Contains(err.Error(), "breaks the schema after 3 requests") {
 		t.Fatalf("err = %v", err)
 	}

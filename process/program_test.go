@@ -10,6 +10,7 @@ import (
 	"go.temporal.io/sdk/worker"
 
 	"github.com/augceo/vibe/action"
+	"github.com/augceo/vibe/durable"
 	"github.com/augceo/vibe/engine"
 	"github.com/augceo/vibe/registry"
 )
@@ -21,15 +22,15 @@ func TestProgramAndFilters(t *testing.T) {
 		t.Skip("starts the embedded engine")
 	}
 	ctx := context.Background()
-	eng, err := engine.Start(ctx, engine.Options{SearchAttributes: SearchAttributes, DataDir: t.TempDir(), Logger: quietLogger()})
+	eng, err := engine.Start(ctx, engine.Options{SearchAttributes: durable.SearchAttributes, DataDir: t.TempDir(), Logger: quietLogger()})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer eng.Close()
 	var acts action.Registry
 	(&meetingActions{}).register(t, &acts)
-	w := worker.New(eng.Client(), TaskQueue, worker.Options{})
-	Register(w, &Activities{Provider: &scripted{answers: meetingAnswers}, Actions: &acts, Logger: quietLogger()})
+	w := worker.New(eng.Client(), durable.TaskQueue, worker.Options{})
+	register(w, &durable.Activities{Provider: &scripted{answers: meetingAnswers}, Actions: &acts, Logger: quietLogger()})
 	if err := w.Start(); err != nil {
 		t.Fatal(err)
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/augceo/vibe/action"
 	"github.com/augceo/vibe/compile"
+	"github.com/augceo/vibe/durable"
 	"github.com/augceo/vibe/engine"
 	"github.com/augceo/vibe/internal/golden"
 )
@@ -34,7 +35,7 @@ func TestReplayHistories(t *testing.T) {
 func recordHistories(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	eng, err := engine.Start(ctx, engine.Options{SearchAttributes: SearchAttributes, DataDir: t.TempDir(), Logger: quietLogger()})
+	eng, err := engine.Start(ctx, engine.Options{SearchAttributes: durable.SearchAttributes, DataDir: t.TempDir(), Logger: quietLogger()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -42,8 +43,8 @@ func recordHistories(t *testing.T) {
 	var acts action.Registry
 	m := &meetingActions{failFetch: 1}
 	m.register(t, &acts)
-	w := worker.New(eng.Client(), TaskQueue, worker.Options{})
-	Register(w, &Activities{Provider: &scripted{answers: meetingAnswers}, Actions: &acts, Logger: quietLogger()})
+	w := worker.New(eng.Client(), durable.TaskQueue, worker.Options{})
+	register(w, &durable.Activities{Provider: &scripted{answers: meetingAnswers}, Actions: &acts, Logger: quietLogger()})
 	if err := w.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -85,8 +86,8 @@ func recordHistories(t *testing.T) {
 	// A direct server call, and a process whose fire-and-forget step runs
 	// in a workflow of its own.
 	reg, likes, _ := likeRegistry(t)
-	w2 := worker.New(eng.Client(), TaskQueue+"-likes", worker.Options{})
-	Register(w2, &Activities{Provider: &scripted{answers: map[string]string{
+	w2 := worker.New(eng.Client(), durable.TaskQueue+"-likes", worker.Options{})
+	register(w2, &durable.Activities{Provider: &scripted{answers: map[string]string{
 		"LLM_step1_compose_like": `{"step1_compose_like":{"_why":"nice","postId":"p42"},"step2_send_like":{"postId":"p42"},"step3_thank":{"note":"thanks"}}`,
 	}}, Actions: likes, Logger: quietLogger()})
 	if err := w2.Start(); err != nil {
@@ -94,14 +95,14 @@ func recordHistories(t *testing.T) {
 	}
 	defer w2.Stop()
 	for _, tc := range []struct{ name, pipeline, workflow string }{
-		{"like-direct", `"Like post 42" | ComposeLike | SendLike`, DirectCallName},
-		{"like-fire-and-forget", `"Like post 42" | ComposeLike | SendLike | Thank`, WorkflowName},
+		{"like-direct", `"Like post 42" | ComposeLike | SendLike`, durable.DirectCallWorkflow},
+		{"like-fire-and-forget", `"Like post 42" | ComposeLike | SendLike | Thank`, durable.ProcessWorkflow},
 	} {
 		p, err := compile.CompilePipeline(ctx, tc.pipeline, compile.Options{Registry: reg, Actions: likes.Names()})
 		if err != nil {
 			t.Fatal(err)
 		}
-		run, err := eng.Client().ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: tc.name, TaskQueue: TaskQueue + "-likes"}, tc.workflow, Start{Name: "pipeline", Program: p.Program()})
+		run, err := eng.Client().ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: tc.name, TaskQueue: durable.TaskQueue + "-likes"}, tc.workflow, durable.Start{Name: "pipeline", Program: p.Program()})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/augceo/vibe/action"
 	"github.com/augceo/vibe/compile"
+	"github.com/augceo/vibe/durable"
 	"github.com/augceo/vibe/jsonv"
 	"github.com/augceo/vibe/llm"
 )
@@ -45,7 +46,7 @@ func run(t *testing.T, doc string, p llm.Provider, acts *action.Registry) View {
 	}
 	env := newEnv(t, p, acts)
 	env.SetStartWorkflowOptions(client.StartWorkflowOptions{ID: "test-process"})
-	env.ExecuteWorkflow(WorkflowName, Start{Name: "test", Program: proc.Program(), Prompt: "Do it."})
+	env.ExecuteWorkflow(durable.ProcessWorkflow, durable.Start{Name: "test", Program: proc.Program(), Prompt: "Do it."})
 	if err := env.GetWorkflowError(); err != nil {
 		t.Fatal(err)
 	}

@@ -8,42 +8,25 @@ import (
 
 	"github.com/augceo/vibe/compile"
 	"github.com/augceo/vibe/compose"
+	"github.com/augceo/vibe/durable"
 	"github.com/augceo/vibe/jsonv"
 	"github.com/augceo/vibe/llm"
 )
 
-// Status is a process's status.
-type Status string
+// Status is a process's status: a durable.Status, which a Vessel's request
+// has too.
+type Status = durable.Status
 
 // The statuses of a process.
 const (
-	Running   Status = "running"
-	Waiting   Status = "waiting" // for a person's answer
-	Completed Status = "completed"
-	Failed    Status = "failed"
+	Running   = durable.Running
+	Waiting   = durable.Waiting // for a person's answer
+	Completed = durable.Completed
+	Failed    = durable.Failed
 )
 
-// Start is a process workflow's input: everything the workflow needs,
-// prepared before it starts (Client.Start, or a Vessel's launch).
-type Start struct {
-	// Name names the process (schedule-meeting); it is shown and searchable.
-	Name string `json:"name"`
-	// Program is the compiled process, prepared for the runtime.
-	Program *compile.Program `json:"program"`
-	// Prompt is the person's request.
-	Prompt string `json:"prompt,omitempty"`
-	// Input is data the process starts with, kept in state under "input".
-	Input jsonv.Value `json:"input,omitzero"`
-	// First is the value of the first LLM chunk when it was filled already —
-	// by a Vessel's LaunchProcess tool — so that no model is asked for it.
-	First jsonv.Value `json:"first,omitzero"`
-	// System is the system text of the process's model calls.
-	System string `json:"system,omitempty"`
-	// Instance is what the process is one of, when it is: a batch item,
-	// a Vessel instance. It tags the process's metrics; without it they
-	// are tagged with the process's own id.
-	Instance string `json:"instance,omitempty"`
-}
+// ListOptions says which page of processes Client.List returns.
+type ListOptions = durable.ListOptions
 
 // View is what a process shows: its status, what it waits for, its state.
 type View struct {
@@ -152,25 +135,13 @@ type Pending struct {
 }
 
 // newView is the view of a process that has just started.
-func newView(in Start) View {
+func newView(in durable.Start) View {
 	v := View{Status: Running, Done: []string{}, State: jsonv.NewObject(4).Value(),
 		Thinking: jsonv.NewObject(4).Value(), Metrics: jsonv.NewObject(4).Value(), Steps: map[string]llm.Usage{}}
 	if !in.Input.IsNull() {
 		v.State.Object().Set("input", in.Input)
 	}
 	return v
-}
-
-// Parts is the answer split by the `_` / `$` convention: as llm.Fill split
-// it in the activity (compose.SplitAt of the fields it found), or, for an
-// output that carries no split (a batch's item, whose part of a
-// multiplexed answer no one split; an output recorded before the split
-// was carried), split now.
-func (o FillOutput) Parts() compose.Parts {
-	if !o.Split {
-		return compose.Split(o.Value)
-	}
-	return compose.SplitAt(o.Value, o.Thinking, o.Metrics)
 }
 
 // keep stores a step's value, split: its output in state, its thinking
@@ -260,7 +231,7 @@ func member(parts compose.Parts, name string) (compose.Parts, bool) {
 
 // account adds a filled chunk's call to the usage of the process, the
 // chunk and its steps, and to the calls.
-func (v *View) account(ch *compile.ProgramChunk, in FillInput, out FillOutput) {
+func (v *View) account(ch *compile.ProgramChunk, in durable.FillInput, out durable.FillOutput) {
 	v.Usage = v.Usage.Add(out.Usage)
 	v.Steps[ch.Name] = v.Steps[ch.Name].Add(out.Usage)
 	v.Replayed = v.Replayed || out.Replayed

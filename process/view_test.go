@@ -7,6 +7,7 @@ import (
 
 	"github.com/augceo/vibe/compile"
 	"github.com/augceo/vibe/compose"
+	"github.com/augceo/vibe/durable"
 	"github.com/augceo/vibe/jsonv"
 )
 
@@ -31,8 +32,8 @@ func TestKeepChunk(t *testing.T) {
 		name string
 		out  any // what the activity (or a group) returned, as it is encoded
 	}{
-		{"the split carried", FillOutput{Value: v, Split: true, Thinking: parts.Thinking, Metrics: parts.Metrics, Model: "m", Requests: 1}},
-		{"only the value", FillOutput{Value: v, Model: "m", Requests: 1}},
+		{"the split carried", durable.FillOutput{Value: v, Split: true, Thinking: parts.Thinking, Metrics: parts.Metrics, Model: "m", Requests: 1}},
+		{"only the value", durable.FillOutput{Value: v, Model: "m", Requests: 1}},
 		{"recorded before the split was carried", mustParse(t, `{"value":`+value+`,"usage":{},"model":"m","requests":1}`)},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
@@ -43,11 +44,11 @@ func TestKeepChunk(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			var out FillOutput
+			var out durable.FillOutput
 			if err := dc.FromPayload(p, &out); err != nil {
 				t.Fatal(err)
 			}
-			view := newView(Start{})
+			view := newView(durable.Start{})
 			outs, err := view.keepChunk(ch, out.Parts())
 			if err != nil {
 				t.Fatal(err)
@@ -78,14 +79,14 @@ func TestFillOutputParts(t *testing.T) {
 	parts := compose.Split(v)
 	for _, tt := range []struct {
 		name string
-		out  FillOutput
+		out  durable.FillOutput
 		want string
 	}{
-		{"carried", FillOutput{Value: v, Split: true, Thinking: parts.Thinking, Metrics: parts.Metrics}, `{"a":1,"b":{"c":[{"d":5}]}}`},
+		{"carried", durable.FillOutput{Value: v, Split: true, Thinking: parts.Thinking, Metrics: parts.Metrics}, `{"a":1,"b":{"c":[{"d":5}]}}`},
 		// A split that found nothing takes nothing out: "_t" stays.
-		{"carried, none found", FillOutput{Value: v, Split: true}, `{"a":1,"_t":2,"b":{"$m":3,"c":[{"_u":4,"d":5}]}}`},
-		{"split now", FillOutput{Value: v}, `{"a":1,"b":{"c":[{"d":5}]}}`},
-		{"nothing", FillOutput{}, `null`},
+		{"carried, none found", durable.FillOutput{Value: v, Split: true}, `{"a":1,"_t":2,"b":{"$m":3,"c":[{"_u":4,"d":5}]}}`},
+		{"split now", durable.FillOutput{Value: v}, `{"a":1,"b":{"c":[{"d":5}]}}`},
+		{"nothing", durable.FillOutput{}, `null`},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			if got := string(jsonv.Marshal(tt.out.Parts().Output)); got != tt.want {

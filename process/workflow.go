@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
-	"time"
 
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/temporal"
@@ -13,17 +12,9 @@ import (
 	"github.com/augceo/vibe/action"
 	"github.com/augceo/vibe/compile"
 	"github.com/augceo/vibe/compose"
+	"github.com/augceo/vibe/durable"
 	"github.com/augceo/vibe/jsonv"
 	"github.com/augceo/vibe/llm"
-)
-
-// Activity options of a process's activities.
-var (
-	// FillTimeout bounds one attempt of an LLM chunk, repair turns included.
-	FillTimeout = 10 * time.Minute
-	// FillRetry retries an LLM chunk whose endpoint failed past its client's
-	// own retries.
-	FillRetry = &temporal.RetryPolicy{InitialInterval: 2 * time.Second, BackoffCoefficient: 2, MaximumInterval: time.Minute, MaximumAttempts: 5}
 )
 
 // Workflows holds the workflow functions; they need the worker's actions
@@ -36,7 +27,7 @@ type Workflows struct {
 // chunk — a model fills an LLM chunk, the server runs a SERVER chunk's
 // actions, a person answers a USER chunk — and keeps every step's result.
 // The program is run by an Interpreter; the workflow is its Host.
-func (w *Workflows) Process(ctx workflow.Context, in Start) (View, error) {
+func (w *Workflows) Process(ctx workflow.Context, in durable.Start) (View, error) {
 	r := NewInterpreter(workflow.GetInfo(ctx).WorkflowExecution.ID, in)
 	h := &processHost{r: r, acts: w.Actions}
 	if err := workflow.SetQueryHandler(ctx, QueryView, func() (View, error) { return r.view, nil }); err != nil {
@@ -58,17 +49,17 @@ type processHost struct {
 	acts *action.Registry
 }
 
-func (h *processHost) Fill(ctx workflow.Context, idx int, in FillInput) (FillOutput, error) {
-	return ExecuteFill(ctx, in)
+func (h *processHost) Fill(ctx workflow.Context, idx int, in durable.FillInput) (durable.FillOutput, error) {
+	return durable.ExecuteFill(ctx, in)
 }
 
-func (h *processHost) Action(ctx workflow.Context, in ActionInput) (jsonv.Value, error) {
-	return ExecuteAction(ctx, h.acts, in)
+func (h *processHost) Action(ctx workflow.Context, in durable.ActionInput) (jsonv.Value, error) {
+	return durable.ExecuteAction(ctx, h.acts, in)
 }
 
 func (h *processHost) Status(ctx workflow.Context, s Status) {
 	// Visible in Temporal's own UI and CLI: VibeProcess, VibeStatus.
-	_ = workflow.UpsertTypedSearchAttributes(ctx, ProcessAttribute.ValueSet(h.r.in.Name), StatusAttribute.ValueSet(string(s)))
+	_ = workflow.UpsertTypedSearchAttributes(ctx, durable.ProcessAttribute.ValueSet(h.r.in.Name), durable.StatusAttribute.ValueSet(string(s)))
 }
 
 // Host is where an Interpreter runs a process's program: the process's
@@ -78,10 +69,10 @@ func (h *processHost) Status(ctx workflow.Context, s Status) {
 type Host interface {
 	// Fill asks a model to fill the program's LLM chunk idx with in: its
 	// schema, prompt and the minimal context of its references.
-	Fill(ctx workflow.Context, idx int, in FillInput) (FillOutput, error)
+	Fill(ctx workflow.Context, idx int, in durable.FillInput) (durable.FillOutput, error)
 	// Action runs a SERVER step's action (ExecuteAction); in carries the
 	// process's id and the step, from which the idempotency key comes.
-	Action(ctx workflow.Context, in ActionInput) (jsonv.Value, error)
+	Action(ctx workflow.Context, in durable.ActionInput) (jsonv.Value, error)
 	// Status is told each change of the process's status.
 	Status(ctx workflow.Context, s Status)
 }
@@ -91,7 +82,7 @@ type Host interface {
 // (the host's update handler).
 type Interpreter struct {
 	id   string // the process's id: its workflow's, or a batch item's
-	in   Start
+	in   durable.Start
 	view View
 	// answer is the person's accepted answer, set by Accept, with who sent
 	// it and when it was taken.
@@ -102,7 +93,7 @@ type Interpreter struct {
 }
 
 // NewInterpreter returns the interpreter of the process id that in starts.
-func NewInterpreter(id string, in Start) *Interpreter {
+func NewInterpreter(id string, in durable.Start) *Interpreter {
 	return &Interpreter{id: id, in: in, view: newView(in)}
 }
 
@@ -119,7 +110,7 @@ func (r *Interpreter) Name() string { return r.in.Name }
 // with it, and the error is returned.
 func (r *Interpreter) Run(ctx workflow.Context, h Host) error {
 	if r.in.Program == nil || len(r.in.Program.Chunks) == 0 {
-		return r.fail(ctx, h, temporal.NewNonRetryableApplicationError("the process has no program: start it with process.Client or a Vessel's launch", ErrTypeBadProcess, nil))
+		return r.fail(ctx, h, temporal.NewNonRetryableApplicationError("the process has no program: start it with process.Client or a Vessel's launch", durable.ErrTypeBadProcess, nil))
 	}
 	for i := range r.in.Program.Chunks {
 		ch := &r.in.Program.Chunks[i]
@@ -158,7 +149,7 @@ func (r *Interpreter) setStatus(ctx workflow.Context, h Host, s Status) {
 }
 
 func (r *Interpreter) fail(ctx workflow.Context, h Host, err error) error {
-	msg := ErrorText(err)
+	msg := durable.ErrorText(err)
 	r.view.Error = &msg
 	r.setStatus(ctx, h, Failed)
 	return err
@@ -179,7 +170,7 @@ func (r *Interpreter) llmChunk(ctx workflow.Context, h Host, idx int) error {
 		if err != nil {
 			return fmt.Errorf("chunk %s: %w", ch.Name, err)
 		}
-		in := FillInput{Chunk: ch.Name, System: r.in.System, Prompt: r.in.Prompt, Context: mctx, Schema: ch.Schema,
+		in := durable.FillInput{Chunk: ch.Name, System: r.in.System, Prompt: r.in.Prompt, Context: mctx, Schema: ch.Schema,
 			ProcessName: r.in.Name, StepContext: ch.StepContext(), Instance: cmp.Or(r.in.Instance, r.id)}
 		for attempt := 1; ; attempt++ {
 			if ch.Loop != nil {
@@ -214,11 +205,11 @@ func (r *Interpreter) llmChunk(ctx workflow.Context, h Host, idx int) error {
 
 // failedFill is what a model call that kept breaking its schema sent and
 // got back, carried by its error.
-func failedFill(err error) (FillOutput, bool) {
+func failedFill(err error) (durable.FillOutput, bool) {
 	var ae *temporal.ApplicationError
-	var out FillOutput
-	if !errors.As(err, &ae) || ae.Type() != ErrTypeInvalidAnswer || !ae.HasDetails() || ae.Details(&out) != nil {
-		return FillOutput{}, false
+	var out durable.FillOutput
+	if !errors.As(err, &ae) || ae.Type() != durable.ErrTypeInvalidAnswer || !ae.HasDetails() || ae.Details(&out) != nil {
+		return durable.FillOutput{}, false
 	}
 	return out, true
 }
@@ -242,19 +233,19 @@ func (r *Interpreter) fireAndForget(ctx workflow.Context, s *compile.ProgramStep
 		WorkflowID:        id,
 		ParentClosePolicy: enumspb.PARENT_CLOSE_POLICY_ABANDON,
 	})
-	f := workflow.ExecuteChildWorkflow(cctx, FireAndForgetName, ActionInput{
+	f := workflow.ExecuteChildWorkflow(cctx, FireAndForgetName, durable.ActionInput{
 		Process: r.id, Step: q, Action: s.Action, Input: out, Output: jsonv.NullValue(),
 	})
 	r.view.Actions[q] = "started"
 	// Make sure the child exists before the process may close; then watch
 	// it in the background.
 	if err := f.GetChildWorkflowExecution().Get(ctx, nil); err != nil {
-		r.view.Actions[q] = "failed: " + ErrorText(err)
+		r.view.Actions[q] = "failed: " + durable.ErrorText(err)
 		return
 	}
 	workflow.Go(ctx, func(ctx workflow.Context) {
 		if err := f.Get(ctx, nil); err != nil {
-			r.view.Actions[q] = "failed: " + ErrorText(err)
+			r.view.Actions[q] = "failed: " + durable.ErrorText(err)
 			return
 		}
 		r.view.Actions[q] = "completed"
@@ -273,7 +264,7 @@ func (r *Interpreter) serverChunk(ctx workflow.Context, h Host, ch *compile.Prog
 		if action == "" {
 			action = s.Name // the worker matches it to one of its actions
 		}
-		ai := ActionInput{Process: r.id, Step: s.Qualified(), Action: action, Input: in, Output: s.Output}
+		ai := durable.ActionInput{Process: r.id, Step: s.Qualified(), Action: action, Input: in, Output: s.Output}
 		if !s.Inputs { // a blocking step's filled inputs are its arguments as they are
 			for _, r := range s.References {
 				ai.Arguments = append(ai.Arguments, r.Pointer())
@@ -353,8 +344,8 @@ func (r *Interpreter) userChunk(ctx workflow.Context, h Host, idx int) error {
 
 // FireAndForget runs one action with retries: the workflow of a
 // fire-and-forget step.
-func (w *Workflows) FireAndForget(ctx workflow.Context, in ActionInput) (jsonv.Value, error) {
-	return ExecuteAction(ctx, w.Actions, in)
+func (w *Workflows) FireAndForget(ctx workflow.Context, in durable.ActionInput) (jsonv.Value, error) {
+	return durable.ExecuteAction(ctx, w.Actions, in)
 }
 
 // DirectResult is what a direct server call did.
@@ -368,16 +359,16 @@ type DirectResult struct {
 // DirectCall is the workflow of a direct server call: the model fills the
 // instruction (unless Start.First holds it already), then the action runs
 // with the last step's value, with retries. It keeps no process state.
-func (w *Workflows) DirectCall(ctx workflow.Context, in Start) (DirectResult, error) {
+func (w *Workflows) DirectCall(ctx workflow.Context, in durable.Start) (DirectResult, error) {
 	if in.Program == nil || in.Program.Direct == nil {
-		return DirectResult{}, temporal.NewNonRetryableApplicationError("the process is not a direct server call", ErrTypeBadProcess, nil)
+		return DirectResult{}, temporal.NewNonRetryableApplicationError("the process is not a direct server call", durable.ErrTypeBadProcess, nil)
 	}
 	d := in.Program.Direct
 	ch := &in.Program.Chunks[d.Chunk]
 	res := DirectResult{Action: d.Action, Value: in.First}
 	var input jsonv.Value
 	if in.First.IsNull() {
-		out, err := ExecuteFill(ctx, FillInput{Chunk: ch.Name, System: in.System, Prompt: in.Prompt, Context: jsonv.NewObject(0).Value(), Schema: ch.Schema})
+		out, err := durable.ExecuteFill(ctx, durable.FillInput{Chunk: ch.Name, System: in.System, Prompt: in.Prompt, Context: jsonv.NewObject(0).Value(), Schema: ch.Schema})
 		if err != nil {
 			return res, err
 		}
@@ -386,45 +377,7 @@ func (w *Workflows) DirectCall(ctx workflow.Context, in Start) (DirectResult, er
 	} else {
 		input = compose.Split(in.First.Lookup(d.Step)).Output // a Vessel filled it: no model call here split it
 	}
-	out, err := ExecuteAction(ctx, w.Actions, ActionInput{Step: d.Step, Action: d.Action, Input: input, Output: jsonv.NullValue()})
+	out, err := durable.ExecuteAction(ctx, w.Actions, durable.ActionInput{Step: d.Step, Action: d.Action, Input: input, Output: jsonv.NullValue()})
 	res.Result = out
 	return res, err
-}
-
-// ExecuteFill runs the model-call activity: the one way every workflow of
-// Vibe asks a model. The workflow's id is filled in for logs and metrics.
-func ExecuteFill(ctx workflow.Context, in FillInput) (FillOutput, error) {
-	in.Process = workflow.GetInfo(ctx).WorkflowExecution.ID
-	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{StartToCloseTimeout: FillTimeout, HeartbeatTimeout: HeartbeatTimeout, RetryPolicy: FillRetry})
-	var out FillOutput
-	err := workflow.ExecuteActivity(actx, FillName, in).Get(ctx, &out)
-	return out, err
-}
-
-// ExecuteAction runs a server action as an activity, with the action's
-// retry policy and timeout from acts (or the defaults): the one way every
-// workflow of Vibe runs an action. The workflow's id is filled in, and the
-// call's idempotency key derived from it and in.Step unless in.Key is set.
-func ExecuteAction(ctx workflow.Context, acts *action.Registry, in ActionInput) (jsonv.Value, error) {
-	if in.Process == "" {
-		in.Process = workflow.GetInfo(ctx).WorkflowExecution.ID
-	}
-	if in.Key == "" {
-		in.Key = action.Key(in.Process, in.Step)
-	}
-	retry, timeout := action.DefaultRetry, action.DefaultTimeout
-	// An exact lookup: a name the worker resolves another way (a pipeline
-	// step's) runs with the default options.
-	if a, ok := acts.Lookup(in.Action); ok {
-		if a.Retry != nil {
-			retry = a.Retry
-		}
-		if a.Timeout > 0 {
-			timeout = a.Timeout
-		}
-	}
-	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{StartToCloseTimeout: timeout, HeartbeatTimeout: HeartbeatTimeout, RetryPolicy: retry})
-	var out jsonv.Value
-	err := workflow.ExecuteActivity(actx, ActionName, in).Get(ctx, &out)
-	return out, err
 }

@@ -561,7 +561,10 @@ func batchClient(ctx context.Context, io stdio, ef *engineFlags, wf *workerFlags
 		}
 		eng, err := ef.attach(ctx, quietLogger())
 		if err == nil {
-			return batch.NewClient(&process.Client{Temporal: eng.Client(), Registry: reg}), func() { eng.Close() }, nil
+			p := &process.Client{Temporal: eng.Client(), Registry: reg}
+			c := batch.NewClient(p)
+			p.Hosts = c // items are read in their groups
+			return c, func() { eng.Close() }, nil
 		}
 		if !errors.Is(err, engine.ErrNotRunning) {
 			return nil, nil, err
@@ -851,7 +854,7 @@ func connectEngine(ctx context.Context, io stdio, ef *engineFlags) (*process.Cli
 		eng, err := ef.attach(ctx, quietLogger())
 		if err == nil {
 			p := &process.Client{Temporal: eng.Client()}
-			batch.NewClient(p) // items are read in their groups
+			p.Hosts = batch.NewClient(p) // items are read in their groups
 			return p, func() { eng.Close() }, nil
 		}
 	}

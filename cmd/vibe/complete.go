@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/augceo/vibe/batch"
+	"github.com/augceo/vibe/durable"
 	"github.com/augceo/vibe/process"
 	"github.com/augceo/vibe/registry"
 )
@@ -48,7 +49,7 @@ func completeProcessIDs(ef *engineFlags, status process.Status) cobra.Completion
 			return nil, cobra.ShellCompDirectiveNoFileComp
 		}
 		defer done()
-		page, err := p.List(ctx, process.ListOptions{Status: status, Limit: process.MaxListLimit})
+		page, err := p.List(ctx, process.ListOptions{Status: status, Limit: durable.MaxListLimit})
 		if err != nil {
 			return nil, cobra.ShellCompDirectiveNoFileComp
 		}
@@ -75,7 +76,7 @@ func completeBatchIDs(ef *engineFlags) cobra.CompletionFunc {
 			return nil, cobra.ShellCompDirectiveNoFileComp
 		}
 		defer done()
-		list, _, err := (&batch.Client{Processes: p}).List(ctx, process.ListOptions{Limit: process.MaxListLimit})
+		list, _, err := (&batch.Client{Processes: p}).List(ctx, process.ListOptions{Limit: durable.MaxListLimit})
 		if err != nil {
 			return nil, cobra.ShellCompDirectiveNoFileComp
 		}

@@ -21,6 +21,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/augceo/vibe/api"
+	"github.com/augceo/vibe/durable"
 	"github.com/augceo/vibe/internal/llmtest"
 	"github.com/augceo/vibe/process"
 )
@@ -106,7 +107,7 @@ func TestConsole(t *testing.T) {
 		}
 		found := false
 		for _, ex := range list.Executions {
-			found = found || (ex.Execution.WorkflowID == id && ex.Type.Name == process.WorkflowName)
+			found = found || (ex.Execution.WorkflowID == id && ex.Type.Name == durable.ProcessWorkflow)
 		}
 		if !found {
 			t.Errorf("%s is not listed:\n%s", id, body)
@@ -305,7 +306,7 @@ func TestConsoleRefused(t *testing.T) {
 	}
 }
 
-// TestInboxAnswerTooLarge: an answer past process.MaxAnswerSize posted
+// TestInboxAnswerTooLarge: an answer past durable.MaxAnswerSize posted
 // from the console's inbox form is refused with 413 and the limit, and the
 // process keeps waiting; a good answer then completes it.
 func TestInboxAnswerTooLarge(t *testing.T) {
@@ -353,7 +354,7 @@ func TestInboxAnswerTooLarge(t *testing.T) {
 		body, _ := io.ReadAll(resp.Body)
 		return resp.StatusCode, string(body)
 	}
-	if status, body := post(strings.Repeat("x", process.MaxAnswerSize)); status != http.StatusRequestEntityTooLarge || !strings.Contains(body, "past the limit of 512 KiB on an answer") {
+	if status, body := post(strings.Repeat("x", durable.MaxAnswerSize)); status != http.StatusRequestEntityTooLarge || !strings.Contains(body, "past the limit of 512 KiB on an answer") {
 		t.Fatalf("an answer too large: %d\n%.2000s", status, body)
 	}
 	if info, err := c.Get(ctx, st.ID); err != nil || info.Status != process.Waiting {

@@ -5,8 +5,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/augceo/vibe/durable"
 	"github.com/augceo/vibe/engine"
-	"github.com/augceo/vibe/process"
 )
 
 func newDoctorCmd(io stdio) *cobra.Command {
@@ -37,7 +37,7 @@ when every check passes, 1 otherwise.`,
 				}
 				opts.HostPort, opts.TLS = addr, cfg
 			}
-			checks, err := engine.Diagnose(cmd.Context(), opts, process.TaskQueue)
+			checks, err := engine.Diagnose(cmd.Context(), opts, durable.TaskQueue)
 			if err != nil {
 				return err
 			}

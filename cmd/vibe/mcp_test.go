@@ -14,6 +14,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/augceo/vibe/api"
+	"github.com/augceo/vibe/durable"
 	"github.com/augceo/vibe/jsonv"
 	"github.com/augceo/vibe/process"
 )
@@ -100,9 +101,9 @@ func TestMCPStdio(t *testing.T) {
 	id := <-ids
 
 	cs = vibeMCP(t, nil, args...)
-	// An answer past process.MaxAnswerSize is refused by name, and the
+	// An answer past durable.MaxAnswerSize is refused by name, and the
 	// process goes on waiting for a good one.
-	huge := map[string]any{"confirmInvitation": map[string]any{"decision": "Approve", "note": strings.Repeat("x", process.MaxAnswerSize)}}
+	huge := map[string]any{"confirmInvitation": map[string]any{"decision": "Approve", "note": strings.Repeat("x", durable.MaxAnswerSize)}}
 	res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "answer_process", Arguments: map[string]any{"id": id, "answer": huge}})
 	if err != nil {
 		t.Fatal(err)

@@ -15,8 +15,8 @@ import (
 	"github.com/spf13/cobra"
 	"go.temporal.io/sdk/worker"
 
+	"github.com/augceo/vibe/durable"
 	"github.com/augceo/vibe/llm"
-	"github.com/augceo/vibe/process"
 	"github.com/augceo/vibe/registry"
 	"github.com/augceo/vibe/schema"
 	"github.com/augceo/vibe/vessel"
@@ -180,7 +180,7 @@ func Main(args []string, in io.Reader, out, errOut io.Writer) int {
 		case ie != nil:
 			fmt.Fprintf(errOut, "vibe: %v\n", err)
 		case err != nil && !errors.Is(err, context.Canceled):
-			fmt.Fprintf(errOut, "vibe: %s (interrupted)\n", process.ErrorText(err))
+			fmt.Fprintf(errOut, "vibe: %s (interrupted)\n", durable.ErrorText(err))
 		default:
 			fmt.Fprintln(errOut, "vibe: interrupted")
 		}
@@ -199,7 +199,7 @@ func Main(args []string, in io.Reader, out, errOut io.Writer) int {
 		}
 		return exitError
 	}
-	fmt.Fprintf(errOut, "vibe: %s%s\n", process.ErrorText(err), hint(err))
+	fmt.Fprintf(errOut, "vibe: %s%s\n", durable.ErrorText(err), hint(err))
 	return exitError
 }
 
@@ -213,7 +213,7 @@ var hints = []struct {
 }{
 	{registry.ErrNoRegistry, true, " (use --registry DIR)"},
 	{vessel.ErrNotAllowed, false, " (allow a host with --delegate-allow HOST,…)"},
-	{process.ErrNoProvider, true, " (give the worker a model with --llm)"},
+	{durable.ErrNoProvider, true, " (give the worker a model with --llm)"},
 }
 
 func hint(err error) string {

@@ -16,6 +16,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/augceo/vibe/api"
+	"github.com/augceo/vibe/durable"
 	"github.com/augceo/vibe/jsonv"
 	"github.com/augceo/vibe/llm"
 	"github.com/augceo/vibe/process"
@@ -249,7 +250,7 @@ type listFlags struct {
 }
 
 func (f *listFlags) add(cmd *cobra.Command, what string) {
-	cmd.Flags().IntVar(&f.limit, "limit", process.DefaultListLimit, "show at most `N` "+what+": those still running, then those that ended most recently")
+	cmd.Flags().IntVar(&f.limit, "limit", durable.DefaultListLimit, "show at most `N` "+what+": those still running, then those that ended most recently")
 	cmd.Flags().BoolVar(&f.all, "all", false, "show every one of the "+what)
 	cmd.Flags().BoolVar(&f.json, "json", false, "print a JSON array (the API's fields), not a table")
 	// Checked before the engine starts.
@@ -282,7 +283,7 @@ func listPages[T any](io stdio, f *listFlags, list func(process.ListOptions) ([]
 	var items []T
 	cursor := ""
 	for f.all || len(items) < f.limit {
-		n := process.MaxListLimit
+		n := durable.MaxListLimit
 		if !f.all {
 			n = min(n, f.limit-len(items))
 		}

@@ -22,6 +22,7 @@ import (
 	"github.com/augceo/vibe"
 	"github.com/augceo/vibe/agent"
 	"github.com/augceo/vibe/api"
+	"github.com/augceo/vibe/durable"
 	"github.com/augceo/vibe/engine"
 	"github.com/augceo/vibe/jsonv"
 	"github.com/augceo/vibe/llm"
@@ -75,7 +76,7 @@ func (f *engineFlags) add(cmd *cobra.Command) {
 
 // options are the engine options the flags give.
 func (f *engineFlags) options(logger *slog.Logger) (engine.Options, error) {
-	opts := engine.Options{DataDir: f.data, Namespace: f.namespace, Logger: logger, SearchAttributes: process.SearchAttributes}
+	opts := engine.Options{DataDir: f.data, Namespace: f.namespace, Logger: logger, SearchAttributes: durable.SearchAttributes}
 	// Temporal's tracing interceptor, always: it records to the global
 	// tracer provider, a no-op until telemetry.Setup installs one.
 	tracing, err := telemetry.Interceptor()

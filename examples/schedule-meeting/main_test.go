@@ -18,6 +18,7 @@ import (
 
 	"github.com/augceo/vibe/action"
 	"github.com/augceo/vibe/compile"
+	"github.com/augceo/vibe/durable"
 	"github.com/augceo/vibe/internal/golden"
 	"github.com/augceo/vibe/jsonv"
 	"github.com/augceo/vibe/llm"
@@ -69,14 +70,16 @@ func runInTestEnv(t *testing.T, model llm.Provider) process.View {
 	var s testsuite.WorkflowTestSuite
 	s.SetLogger(log.NewStructuredLogger(slog.New(slog.DiscardHandler)))
 	env := s.NewTestWorkflowEnvironment()
-	process.Register(env, &process.Activities{Provider: model, Actions: acts})
+	shared := &durable.Activities{Provider: model, Actions: acts}
+	durable.Register(env, shared)
+	process.RegisterWorkflows(env, shared.Actions)
 	env.RegisterDelayedCallback(func() {
 		answer, _ := jsonv.Parse([]byte(`{"confirmInvitation":{"decision":"Approve"}}`))
 		env.UpdateWorkflow(process.UpdateAnswer, "1", &testsuite.TestUpdateCallback{
 			OnReject: func(err error) { t.Error(err) }, OnAccept: func() {}, OnComplete: func(any, error) {},
 		}, answer)
 	}, time.Hour)
-	env.ExecuteWorkflow(process.WorkflowName, process.Start{Name: "schedule-meeting", Program: p.Program(), Prompt: Prompt})
+	env.ExecuteWorkflow(durable.ProcessWorkflow, durable.Start{Name: "schedule-meeting", Program: p.Program(), Prompt: Prompt})
 	var v process.View
 	if err := env.GetWorkflowResult(&v); err != nil {
 		t.Fatal(err)

@@ -1,8 +1,9 @@
-package process
+package durable
 
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"strings"
 	"testing"
 
@@ -12,6 +13,7 @@ import (
 
 	"github.com/augceo/vibe/action"
 	"github.com/augceo/vibe/jsonv"
+	"github.com/augceo/vibe/llm"
 )
 
 // TestRunActions: each call's result is its own — a failure is a result,
@@ -79,7 +81,7 @@ func TestRunActions(t *testing.T) {
 // of being refused by the engine and retried until the step times out.
 func TestFillTooLarge(t *testing.T) {
 	big := `{"note":{"text":"` + strings.Repeat("x", MaxResultSize/2) + `"}}`
-	a := &Activities{Provider: &scripted{answers: map[string]string{"LLM_c": big}}, Logger: quietLogger()}
+	a := &Activities{Provider: answer(big), Logger: quietLogger()}
 	var s testsuite.WorkflowTestSuite
 	env := s.NewTestActivityEnvironment()
 	env.RegisterActivityWithOptions(a.Fill, activity.RegisterOptions{Name: FillName})
@@ -90,3 +92,12 @@ func TestFillTooLarge(t *testing.T) {
 		t.Fatalf("a fill past the limit: %v", err)
 	}
 }
+
+// answer is a model that answers every request with content.
+type answer string
+
+func (a answer) Complete(context.Context, *llm.Request) (*llm.Response, error) {
+	return &llm.Response{Content: string(a), Model: "scripted"}, nil
+}
+
+func quietLogger() *slog.Logger { return slog.New(slog.DiscardHandler) }

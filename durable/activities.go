@@ -1,4 +1,4 @@
-package process
+package durable
 
 import (
 	"context"
@@ -22,8 +22,8 @@ import (
 	"github.com/augceo/vibe/schema"
 )
 
-// Activities are the outside effects of a process: model calls and server
-// actions. Register them on a worker with Register.
+// Activities are the outside effects every Vibe workflow has: model calls
+// and server actions. Register them on a worker with Register.
 type Activities struct {
 	// Provider answers the LLM chunks.
 	Provider llm.Provider
@@ -82,6 +82,18 @@ type FillOutput struct {
 	Metrics  []compose.Field `json:"metrics,omitempty"`
 }
 
+// Parts is the answer split by the `_` / `$` convention: as llm.Fill split
+// it in the activity (compose.SplitAt of the fields it found), or, for an
+// output that carries no split (a batch's item, whose part of a
+// multiplexed answer no one split; an output recorded before the split
+// was carried), split now.
+func (o FillOutput) Parts() compose.Parts {
+	if !o.Split {
+		return compose.Split(o.Value)
+	}
+	return compose.SplitAt(o.Value, o.Thinking, o.Metrics)
+}
+
 // Fill answers an LLM chunk. An answer that keeps breaking the schema after
 // the repair turns, or a request the endpoint refuses, fails at once; a
 // transport error, 429 or 5xx that outlasted the client's own retries is
@@ -90,7 +102,7 @@ func (a *Activities) Fill(ctx context.Context, in FillInput) (FillOutput, error)
 	return a.FillChecked(ctx, in, nil)
 }
 
-var tracer = otel.Tracer("github.com/augceo/vibe/process")
+var tracer = otel.Tracer("github.com/augceo/vibe/durable")
 
 // FillChecked is Fill with check as llm.Options.Check: what only the
 // engine can check about an answer goes back to the model as a repair

@@ -1,0 +1,103 @@
+package durable
+
+import "go.temporal.io/sdk/temporal"
+
+// The names every Vibe workflow and client shares on Temporal, in one
+// place: workers register them, workflows call them, clients start, query
+// and list by them. Each runtime's own names (a process's query "view", a
+// batch's signals) are its package's.
+const (
+	// TaskQueue is the task queue Vibe's workers poll.
+	TaskQueue = "vibe"
+
+	// ProcessWorkflow is the workflow type of a process (package process);
+	// a Vessel's launch starts one as a child, with Start.
+	ProcessWorkflow = "vibe.Process"
+	// DirectCallWorkflow is the workflow type of a direct server call
+	// (package process), started as ProcessWorkflow is.
+	DirectCallWorkflow = "vibe.DirectCall"
+
+	// FillName is the activity type of a model call (Activities.Fill).
+	FillName = "vibe.Fill"
+	// ActionName is the activity type of a server action (Activities.Action).
+	ActionName = "vibe.Action"
+	// ActionsName is the activity type that runs many processes' calls of
+	// one step's action at once, each with its own idempotency key
+	// (Activities.RunActions): a batch's group runs its items' actions so.
+	ActionsName = "vibe.Actions"
+	// CheckName is the local activity that validates a value against a
+	// schema (CheckValue).
+	CheckName = "vibe.Check"
+
+	// MemoProcess is the memo field that names a workflow's process, for
+	// listings: a process's, a batch's and its groups'.
+	MemoProcess = "process"
+
+	// A hosted process — one that runs in a workflow hosting many (a
+	// batch's item in its group's), not a workflow of its own — is read
+	// and answered through its host's workflow by its id (package
+	// process's Client finds the host; package batch's group answers):
+	//
+	// QueryItem returns the hosted process's Info (an id argument).
+	QueryItem = "item"
+	// QueryItemProgram returns the compiled program a hosted process runs
+	// (an id argument).
+	QueryItemProgram = "item.program"
+	// UpdateItemAnswer carries a person's answer to a hosted process's
+	// USER chunk (an id, the answer and who sent it), as a process's own
+	// update "answer" does.
+	UpdateItemAnswer = "item.answer"
+)
+
+// Types of the application errors (temporal.ApplicationError.Type) that
+// the shared activities and the workflows that run them fail with. None is
+// retried: each says what has to change before trying again.
+const (
+	// ErrTypeNoProvider: the worker has no model provider (ErrNoProvider).
+	ErrTypeNoProvider = "NoProvider"
+	// ErrTypeNotRecorded: a replaying provider has no recorded answer
+	// (llm.ErrNotRecorded).
+	ErrTypeNotRecorded = "NotRecorded"
+	// ErrTypeInvalidAnswer: the model kept breaking the schema after the
+	// repair turns (llm.InvalidAnswerError); the details hold a FillOutput
+	// with the turns, the usage and the requests.
+	ErrTypeInvalidAnswer = "InvalidAnswer"
+	// ErrTypeModelRefused: the endpoint refused the request (a 4xx other
+	// than 429).
+	ErrTypeModelRefused = "ModelRefused"
+	// ErrTypeNoAction: no action of the step's name is registered on the
+	// worker.
+	ErrTypeNoAction = "NoAction"
+	// ErrTypeBadInput: a step's input cannot be an action's arguments.
+	ErrTypeBadInput = "BadInput"
+	// ErrTypeBadSchema: a schema the engine checks against is itself
+	// invalid.
+	ErrTypeBadSchema = "BadSchema"
+	// ErrTypeBadOutput: an action's result breaks the step's output schema.
+	ErrTypeBadOutput = "BadOutput"
+	// ErrTypeBadProcess: a workflow was started without what it runs.
+	ErrTypeBadProcess = "BadProcess"
+	// ErrTypeTooLarge: a model's answer or an action's result is past
+	// MaxResultSize.
+	ErrTypeTooLarge = "TooLarge"
+	// ErrTypeNotHosted: a query of a hosted process (QueryItem,
+	// QueryItemProgram) named an id its host does not hold (NotHosted).
+	ErrTypeNotHosted = "NotHosted"
+)
+
+// Search attributes of Vibe's workflows, so that they can be listed and
+// filtered in Temporal's own UI and CLI (`temporal workflow list --query
+// 'VibeStatus = "waiting"'`). The engine registers them on its namespace:
+// pass SearchAttributes in engine.Options.
+var (
+	// ProcessAttribute (VibeProcess) names the Vibe process a workflow runs.
+	ProcessAttribute = temporal.NewSearchAttributeKeyKeyword("VibeProcess")
+	// StatusAttribute (VibeStatus) is the Vibe-level status of a process,
+	// finer than Temporal's own (waiting for a person, for one).
+	StatusAttribute = temporal.NewSearchAttributeKeyKeyword("VibeStatus")
+	// BatchAttribute (VibeBatch) names the batch a workflow belongs to;
+	// listings of processes leave a batch's workflows out.
+	BatchAttribute = temporal.NewSearchAttributeKeyKeyword("VibeBatch")
+	// SearchAttributes lists them, for engine.Options.SearchAttributes.
+	SearchAttributes = []temporal.SearchAttributeKey{ProcessAttribute, StatusAttribute, BatchAttribute}
+)

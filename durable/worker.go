@@ -1,0 +1,31 @@
+package durable
+
+import (
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/worker"
+
+	"github.com/augceo/vibe/action"
+)
+
+// Register registers the shared activities on a worker, once for every
+// workflow that runs them: the model call (Activities.Fill), the action
+// (Activities.Action, Activities.RunActions) and the local activity that
+// checks a value (CheckValue). Each runtime registers its own workflows
+// and activities beside them.
+func Register(w worker.ActivityRegistry, acts *Activities) {
+	if acts.Actions == nil {
+		acts.Actions = &action.Registry{}
+	}
+	RegisterCheck(w)
+	w.RegisterActivityWithOptions(acts.Fill, activity.RegisterOptions{Name: FillName})
+	w.RegisterActivityWithOptions(acts.Action, activity.RegisterOptions{Name: ActionName})
+	w.RegisterActivityWithOptions(acts.RunActions, activity.RegisterOptions{Name: ActionsName})
+}
+
+// RegisterCheck registers only the local activity CheckValue: what a
+// worker that runs no model call and no action needs to take a person's
+// answer, which a workflow checks in it on the worker that runs the
+// workflow.
+func RegisterCheck(w worker.ActivityRegistry) {
+	w.RegisterActivityWithOptions(CheckValue, activity.RegisterOptions{Name: CheckName})
+}
