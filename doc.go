@@ -21,7 +21,7 @@
 // (RunningEndpoint). NewWorker alone is a worker for
 // another machine that joins a cluster.
 //
-// What each part does is its own package's: engine, process, agent,
+// What each part does is its own package's: engine, process, request,
 // batch, action, api. A program that only composes or compiles schemas
 // imports those packages (compose, compile), not this one, and pays
 // nothing for the engine.

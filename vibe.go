@@ -10,7 +10,7 @@ import (
 	"go.temporal.io/sdk/worker"
 
 	"github.com/augceo/vibe/action"
-	"github.com/augceo/vibe/agent"
+	"github.com/augceo/vibe/request"
 	"github.com/augceo/vibe/batch"
 	"github.com/augceo/vibe/durable"
 	"github.com/augceo/vibe/engine"
@@ -65,7 +65,7 @@ type Runtime struct {
 	// Processes starts, reads, watches, answers and cancels processes.
 	Processes *process.Client
 	// Requests starts, reads, watches and lists Vessel requests.
-	Requests *agent.Client
+	Requests *request.Client
 	// Batches runs batches and reads their results.
 	Batches *batch.Client
 	// Actions are the worker's server actions, Options.ActionsFile's
@@ -123,7 +123,7 @@ func StartOn(ctx context.Context, eng *engine.Engine, opts Options) (_ *Runtime,
 	c := eng.Client()
 	names := rt.Actions.Names()
 	rt.Processes = &process.Client{Temporal: c, Registry: opts.Registry, Actions: names, Registered: rt.Actions}
-	rt.Requests = &agent.Client{Temporal: c, Registry: opts.Registry, Actions: names, Loader: opts.Loader}
+	rt.Requests = &request.Client{Temporal: c, Registry: opts.Registry, Actions: names, Loader: opts.Loader}
 	rt.Batches = batch.NewClient(rt.Processes)
 	rt.Processes.Hosts = rt.Batches // a batch's items run in their groups' workflows
 	if opts.Telemetry != nil {

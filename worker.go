@@ -8,7 +8,7 @@ import (
 	"go.temporal.io/sdk/worker"
 
 	"github.com/augceo/vibe/action"
-	"github.com/augceo/vibe/agent"
+	"github.com/augceo/vibe/request"
 	"github.com/augceo/vibe/batch"
 	"github.com/augceo/vibe/durable"
 	"github.com/augceo/vibe/llm"
@@ -44,7 +44,7 @@ func NewWorker(c client.Client, opts WorkerOptions) worker.Worker {
 	}
 	w := worker.New(c, durable.TaskQueue, worker.Options{})
 	process.RegisterWorkflows(w, opts.Actions)
-	agent.RegisterWorkflow(w, opts.Actions)
+	request.RegisterWorkflow(w, opts.Actions)
 	batch.RegisterWorkflows(w, opts.Actions)
 	if opts.QueryOnly {
 		durable.RegisterCheck(w) // a person's answer is checked where its workflow runs
@@ -52,7 +52,7 @@ func NewWorker(c client.Client, opts WorkerOptions) worker.Worker {
 	}
 	acts := &durable.Activities{Provider: opts.Provider, Actions: opts.Actions, Logger: opts.Logger}
 	durable.Register(w, acts)
-	agent.RegisterActivities(w, &agent.Activities{Model: acts, Loader: opts.Loader, Actions: opts.Actions.Names()})
+	request.RegisterActivities(w, &request.Activities{Model: acts, Loader: opts.Loader, Actions: opts.Actions.Names()})
 	batch.RegisterActivities(w, &batch.Activities{Provider: opts.Provider, Logger: opts.Logger})
 	return w
 }

@@ -19,7 +19,7 @@
 // 1 to 1000 (default 100); "next" is the cursor of the following page.
 //
 // The request routes are served when Options.Requests is set (vibe serve
-// gives a agent.Client with its registry, actions and delegate
+// gives a request.Client with its registry, actions and delegate
 // allow-list): the server builds a request's toolset itself. A running
 // request shows its decision (null until made) and the calls finished so
 // far; a delegate call's "run" is a request this route reads too, though
@@ -47,5 +47,5 @@
 //
 // Client speaks the same API from Go, for commands that find a running
 // server; it gives back the typed errors of package process, and its
-// Requests those of package agent.
+// Requests those of package request.
 package api

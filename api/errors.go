@@ -10,7 +10,7 @@ import (
 
 	"go.temporal.io/api/serviceerror"
 
-	"github.com/augceo/vibe/agent"
+	"github.com/augceo/vibe/request"
 	"github.com/augceo/vibe/batch"
 	"github.com/augceo/vibe/durable"
 	"github.com/augceo/vibe/internal/diskspace"
@@ -60,7 +60,7 @@ func (s *server) failed(w http.ResponseWriter, r *http.Request, err error) {
 		first      *process.FirstError
 		notWaiting *process.NotWaitingError
 		tooLarge   *durable.TooLargeError
-		bound      *agent.BoundError
+		bound      *request.BoundError
 		size       *batch.SizeError
 	)
 	switch {
@@ -100,11 +100,11 @@ func (s *server) failed(w http.ResponseWriter, r *http.Request, err error) {
 			ds = append(ds, detail{File: e.File, Path: p, Message: e.Message})
 		}
 		writeError(w, http.StatusUnprocessableEntity, &apiError{Error: ds[0].Message, Path: ds[0].Path, Details: ds})
-	case errors.Is(err, process.ErrNotFound), errors.Is(err, agent.ErrNotFound), errors.Is(err, registry.ErrNotFound), errors.Is(err, batch.ErrNotFound):
+	case errors.Is(err, process.ErrNotFound), errors.Is(err, request.ErrNotFound), errors.Is(err, registry.ErrNotFound), errors.Is(err, batch.ErrNotFound):
 		writeError(w, http.StatusNotFound, &apiError{Error: err.Error()})
 	case errors.As(err, &bound):
 		path := "/delegateDepth"
-		if bound.What == agent.BoundFanOut {
+		if bound.What == request.BoundFanOut {
 			path = "/delegateFanOut"
 		}
 		writeError(w, http.StatusBadRequest, &apiError{Error: err.Error(), Path: path})

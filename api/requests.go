@@ -9,19 +9,19 @@ import (
 	"net/http"
 	"net/url"
 
-	"github.com/augceo/vibe/agent"
+	"github.com/augceo/vibe/request"
 	"github.com/augceo/vibe/jsonv"
 	"github.com/augceo/vibe/registry"
 	"github.com/augceo/vibe/schema"
 )
 
-// Requests is what the API serves of Vessel requests: agent.Client
+// Requests is what the API serves of Vessel requests: request.Client
 // implements it, and so does the client of a server's
 // (Client.Requests).
 type Requests interface {
-	Start(ctx context.Context, opts agent.StartOptions) (*agent.Started, error)
-	Get(ctx context.Context, id string) (*agent.Info, error)
-	List(ctx context.Context, opts agent.ListOptions) (agent.Page, error)
+	Start(ctx context.Context, opts request.StartOptions) (*request.Started, error)
+	Get(ctx context.Context, id string) (*request.Info, error)
+	List(ctx context.Context, opts request.ListOptions) (request.Page, error)
 }
 
 // The names an inline request's parts go by in errors: the member of the
@@ -59,7 +59,7 @@ func (s *server) startVessel(w http.ResponseWriter, r *http.Request, plan bool) 
 		writeError(w, http.StatusBadRequest, &apiError{Error: "the request body must be an object: " + shape})
 		return
 	}
-	opts := agent.StartOptions{File: vesselFile, ContextFile: contextFile, Plan: plan}
+	opts := request.StartOptions{File: vesselFile, ContextFile: contextFile, Plan: plan}
 	var bad []detail
 	for name, v := range body.Members() {
 		at := "/" + name
@@ -123,15 +123,15 @@ func (s *server) startVessel(w http.ResponseWriter, r *http.Request, plan bool) 
 
 // requestPage is the answer of GET /v1/requests.
 type requestPage struct {
-	Requests []agent.Summary `json:"requests"`
+	Requests []request.Summary `json:"requests"`
 	Next     *string         `json:"next"` // null on the last page
 }
 
 func (s *server) listRequests(w http.ResponseWriter, r *http.Request) {
-	servePage(s, w, r, false, func(ctx context.Context, opts agent.ListOptions) ([]agent.Summary, string, error) {
+	servePage(s, w, r, false, func(ctx context.Context, opts request.ListOptions) ([]request.Summary, string, error) {
 		page, err := s.opts.Requests.List(ctx, opts)
 		return page.Requests, page.Next, err
-	}, func(items []agent.Summary, next *string) any { return requestPage{Requests: items, Next: next} })
+	}, func(items []request.Summary, next *string) any { return requestPage{Requests: items, Next: next} })
 }
 
 func (s *server) getRequest(w http.ResponseWriter, r *http.Request) {
@@ -139,7 +139,7 @@ func (s *server) getRequest(w http.ResponseWriter, r *http.Request) {
 }
 
 // Requests returns a client of the server's Vessel requests: it implements
-// Requests, and gives back package agent's typed errors.
+// Requests, and gives back package request's typed errors.
 func (c *Client) Requests() *RequestClient { return &RequestClient{c: c} }
 
 // RequestClient starts, reads and lists a server's Vessel requests
@@ -152,7 +152,7 @@ type RequestClient struct{ c *Client }
 // document, never as a built toolset. The problems of the inline Vessel and
 // the context come back named as opts names them (File, ContextFile at
 // ContextAt).
-func (rc *RequestClient) Start(ctx context.Context, opts agent.StartOptions) (*agent.Started, error) {
+func (rc *RequestClient) Start(ctx context.Context, opts request.StartOptions) (*request.Started, error) {
 	body := jsonv.NewObject(6)
 	switch {
 	case opts.Toolset != nil:
@@ -191,12 +191,12 @@ func (rc *RequestClient) Start(ctx context.Context, opts agent.StartOptions) (*a
 	if err := rc.c.do(ctx, http.MethodPost, path, jsonv.Marshal(body.Value()), &out, registry.ErrNotFound); err != nil {
 		return nil, renamed(err, opts)
 	}
-	return &agent.Started{ID: out.ID, Vessel: out.Vessel}, nil
+	return &request.Started{ID: out.ID, Vessel: out.Vessel}, nil
 }
 
 // renamed gives the problems the server found in the inline Vessel and the
 // context — named by the body's members — the names opts gives them.
-func renamed(err error, opts agent.StartOptions) error {
+func renamed(err error, opts request.StartOptions) error {
 	var list schema.ErrorList
 	if !errors.As(err, &list) {
 		return err
@@ -216,28 +216,28 @@ func renamed(err error, opts agent.StartOptions) error {
 }
 
 // Get returns a request as far as it has run (GET /v1/requests/{id}); an
-// unknown id gives an error that wraps agent.ErrNotFound.
-func (rc *RequestClient) Get(ctx context.Context, id string) (*agent.Info, error) {
-	var info agent.Info
-	if err := rc.c.do(ctx, http.MethodGet, "/v1/requests/"+url.PathEscape(id), nil, &info, agent.ErrNotFound); err != nil {
+// unknown id gives an error that wraps request.ErrNotFound.
+func (rc *RequestClient) Get(ctx context.Context, id string) (*request.Info, error) {
+	var info request.Info
+	if err := rc.c.do(ctx, http.MethodGet, "/v1/requests/"+url.PathEscape(id), nil, &info, request.ErrNotFound); err != nil {
 		return nil, err
 	}
 	return &info, nil
 }
 
 // Watch follows a request until it has completed or failed, reading it
-// with Get: see agent.Watch.
-func (rc *RequestClient) Watch(ctx context.Context, id string, opts agent.WatchOptions) iter.Seq2[*agent.Info, error] {
-	return agent.Watch(ctx, rc.Get, id, opts)
+// with Get: see request.Watch.
+func (rc *RequestClient) Watch(ctx context.Context, id string, opts request.WatchOptions) iter.Seq2[*request.Info, error] {
+	return request.Watch(ctx, rc.Get, id, opts)
 }
 
 // List returns a page of requests, newest first (GET /v1/requests).
-func (rc *RequestClient) List(ctx context.Context, opts agent.ListOptions) (agent.Page, error) {
+func (rc *RequestClient) List(ctx context.Context, opts request.ListOptions) (request.Page, error) {
 	var out requestPage
-	if err := rc.c.do(ctx, http.MethodGet, listPath("/v1/requests", opts), nil, &out, agent.ErrNotFound); err != nil {
-		return agent.Page{}, err
+	if err := rc.c.do(ctx, http.MethodGet, listPath("/v1/requests", opts), nil, &out, request.ErrNotFound); err != nil {
+		return request.Page{}, err
 	}
-	page := agent.Page{Requests: out.Requests}
+	page := request.Page{Requests: out.Requests}
 	if out.Next != nil {
 		page.Next = *out.Next
 	}

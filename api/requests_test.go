@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/augceo/vibe/agent"
+	"github.com/augceo/vibe/request"
 	"github.com/augceo/vibe/durable"
 	"github.com/augceo/vibe/jsonv"
 	"github.com/augceo/vibe/llm"
@@ -20,15 +20,15 @@ import (
 	"github.com/augceo/vibe/vessel"
 )
 
-// fakeRequests stands in for agent.Client: one request, running with one
+// fakeRequests stands in for request.Client: one request, running with one
 // call finished; a list of five; the Vessel aug:vessels/broken, the
 // registry's missing aug:vessels/nope and a context without a plan refused
-// as agent.Client refuses them.
+// as request.Client refuses them.
 type fakeRequests struct {
-	started []agent.StartOptions
+	started []request.StartOptions
 }
 
-func (f *fakeRequests) Start(ctx context.Context, opts agent.StartOptions) (*agent.Started, error) {
+func (f *fakeRequests) Start(ctx context.Context, opts request.StartOptions) (*request.Started, error) {
 	switch {
 	case opts.Vessel == "aug:vessels/broken":
 		return nil, schema.ErrorList{
@@ -47,20 +47,20 @@ func (f *fakeRequests) Start(ctx context.Context, opts agent.StartOptions) (*age
 			{File: opts.ContextFile, Path: "/0/calls/1", Message: "call 2 (updateTask): parameters break the tool's schema: missing property 'newTask'"},
 		}
 	case opts.MaxDepth > 4:
-		return nil, &agent.BoundError{What: agent.BoundDepth, Asked: opts.MaxDepth, Bound: 4}
+		return nil, &request.BoundError{What: request.BoundDepth, Asked: opts.MaxDepth, Bound: 4}
 	}
 	f.started = append(f.started, opts)
-	return &agent.Started{ID: "vessel-accountant-0001", Vessel: "Accountant"}, nil
+	return &request.Started{ID: "vessel-accountant-0001", Vessel: "Accountant"}, nil
 }
 
-func (f *fakeRequests) Get(ctx context.Context, id string) (*agent.Info, error) {
+func (f *fakeRequests) Get(ctx context.Context, id string) (*request.Info, error) {
 	if id != "vessel-accountant-0001" {
-		return nil, fmt.Errorf("%w: %s", agent.ErrNotFound, id)
+		return nil, fmt.Errorf("%w: %s", request.ErrNotFound, id)
 	}
 	states, _ := jsonv.Parse([]byte(`{"":{"launched":{"process":"BillingReportProcess","id":"BillingReportProcess-1a2b3c4d"}},"zeta":{"b":1,"a":2},"alpha":{}}`))
 	decision, _ := jsonv.Parse([]byte(`{"_reasoning":"a report","calls":[{"_tool":"BillingReportProcess"},{"_tool":"answerQuestion"}]}`))
 	result, _ := jsonv.Parse([]byte(`{"process":"BillingReportProcess","id":"BillingReportProcess-1a2b3c4d"}`))
-	return &agent.Info{ID: id, Vessel: "Accountant", Status: process.Running, Decision: decision, States: states,
+	return &request.Info{ID: id, Vessel: "Accountant", Status: process.Running, Decision: decision, States: states,
 		Calls: []vessel.CallResult{
 			{Index: 0, Tool: "BillingReportProcess", Params: jsonv.NewObject(0).Value(), Output: "state.launched", Result: result},
 			{Index: 2, Tool: "speak", Params: jsonv.NewObject(0).Value(), Result: jsonv.NullValue(), Error: "speak: the delegate failed", Run: id + "-speaker-ab12cd"},
@@ -69,20 +69,20 @@ func (f *fakeRequests) Get(ctx context.Context, id string) (*agent.Info, error) 
 }
 
 // List pages over five requests; its cursor is the offset.
-func (f *fakeRequests) List(ctx context.Context, opts agent.ListOptions) (agent.Page, error) {
+func (f *fakeRequests) List(ctx context.Context, opts request.ListOptions) (request.Page, error) {
 	all := []string{"r-5", "r-4", "r-3", "r-2", "r-1"}
 	from := 0
 	if opts.Cursor != "" {
 		n, err := strconv.Atoi(opts.Cursor)
 		if err != nil || n < 0 || n >= len(all) {
-			return agent.Page{}, fmt.Errorf("list requests: cursor %q: %w", opts.Cursor, durable.ErrBadCursor)
+			return request.Page{}, fmt.Errorf("list requests: cursor %q: %w", opts.Cursor, durable.ErrBadCursor)
 		}
 		from = n
 	}
 	to := min(from+cmp.Or(opts.Limit, durable.DefaultListLimit), len(all))
-	var page agent.Page
+	var page request.Page
 	for _, id := range all[from:to] {
-		page.Requests = append(page.Requests, agent.Summary{ID: id, Vessel: "Accountant", Status: process.Completed})
+		page.Requests = append(page.Requests, request.Summary{ID: id, Vessel: "Accountant", Status: process.Completed})
 	}
 	if to < len(all) {
 		page.Next = strconv.Itoa(to)
@@ -244,14 +244,14 @@ func TestRequestRoutes(t *testing.T) {
 
 // TestRequestClient runs the Go client against the handler: a start goes
 // to its route, the server's problems come back as the caller named the
-// inline parts, and unknown ids as agent.ErrNotFound.
+// inline parts, and unknown ids as request.ErrNotFound.
 func TestRequestClient(t *testing.T) {
 	f := &fakeRequests{}
 	srv := httptest.NewServer(Handler(&fakeProcesses{}, Options{Token: "t", Logger: slogDiscard(), Requests: f}))
 	defer srv.Close()
 	c := (&Client{BaseURL: srv.URL, Token: "t"}).Requests()
 	ctx := context.Background()
-	st, err := c.Start(ctx, agent.StartOptions{Document: mustJSON(t, `{"name":"Accountant"}`), File: "accountant.vessel.json", Prompt: "Q1", Context: mustJSON(t, `[{"type":"input","b":1,"a":2}]`), MaxFanOut: 3})
+	st, err := c.Start(ctx, request.StartOptions{Document: mustJSON(t, `{"name":"Accountant"}`), File: "accountant.vessel.json", Prompt: "Q1", Context: mustJSON(t, `[{"type":"input","b":1,"a":2}]`), MaxFanOut: 3})
 	if err != nil || st.ID != "vessel-accountant-0001" || st.Vessel != "Accountant" {
 		t.Fatalf("%+v %v", st, err)
 	}
@@ -262,14 +262,14 @@ func TestRequestClient(t *testing.T) {
 	if err != nil || info.Status != process.Running || len(info.Calls) != 2 || info.Calls[1].Run == "" || string(jsonv.Marshal(info.States.Lookup("zeta"))) != `{"b":1,"a":2}` {
 		t.Fatalf("%+v %v", info, err)
 	}
-	if _, err := c.Get(ctx, "nope"); !errors.Is(err, agent.ErrNotFound) {
+	if _, err := c.Get(ctx, "nope"); !errors.Is(err, request.ErrNotFound) {
 		t.Errorf("an unknown id: %v", err)
 	}
-	page, err := c.List(ctx, agent.ListOptions{Limit: 3})
+	page, err := c.List(ctx, request.ListOptions{Limit: 3})
 	if err != nil || len(page.Requests) != 3 || page.Next != "3" {
 		t.Fatalf("%+v %v", page, err)
 	}
-	if page, err = c.List(ctx, agent.ListOptions{Cursor: page.Next}); err != nil || len(page.Requests) != 2 || page.Requests[0].ID != "r-2" || page.Next != "" {
+	if page, err = c.List(ctx, request.ListOptions{Cursor: page.Next}); err != nil || len(page.Requests) != 2 || page.Requests[0].ID != "r-2" || page.Next != "" {
 		t.Fatalf("%+v %v", page, err)
 	}
 
@@ -280,25 +280,25 @@ func TestRequestClient(t *testing.T) {
 		}
 		return strings.Join(lines, "\n")
 	}
-	_, err = c.Start(ctx, agent.StartOptions{Document: mustJSON(t, `{"name":"X","colour":"red"}`), File: "my.vessel.json"})
+	_, err = c.Start(ctx, request.StartOptions{Document: mustJSON(t, `{"name":"X","colour":"red"}`), File: "my.vessel.json"})
 	if got := errorTexts(err); got != `my.vessel.json: /colour: unknown key "colour"` {
 		t.Errorf("an inline Vessel's problem: %q", got)
 	}
-	_, err = c.Start(ctx, agent.StartOptions{Vessel: "aug:v", Plan: true, Context: mustJSON(t, `[{"type":"plan"}]`), ContextFile: "plan.json", ContextAt: "/context"})
+	_, err = c.Start(ctx, request.StartOptions{Vessel: "aug:v", Plan: true, Context: mustJSON(t, `[{"type":"plan"}]`), ContextFile: "plan.json", ContextAt: "/context"})
 	if got := errorTexts(err); got != "plan.json: /context/0/calls/0/_tool: call 1 (nope): unknown tool \"nope\"\nplan.json: /context/0/calls/1: call 2 (updateTask): parameters break the tool's schema: missing property 'newTask'" {
 		t.Errorf("a plan's problems: %q", got)
 	}
-	_, err = c.Start(ctx, agent.StartOptions{Vessel: "aug:vessels/broken", File: "my.vessel.json"})
+	_, err = c.Start(ctx, request.StartOptions{Vessel: "aug:vessels/broken", File: "my.vessel.json"})
 	if got := errorTexts(err); !strings.HasPrefix(got, "registry/vessels/broken.json: /tools/0: ") {
 		t.Errorf("a registry Vessel's problems keep their file: %q", got)
 	}
-	if _, err := c.Start(ctx, agent.StartOptions{Vessel: "aug:vessels/nope"}); !errors.Is(err, registry.ErrNotFound) {
+	if _, err := c.Start(ctx, request.StartOptions{Vessel: "aug:vessels/nope"}); !errors.Is(err, registry.ErrNotFound) {
 		t.Errorf("an unknown Vessel: %v", err)
 	}
-	if _, err := c.Start(ctx, agent.StartOptions{Toolset: &vessel.Toolset{}}); err == nil || !strings.Contains(err.Error(), "not a toolset") {
+	if _, err := c.Start(ctx, request.StartOptions{Toolset: &vessel.Toolset{}}); err == nil || !strings.Contains(err.Error(), "not a toolset") {
 		t.Errorf("a toolset: %v", err)
 	}
-	if _, err := c.Start(ctx, agent.StartOptions{Vessel: "aug:v", Plan: true, Prompt: "x"}); err == nil || !strings.Contains(err.Error(), "no prompt") {
+	if _, err := c.Start(ctx, request.StartOptions{Vessel: "aug:v", Plan: true, Prompt: "x"}); err == nil || !strings.Contains(err.Error(), "no prompt") {
 		t.Errorf("a plan with a prompt: %v", err)
 	}
 	if len(f.started) != 1 {

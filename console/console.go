@@ -14,7 +14,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/augceo/vibe/agent"
+	"github.com/augceo/vibe/request"
 	"github.com/augceo/vibe/batch"
 	"github.com/augceo/vibe/compile"
 	"github.com/augceo/vibe/durable"
@@ -66,11 +66,11 @@ type Programs interface {
 	Program(ctx context.Context, id string) (*compile.Program, error)
 }
 
-// Requests is what the console reads of Vessel requests: agent.Client
+// Requests is what the console reads of Vessel requests: request.Client
 // implements it.
 type Requests interface {
-	List(ctx context.Context, opts agent.ListOptions) (agent.Page, error)
-	Get(ctx context.Context, id string) (*agent.Info, error)
+	List(ctx context.Context, opts request.ListOptions) (request.Page, error)
+	Get(ctx context.Context, id string) (*request.Info, error)
 }
 
 // Batches is what the console reads of batches.
@@ -364,7 +364,7 @@ func (c *console) fail(w http.ResponseWriter, r *http.Request, err error) {
 	switch {
 	case errors.As(err, &pe):
 		status = pe.status
-	case errors.Is(err, process.ErrNotFound), errors.Is(err, agent.ErrNotFound), errors.Is(err, batch.ErrNotFound):
+	case errors.Is(err, process.ErrNotFound), errors.Is(err, request.ErrNotFound), errors.Is(err, batch.ErrNotFound):
 		status = http.StatusNotFound
 	case errors.Is(err, durable.ErrBadCursor):
 		status = http.StatusBadRequest

@@ -5,7 +5,7 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/augceo/vibe/agent"
+	"github.com/augceo/vibe/request"
 	"github.com/augceo/vibe/jsonv"
 	"github.com/augceo/vibe/process"
 	"github.com/augceo/vibe/vessel"
@@ -22,7 +22,7 @@ type requestList struct {
 }
 
 // requestRow is a request in the list.
-type requestRow struct{ agent.Summary }
+type requestRow struct{ request.Summary }
 
 // Took is how long the request ran: to its end, or to now while it runs.
 func (r requestRow) Took(now time.Time) string {
@@ -61,7 +61,7 @@ func (c *console) requests(r *http.Request) (any, error) {
 // calls made for it and its state; a delegate call's sub-request is drawn
 // inside its call, as deep as delegates nest.
 type requestPage struct {
-	Info      *agent.Info
+	Info      *request.Info
 	Temporal  string
 	Instances []instanceView
 	Now       time.Time
@@ -95,7 +95,7 @@ func (c *console) request(r *http.Request) (any, error) {
 	return c.requestPage(r.Context(), info, 1), nil
 }
 
-func (c *console) requestPage(ctx context.Context, info *agent.Info, depth int) *requestPage {
+func (c *console) requestPage(ctx context.Context, info *request.Info, depth int) *requestPage {
 	page := &requestPage{Info: info, Temporal: c.temporalLink(info.ID), Now: c.now()}
 	at := map[string]int{}
 	instance := func(name string) *instanceView {

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/augceo/vibe/agent"
+	"github.com/augceo/vibe/request"
 	"github.com/augceo/vibe/internal/golden"
 	"github.com/augceo/vibe/jsonv"
 	"github.com/augceo/vibe/llm"
@@ -70,24 +70,24 @@ func value(s string) jsonv.Value {
 // fakeRequests serves requests by id; an id it lacks is not found, and a
 // failing id fails as the engine would.
 type fakeRequests struct {
-	list    []agent.Summary
-	byID    map[string]*agent.Info
+	list    []request.Summary
+	byID    map[string]*request.Info
 	failing string
-	listed  []agent.ListOptions
+	listed  []request.ListOptions
 }
 
-func (f *fakeRequests) List(ctx context.Context, opts agent.ListOptions) (agent.Page, error) {
+func (f *fakeRequests) List(ctx context.Context, opts request.ListOptions) (request.Page, error) {
 	f.listed = append(f.listed, opts)
-	return agent.Page{Requests: f.list}, nil
+	return request.Page{Requests: f.list}, nil
 }
 
-func (f *fakeRequests) Get(ctx context.Context, id string) (*agent.Info, error) {
+func (f *fakeRequests) Get(ctx context.Context, id string) (*request.Info, error) {
 	if id == f.failing {
 		return nil, fmt.Errorf("read request %s: %w", id, context.DeadlineExceeded)
 	}
 	info, ok := f.byID[id]
 	if !ok {
-		return nil, fmt.Errorf("%w: %s", agent.ErrNotFound, id)
+		return nil, fmt.Errorf("%w: %s", request.ErrNotFound, id)
 	}
 	return info, nil
 }
@@ -98,11 +98,11 @@ var started = time.Date(2026, 11, 23, 11, 58, 30, 0, time.UTC)
 // call per instance (one refused), a delegate call whose sub-request
 // delegates again, and a launch.
 func fakeRequestsFixture() *fakeRequests {
-	info := func(id, vessel string, calls []vessel.CallResult, states string) *agent.Info {
-		return &agent.Info{ID: id, Vessel: vessel, Status: process.Completed, Decision: value(`{"calls":[{"_tool":"classify"}]}`),
+	info := func(id, vessel string, calls []vessel.CallResult, states string) *request.Info {
+		return &request.Info{ID: id, Vessel: vessel, Status: process.Completed, Decision: value(`{"calls":[{"_tool":"classify"}]}`),
 			Calls: calls, States: value(states), Usage: llm.Usage{PromptTokens: 300, CompletionTokens: 40}, StartedAt: started}
 	}
-	f := &fakeRequests{byID: map[string]*agent.Info{}}
+	f := &fakeRequests{byID: map[string]*request.Info{}}
 	f.byID["vessel-accountant-0000aaaa"] = info("vessel-accountant-0000aaaa", "Accountant", []vessel.CallResult{
 		{Index: 0, Tool: "classify", Instance: "c1", Params: value(`{"text":"<script>alert(1)</script>"}`), Output: "state.label", Result: value(`{"label":"spam"}`)},
 		{Index: 1, Tool: "classify", Instance: "c2", Params: value(`{"text":"hi"}`), Error: "parameter /text: too short"},
@@ -116,7 +116,7 @@ func fakeRequestsFixture() *fakeRequests {
 		{Index: 0, Tool: "lookup", Params: value(`{"word":"hi"}`), Result: value(`{"en":"hello"}`)},
 	}, `{}`)
 	ended := started.Add(42 * time.Second)
-	f.list = []agent.Summary{{ID: "vessel-accountant-0000aaaa", Vessel: "Accountant", Status: process.Completed, StartedAt: started, EndedAt: &ended}}
+	f.list = []request.Summary{{ID: "vessel-accountant-0000aaaa", Vessel: "Accountant", Status: process.Completed, StartedAt: started, EndedAt: &ended}}
 	return f
 }
 
@@ -155,7 +155,7 @@ func TestRequestNesting(t *testing.T) {
 	for i := range maxNesting + 1 {
 		next := fmt.Sprintf("%s-d%d", chain, i)
 		f.byID[chain].Calls = []vessel.CallResult{{Index: 0, Tool: fmt.Sprintf("deeper%d", i), Params: value(`{}`), Run: next}}
-		f.byID[next] = &agent.Info{ID: next, Vessel: "deep", Status: process.Running, Decision: jsonv.Value{}, Calls: []vessel.CallResult{}, States: value(`{}`), StartedAt: started}
+		f.byID[next] = &request.Info{ID: next, Vessel: "deep", Status: process.Running, Decision: jsonv.Value{}, Calls: []vessel.CallResult{}, States: value(`{}`), StartedAt: started}
 		chain = next
 	}
 	f.byID["vessel-accountant-0000aaaa"].Calls[3].Run = "lost"
@@ -251,7 +251,7 @@ func TestRequestListFilters(t *testing.T) {
 	c := pagesAt(t, Options{Requests: f})
 	_, page := fetch(t, c, "/requests?status=failed&from=2026-11-20&to=2026-11-22&cursor=abc")
 	got := f.listed[len(f.listed)-1]
-	want := agent.ListOptions{Limit: listLimit, Cursor: "abc", Status: process.Failed,
+	want := request.ListOptions{Limit: listLimit, Cursor: "abc", Status: process.Failed,
 		Since: time.Date(2026, 11, 20, 0, 0, 0, 0, time.UTC), Before: time.Date(2026, 11, 23, 0, 0, 0, 0, time.UTC)}
 	if got != want {
 		t.Errorf("listed with %+v, want %+v", got, want)

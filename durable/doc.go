@@ -2,7 +2,7 @@
 // activities that do a workflow's outside effects and how a workflow runs
 // them.
 //
-// A process (package process), a Vessel's request (package agent) and a
+// A process (package process), a Vessel's request (package request) and a
 // batch's group (package batch) each orchestrate in their own workflow,
 // and each asks a model, runs a server action and checks a value the same
 // way, through this package:

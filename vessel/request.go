@@ -269,7 +269,7 @@ func systemText(vesselSystem string, msgs []*Message, guidance string) string {
 // Request is a Vessel request prepared to run (NewRequest): its toolset,
 // its parsed context, each instance's initial state and — for a plan or a
 // decision given in advance — its calls, already checked. It is the input
-// of the durable runtime's workflow (package agent), which only
+// of the durable runtime's workflow (package request), which only
 // orchestrates: everything that can be worked out before the request runs
 // is worked out here.
 type Request struct {

@@ -7,7 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/augceo/vibe/agent"
+	"github.com/augceo/vibe/request"
 	"github.com/augceo/vibe/api"
 	"github.com/augceo/vibe/process"
 )
@@ -38,13 +38,13 @@ here. It uses the vibe serve that has --data if one runs.`,
 				r = c
 			}
 			return listPages(io, &lf,
-				func(opts process.ListOptions) ([]agent.Summary, string, error) {
+				func(opts process.ListOptions) ([]request.Summary, string, error) {
 					page, err := r.List(ctx, opts)
 					return page.Requests, page.Next, err
 				},
-				func(s agent.Summary) time.Time { return s.StartedAt },
+				func(s request.Summary) time.Time { return s.StartedAt },
 				"ID\tVESSEL\tSTATUS\tSTARTED",
-				func(s agent.Summary) string {
+				func(s request.Summary) string {
 					return fmt.Sprintf("%s\t%s\t%s\t%s", s.ID, s.Vessel, s.Status, s.StartedAt.Local().Format(time.DateTime))
 				})
 		},
@@ -72,6 +72,6 @@ func connectRequests(ctx context.Context, ef *engineFlags) (api.Requests, func()
 // none.
 type noRequests struct{ api.Requests }
 
-func (noRequests) List(context.Context, agent.ListOptions) (agent.Page, error) {
-	return agent.Page{}, nil
+func (noRequests) List(context.Context, request.ListOptions) (request.Page, error) {
+	return request.Page{}, nil
 }

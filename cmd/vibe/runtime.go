@@ -20,7 +20,7 @@ import (
 	"go.temporal.io/sdk/interceptor"
 
 	"github.com/augceo/vibe"
-	"github.com/augceo/vibe/agent"
+	"github.com/augceo/vibe/request"
 	"github.com/augceo/vibe/api"
 	"github.com/augceo/vibe/durable"
 	"github.com/augceo/vibe/engine"
@@ -41,10 +41,10 @@ type processes interface {
 }
 
 // requests is what the vessel command needs of Vessel requests: the local
-// engine (agent.Client) or a running server (api.RequestClient).
+// engine (request.Client) or a running server (api.RequestClient).
 type requests interface {
 	api.Requests
-	Watch(ctx context.Context, id string, opts agent.WatchOptions) iter.Seq2[*agent.Info, error]
+	Watch(ctx context.Context, id string, opts request.WatchOptions) iter.Seq2[*request.Info, error]
 }
 
 // engineFlags choose the engine: the embedded one on --data, or a cluster.

@@ -12,7 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/augceo/vibe/action"
-	"github.com/augceo/vibe/agent"
+	"github.com/augceo/vibe/request"
 	"github.com/augceo/vibe/api"
 	"github.com/augceo/vibe/engine"
 	"github.com/augceo/vibe/jsonv"
@@ -60,7 +60,7 @@ have finished or wait for a person.`,
   vibe vessel team.vessel.json --prompt "…" --show-prompt`,
 		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			opts := agent.StartOptions{Prompt: prompt, Context: jsonv.ArrayValue(), ContextFile: "request", File: args[0]}
+			opts := request.StartOptions{Prompt: prompt, Context: jsonv.ArrayValue(), ContextFile: "request", File: args[0]}
 			if c, ok := ef.runningServer(); ok && !showPrompt {
 				if err := wf.modelUnused(&ef, "the vibe serve at "+c.BaseURL); err != nil {
 					return err
@@ -154,7 +154,7 @@ actions; otherwise it runs here on the embedded engine.`,
 			if vfile == "" {
 				return usageError{errors.New("which Vessel's tools does the plan call? give --vessel V.json, or \"vessel\" in the file")}
 			}
-			opts := agent.StartOptions{File: vfile, Context: msgs, ContextFile: file, Plan: true}
+			opts := request.StartOptions{File: vfile, Context: msgs, ContextFile: file, Plan: true}
 			if doc.Object() != nil {
 				opts.ContextAt = "/context"
 			}
@@ -228,7 +228,7 @@ func buildToolset(file string, reg *registry.Registry, wf *workerFlags) (*vessel
 
 // readContextFlag reads --context into opts: messages as an array, or
 // {"context": [...]}, named by the file in errors.
-func readContextFlag(io stdio, name string, opts *agent.StartOptions) error {
+func readContextFlag(io stdio, name string, opts *request.StartOptions) error {
 	if name == "" {
 		return nil
 	}
@@ -245,7 +245,7 @@ func readContextFlag(io stdio, name string, opts *agent.StartOptions) error {
 
 // serveRequest runs a request on the vibe serve that c talks to: it builds
 // the toolset with its own registry, actions and model.
-func serveRequest(cmd *cobra.Command, io stdio, c *api.Client, bounds *delegateBounds, opts agent.StartOptions) error {
+func serveRequest(cmd *cobra.Command, io stdio, c *api.Client, bounds *delegateBounds, opts request.StartOptions) error {
 	fmt.Fprintf(io.err, "vibe: sending the request to the vibe serve at %s (its registry, actions and model)\n", c.BaseURL)
 	opts.MaxDepth, opts.MaxFanOut = bounds.asked(cmd)
 	_, err := runOn(cmd.Context(), io, c.Requests(), opts)
@@ -256,7 +256,7 @@ func serveRequest(cmd *cobra.Command, io stdio, c *api.Client, bounds *delegateB
 // process that has the data directory, or else on the embedded engine with
 // a worker here, which it keeps up until what the request launched has run
 // as far as it can without a person. It prints what the request did.
-func runRequest(ctx context.Context, io stdio, ef *engineFlags, wf *workerFlags, reg *registry.Registry, bounds *delegateBounds, opts agent.StartOptions) error {
+func runRequest(ctx context.Context, io stdio, ef *engineFlags, wf *workerFlags, reg *registry.Registry, bounds *delegateBounds, opts request.StartOptions) error {
 	if ef.temporal == "" {
 		// Another vibe process runs the engine: its worker does the work.
 		eng, err := ef.attach(ctx, quietLogger())
@@ -266,7 +266,7 @@ func runRequest(ctx context.Context, io stdio, ef *engineFlags, wf *workerFlags,
 			if err := wf.modelUnused(ef, "another vibe process"); err != nil {
 				return err
 			}
-			_, err := runOn(ctx, io, &agent.Client{Temporal: eng.Client(), MaxDepth: bounds.depth, MaxFanOut: bounds.fanOut}, opts)
+			_, err := runOn(ctx, io, &request.Client{Temporal: eng.Client(), MaxDepth: bounds.depth, MaxFanOut: bounds.fanOut}, opts)
 			return err
 		case !errors.Is(err, engine.ErrNotRunning):
 			return err
@@ -288,7 +288,7 @@ func runRequest(ctx context.Context, io stdio, ef *engineFlags, wf *workerFlags,
 }
 
 // launched lists the ids of the processes a request's calls launched.
-func launched(ts *vessel.Toolset, info *agent.Info) []string {
+func launched(ts *vessel.Toolset, info *request.Info) []string {
 	var ids []string
 	for _, c := range info.Calls {
 		if t := ts.Tool(c.Tool); t != nil && t.Kind == vessel.Launch && c.Error == "" {
@@ -300,7 +300,7 @@ func launched(ts *vessel.Toolset, info *agent.Info) []string {
 
 // runOn starts a request, waits until it has finished and prints what it
 // did. It returns the request unless it failed.
-func runOn(ctx context.Context, io stdio, r requests, opts agent.StartOptions) (*agent.Info, error) {
+func runOn(ctx context.Context, io stdio, r requests, opts request.StartOptions) (*request.Info, error) {
 	started, err := r.Start(ctx, opts)
 	if err != nil {
 		return nil, err
@@ -317,9 +317,9 @@ func runOn(ctx context.Context, io stdio, r requests, opts agent.StartOptions) (
 
 // awaitRequest watches a request until it has finished, more and more
 // slowly (20 ms at first, at most half a second apart).
-func awaitRequest(ctx context.Context, r requests, id string) (*agent.Info, error) {
-	var last *agent.Info
-	for info, err := range r.Watch(ctx, id, agent.WatchOptions{Interval: 20 * time.Millisecond, MaxInterval: 500 * time.Millisecond}) {
+func awaitRequest(ctx context.Context, r requests, id string) (*request.Info, error) {
+	var last *request.Info
+	for info, err := range r.Watch(ctx, id, request.WatchOptions{Interval: 20 * time.Millisecond, MaxInterval: 500 * time.Millisecond}) {
 		if err != nil {
 			return nil, err
 		}
@@ -366,7 +366,7 @@ func settle(ctx context.Context, io stdio, p processes, ids []string) error {
 
 // printResult prints what a finished request did: each call on stderr, and
 // the decision, the calls, the states and the usage as JSON.
-func printResult(io stdio, res *agent.Info) error {
+func printResult(io stdio, res *request.Info) error {
 	if res.Replayed {
 		fmt.Fprintln(io.err, "vibe: the decision was replayed from a recording")
 	}

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/augceo/vibe/agent"
+	"github.com/augceo/vibe/request"
 	"github.com/augceo/vibe/api"
 	"github.com/augceo/vibe/internal/llmtest"
 	"github.com/augceo/vibe/jsonv"
@@ -176,7 +176,7 @@ func startServe(t *testing.T, args ...string) (base, data string) {
 	base = "http://" + addr
 	c := (&api.Client{BaseURL: base}).Requests()
 	waitUntil(t, "vibe serve", time.Minute, func() bool {
-		_, err := c.List(context.Background(), agent.ListOptions{Limit: 1})
+		_, err := c.List(context.Background(), request.ListOptions{Limit: 1})
 		return err == nil
 	})
 	t.Cleanup(func() {

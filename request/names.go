@@ -1,4 +1,4 @@
-package agent
+package request
 
 // The names of the Vessel runtime on Temporal, in one place. A request's
 // model calls and actions are process's activities (durable.FillName,

@@ -1,4 +1,4 @@
-package agent
+package request
 
 import (
 	"context"
@@ -34,7 +34,7 @@ func TestReplayHistories(t *testing.T) {
 	r := worker.NewWorkflowReplayer()
 	RegisterWorkflow(r, nil)
 	process.RegisterWorkflows(r, nil)
-	for _, f := range golden.Histories(t, "./agent") {
+	for _, f := range golden.Histories(t, "./request") {
 		t.Run(golden.HistoryName(f), func(t *testing.T) {
 			file, err := os.Open(f)
 			if err != nil {

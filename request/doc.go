@@ -1,8 +1,12 @@
-// Package agent runs Vessels — Vibe's light agents — durably on Temporal:
-// each Vessel request is a workflow that orchestrates it, with the
+// Package request runs Vessels' requests durably on Temporal. A Vessel is
+// Vibe's light agent (a system text and a toolset, package vessel); a
+// request is one run of it: one decision of the model and the calls it
+// makes. Each request is a workflow that orchestrates it, with the
 // activities that decide and delegate, and the client that starts, reads,
 // watches and lists requests (Client, the counterpart of process.Client;
-// Run starts a prepared request and waits for its result). It is the
+// Run starts a prepared request and waits for its result). The HTTP API
+// serves them under /v1/requests, the command line runs one with vibe
+// vessel and lists them with vibe requests. It is the
 // runtime of package vessel as package process is the runtime of compiled
 // processes, beside it: both run their model calls and actions through
 // package durable.
@@ -41,4 +45,4 @@
 // the usage. Client.Get reads it; top-level requests carry their Vessel's
 // name in the memo (MemoVessel) and are listed by Client.List, a
 // delegate's sub-request being shown as its call's run instead.
-package agent
+package request
