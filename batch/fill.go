@@ -134,10 +134,7 @@ func plan(t FillInput) ([]call, error) {
 		if err != nil {
 			return nil, fmt.Errorf("chunk %s: %w", t.Chunk, err)
 		}
-		bt := llm.BatchTask{Name: t.Chunk, System: t.System, Schema: m, Steps: make([]llm.BatchStep, len(steps)), Items: make([]llm.BatchItem, b.Count)}
-		for k, s := range steps {
-			bt.Steps[k] = llm.BatchStep{Name: s, Prefix: compile.StepPrefix(k)}
-		}
+		bt := llm.BatchTask{Name: t.Chunk, System: t.System, Schema: m, Legend: compile.Legend(steps), Items: make([]llm.BatchItem, b.Count)}
 		for i, it := range t.Items[b.First : b.First+b.Count] {
 			bt.Items[i] = llm.BatchItem{Prompt: it.Prompt, Context: it.Context}
 		}
@@ -154,18 +151,16 @@ func absorb(ctx context.Context, p llm.Provider, t FillInput, c call, resp *llm.
 	out.Requests++
 	out.Usage = out.Usage.Add(resp.Usage)
 	answer, parseErr := llm.ParseAnswer(resp.Content)
+	if parseErr != nil {
+		answer = jsonv.NewObject(0).Value() // each item's part is empty, and repaired alone
+	}
+	// Each item's part, or what the answer holds of it: a part that lacks
+	// a step breaks the chunk's schema below, and is repaired alone.
+	dm := compile.Demultiplex(answer, steps, len(items))
 	parts := make([]jsonv.Value, len(items))
 	weights := make([]int, len(items))
 	for i := range items {
-		part := jsonv.NewObject(len(steps))
-		if parseErr == nil {
-			for k, s := range steps {
-				if v, ok := answer.Get(compile.ItemKey(k, i+1)); ok {
-					part.Set(s, v)
-				}
-			}
-		}
-		parts[i] = part.Value()
+		parts[i] = dm[i].Value
 		weights[i] = len(jsonv.Marshal(parts[i]))
 	}
 	shares := llm.Apportion(resp.Usage, weights)

@@ -50,8 +50,11 @@
 // Multiplex compiles an LLM chunk run over N items into one flat object of
 // N×M properties in step-major order (a1, a2, …, b1, …: a short prefix per
 // step, then the item's number; ItemKey), the step schemas shared through
-// "$defs"; Demultiplex splits an answer back per item, and Batches keeps
-// every call inside a provider's limits.
+// "$defs"; Legend says that layout in words for the call's prompt, and
+// Demultiplex splits an answer back per item, each item's part or its own
+// error, so that one item missing from an answer is repaired alone. The
+// layout is known here only: package batch calls these, package llm sends
+// what they make. Batches keeps every call inside a provider's limits.
 //
 // A compilation is bounded: at most Options.MaxSteps steps
 // (compose.MaxSteps by default), at most Options.Budget of time

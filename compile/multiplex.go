@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/augceo/vibe/jsonv"
 	"github.com/augceo/vibe/schema"
@@ -87,23 +88,59 @@ func Multiplex(chunk jsonv.Value, n int, opts MultiplexOptions) (jsonv.Value, er
 	return out.Value(), nil
 }
 
-// Demultiplex splits a multiplexed answer back into one value per item:
+// Legend says in words which property of a multiplexed answer holds what,
+// for the prompt of the call: "property a<i> holds its step1_classify,
+// property b<i> holds its step2_reply" — item i's value of each step, in
+// step order (ItemKey).
+func Legend(steps []string) string {
+	var b strings.Builder
+	for k, s := range steps {
+		if k > 0 {
+			b.WriteString(", ")
+		}
+		fmt.Fprintf(&b, "property %s<i> holds its %s", StepPrefix(k), s)
+	}
+	return b.String()
+}
+
+// ItemPart is one item's part of a multiplexed answer (Demultiplex).
+type ItemPart struct {
+	// Value is {step: answer[ItemKey(k, i)], …} for each step k the answer
+	// holds for the item, in step order.
+	Value jsonv.Value
+	// Err is the item's own error — the properties of its steps the
+	// answer lacks, or an answer that is no object — or nil when the
+	// answer holds every step for it. Value is then what it does hold.
+	Err error
+}
+
+// Demultiplex splits a multiplexed answer back into one part per item:
 // item i's value is {step: answer[ItemKey(k, i)], …} for each step k, in
-// step order. A missing property is an error naming it and its step.
-func Demultiplex(answer jsonv.Value, steps []string, n int) ([]jsonv.Value, error) {
-	items := make([]jsonv.Value, n)
+// step order. Each item stands alone: one whose properties the answer
+// lacks has the ones it holds and an error naming the rest, and its
+// siblings are whole — a caller repairs that item, not the call.
+func Demultiplex(answer jsonv.Value, steps []string, n int) []ItemPart {
+	items := make([]ItemPart, n)
 	for i := 1; i <= n; i++ {
 		item := jsonv.NewObject(len(steps))
+		var missing []string
 		for k, s := range steps {
 			v, ok := answer.Get(ItemKey(k, i))
 			if !ok {
-				return nil, fmt.Errorf("demultiplex: the answer has no %q (item %d's %s)", ItemKey(k, i), i, s)
+				missing = append(missing, fmt.Sprintf("%q (item %d's %s)", ItemKey(k, i), i, s))
+				continue
 			}
 			item.Set(s, v)
 		}
-		items[i-1] = item.Value()
+		items[i-1].Value = item.Value()
+		switch {
+		case answer.Kind() != jsonv.KindObject:
+			items[i-1].Err = fmt.Errorf("demultiplex: the answer is %s, not an object of each item's steps", answer.Kind())
+		case missing != nil:
+			items[i-1].Err = fmt.Errorf("demultiplex: the answer has no %s", strings.Join(missing, ", "))
+		}
 	}
-	return items, nil
+	return items
 }
 
 // Limits bound what one call may ask of a provider. The zero value means

@@ -140,15 +140,35 @@ func TestMultiplex3x4(t *testing.T) {
 	if err := v.Validate(answer); err != nil {
 		t.Fatalf("answer invalid: %v", err)
 	}
-	items, err := Demultiplex(answer, steps, 3)
-	if err != nil {
-		t.Fatal(err)
+	items := Demultiplex(answer, steps, 3)
+	for i, it := range items {
+		if it.Err != nil {
+			t.Errorf("item %d: %v", i+1, it.Err)
+		}
 	}
-	if got := string(jsonv.Marshal(items[1])); got != `{"step1_classify":{"_reading":"comment 2","category":"ok"},"step2_explain":{"reason":"reason 2"},"step3_score":{"$severity":2},"step4_decide":{"action":"keep"}}` {
+	if got := string(jsonv.Marshal(items[1].Value)); got != `{"step1_classify":{"_reading":"comment 2","category":"ok"},"step2_explain":{"reason":"reason 2"},"step3_score":{"$severity":2},"step4_decide":{"action":"keep"}}` {
 		t.Errorf("item 2 = %s", got)
 	}
-	if _, err := Demultiplex(answer, steps, 4); err == nil || !strings.Contains(err.Error(), `"a4" (item 4's step1_classify)`) {
+	// An item the answer lacks is that item's error alone.
+	four := Demultiplex(answer, steps, 4)
+	if err := four[3].Err; err == nil || !strings.Contains(err.Error(), `"a4" (item 4's step1_classify)`) || !strings.Contains(err.Error(), `"d4" (item 4's step4_decide)`) {
 		t.Errorf("a missing item: %v", err)
+	}
+	if four[2].Err != nil || !jsonv.Equal(four[2].Value, items[2].Value) {
+		t.Errorf("item 3 beside a missing item 4: %v %s", four[2].Err, jsonv.Marshal(four[2].Value))
+	}
+	// A part missing one step keeps the steps it has.
+	partial := answer.Clone()
+	partial.Object().Delete("b2")
+	two := Demultiplex(partial, steps, 3)[1]
+	if two.Err == nil || !strings.Contains(two.Err.Error(), `"b2" (item 2's step2_explain)`) || strings.Contains(two.Err.Error(), `"a2"`) ||
+		two.Value.Lookup("step1_classify").IsNull() || !two.Value.Lookup("step2_explain").IsNull() {
+		t.Errorf("item 2 without its step2: %v %s", two.Err, jsonv.Marshal(two.Value))
+	}
+	for _, it := range Demultiplex(jsonv.StringValue("no"), steps, 2) {
+		if it.Err == nil || !strings.Contains(it.Err.Error(), "not an object") {
+			t.Errorf("an answer that is no object: %v", it.Err)
+		}
 	}
 	inline, _ := Multiplex(chunk, 3, MultiplexOptions{Inline: true})
 	if _, ok := inline.Get("$defs"); ok || !jsonv.Equal(inline.Lookup("properties").Lookup("b3"), chunk.Lookup("properties").Lookup("step2_explain")) {

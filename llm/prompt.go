@@ -90,24 +90,20 @@ func repairMessage(parseErr error, problems []schema.Invalid, checked bool) stri
 }
 
 // BatchTask is one chunk asked of many items in one request (SPEC §5):
-// Schema is the multiplexed schema (compile.Multiplex), whose property
-// Steps[k].Prefix followed by i holds item i's value of step k.
+// Schema is the multiplexed schema (compile.Multiplex), and Legend says
+// which of its properties holds which item's value of which step
+// (compile.Legend): the layout is the compiler's, this package only sends
+// it.
 type BatchTask struct {
 	// Name names the chunk; System is the system text, "" for
 	// DefaultSystem.
 	Name, System string
 	Schema       jsonv.Value
-	// Steps are the chunk's steps in order, each with the prefix of its
-	// items' properties (compile.StepPrefix).
-	Steps []BatchStep
+	// Legend says, in words, where each item's answer goes: "property
+	// a<i> holds its assess, …".
+	Legend string
 	// Items are the items in order: item i is Items[i-1].
 	Items []BatchItem
-}
-
-// BatchStep is one step of a BatchTask: its name, and the prefix of its
-// items' properties.
-type BatchStep struct {
-	Name, Prefix string
 }
 
 // BatchItem is one item of a BatchTask: its request and its minimal
@@ -138,14 +134,7 @@ func NewBatchRequest(t BatchTask) *Request {
 			b.WriteString(p + "\n\n")
 		}
 	}
-	fmt.Fprintf(&b, "Step %s, for %d items at once: answer each item on its own, from its own request and context only. Item i is [i] below;", t.Name, len(t.Items))
-	for k, s := range t.Steps {
-		if k > 0 {
-			b.WriteByte(',')
-		}
-		fmt.Fprintf(&b, " property %s<i> holds its %s", s.Prefix, s.Name)
-	}
-	b.WriteString(".\n")
+	fmt.Fprintf(&b, "Step %s, for %d items at once: answer each item on its own, from its own request and context only. Item i is [i] below; %s.\n", t.Name, len(t.Items), t.Legend)
 	for i, it := range t.Items {
 		fmt.Fprintf(&b, "[%d]", i+1)
 		sep := byte(' ')
