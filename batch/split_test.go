@@ -28,10 +28,10 @@ func TestSplit(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			g := &group{call: tt.calls}
+			g := &group{items: make([]member, len(tt.calls))}
 			items := make([]int, len(tt.calls))
 			for i := range items {
-				items[i] = i
+				g.items[i].call, items[i] = tt.calls[i], i
 			}
 			got := g.split(items)
 			if len(got) != len(tt.want) {

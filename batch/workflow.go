@@ -114,15 +114,10 @@ type group struct {
 	id      string
 	started time.Time
 	sel     workflow.Selector
-	items   []*process.Interpreter // nil for a line that is no item
+	items   []member // by the group's lines, in order
 	byID    map[string]int
-	state   []itemState
-	context []jsonv.Value         // what each asking item sent
-	chunk   []int                 // the chunk each asking item asked for
-	call    []durable.ActionInput // the action each acting item asked for
-	reply   []workflow.Settable   // where each asking or acting item waits
-	poke    workflow.Channel      // an item changed its state
-	slots   workflow.Channel      // a slot per action that may run at once
+	poke    workflow.Channel // an item changed its state
+	slots   workflow.Channel // a slot per action that may run at once
 	acts    *action.Registry
 	res     GroupResult
 	open    int // items not done
@@ -137,6 +132,18 @@ type group struct {
 	// by key; pseq numbers them.
 	prov map[string]*provFill
 	pseq int
+}
+
+// member is one line of a group: its item's process and where it stands.
+type member struct {
+	r     *process.Interpreter // nil for a line that is no item
+	state itemState
+	// What the item asked for while asking (a chunk, with the context it
+	// sent) or acting (an action), and where it waits for the answer.
+	chunk   int
+	context jsonv.Value
+	call    durable.ActionInput
+	reply   workflow.Settable
 }
 
 // provFill is a fill a group handed to its batch's provider batches: the
@@ -163,8 +170,7 @@ type provFill struct {
 func (w *Workflows) Group(ctx workflow.Context, in GroupInput) (GroupResult, error) {
 	n := len(in.Items)
 	g := &group{in: in, id: workflow.GetInfo(ctx).WorkflowExecution.ID, started: workflow.GetInfo(ctx).WorkflowStartTime, sel: workflow.NewSelector(ctx),
-		items: make([]*process.Interpreter, n), byID: make(map[string]int, n), state: make([]itemState, n), context: make([]jsonv.Value, n),
-		chunk: make([]int, n), call: make([]durable.ActionInput, n), reply: make([]workflow.Settable, n), poke: workflow.NewBufferedChannel(ctx, n+1), acts: w.Actions,
+		items: make([]member, n), byID: make(map[string]int, n), poke: workflow.NewBufferedChannel(ctx, n+1), acts: w.Actions,
 		res: GroupResult{Index: in.Index, Results: make([]Result, n)}}
 	if in.Window <= 0 {
 		g.in.Window = DefaultWindow
@@ -219,8 +225,8 @@ func (w *Workflows) Group(ctx workflow.Context, in GroupInput) (GroupResult, err
 // programs, and a person's answer to one.
 func (g *group) handlers(ctx workflow.Context) error {
 	item := func(id string) (*process.Interpreter, error) {
-		if i, ok := g.byID[id]; ok && g.items[i] != nil {
-			return g.items[i], nil
+		if i, ok := g.byID[id]; ok && g.items[i].r != nil {
+			return g.items[i].r, nil
 		}
 		return nil, durable.NotHosted(process.ErrNotFound, id)
 	}
@@ -236,8 +242,8 @@ func (g *group) handlers(ctx workflow.Context) error {
 	}
 	err = workflow.SetQueryHandler(ctx, QueryWaiting, func() ([]string, error) {
 		var ids []string
-		for i, s := range g.state {
-			if s == waiting && g.items[i] != nil {
+		for i, m := range g.items {
+			if m.state == waiting && m.r != nil {
 				ids = append(ids, g.res.Results[i].ID)
 			}
 		}
@@ -282,7 +288,7 @@ func (g *group) start(ctx workflow.Context, i int, it Item) {
 	g.res.Results[i] = Result{Line: it.Line, ID: id}
 	if it.Error != "" {
 		g.res.Results[i] = Result{Line: it.Line, Status: StatusFailed, Error: it.Error}
-		g.state[i] = done
+		g.items[i].state = done
 		return
 	}
 	g.byID[id] = i
@@ -292,10 +298,10 @@ func (g *group) start(ctx workflow.Context, i int, it Item) {
 		prompt = g.in.Prompt
 	}
 	r := process.NewInterpreter(id, durable.Start{Name: g.in.Name, Program: g.in.Program, Prompt: prompt, Input: it.Input, System: g.in.System, Instance: id})
-	g.items[i] = r
+	g.items[i].r = r
 	workflow.Go(ctx, func(ctx workflow.Context) {
 		err := r.Run(ctx, &itemHost{g: g, i: i})
-		g.state[i] = done
+		g.items[i].state = done
 		g.open--
 		res := &g.res.Results[i]
 		if err != nil {
@@ -322,7 +328,8 @@ func (h *itemHost) Fill(ctx workflow.Context, idx int, in durable.FillInput) (du
 		return durable.ExecuteFill(ctx, in)
 	}
 	f, set := workflow.NewFuture(ctx)
-	g.state[h.i], g.chunk[h.i], g.context[h.i], g.reply[h.i] = asking, idx, in.Context, set
+	m := &g.items[h.i]
+	m.state, m.chunk, m.context, m.reply = asking, idx, in.Context, set
 	g.lastAsk = workflow.Now(ctx)
 	g.poke.Send(ctx, nil)
 	var out durable.FillOutput
@@ -338,7 +345,8 @@ func (h *itemHost) Fill(ctx workflow.Context, idx int, in durable.FillInput) (du
 func (h *itemHost) Action(ctx workflow.Context, in durable.ActionInput) (jsonv.Value, error) {
 	g := h.g
 	f, set := workflow.NewFuture(ctx)
-	g.state[h.i], g.call[h.i], g.reply[h.i] = acting, in, set
+	m := &g.items[h.i]
+	m.state, m.call, m.reply = acting, in, set
 	g.poke.Send(ctx, nil)
 	var res durable.ActionResult
 	err := f.Get(ctx, &res)
@@ -360,9 +368,9 @@ func (h *itemHost) Status(ctx workflow.Context, s process.Status) {
 	g := h.g
 	switch {
 	case s == process.Waiting:
-		g.state[h.i] = waiting
-	case s == process.Running && g.state[h.i] == waiting:
-		g.state[h.i] = running
+		g.items[h.i].state = waiting
+	case s == process.Running && g.items[h.i].state == waiting:
+		g.items[h.i].state = running
 	default:
 		return
 	}
@@ -382,8 +390,8 @@ func output(state jsonv.Value) json.RawMessage {
 // the window since the first ask is up; else it opens the window.
 func (g *group) dispatch(ctx workflow.Context) {
 	var ask, act []int
-	for i, s := range g.state {
-		switch s {
+	for i, m := range g.items {
+		switch m.state {
 		case asking:
 			ask = append(ask, i)
 		case acting:
@@ -393,7 +401,7 @@ func (g *group) dispatch(ctx workflow.Context) {
 	if len(ask) == 0 && len(act) == 0 {
 		return
 	}
-	ready := g.windowUp || !slices.Contains(g.state, running)
+	ready := g.windowUp || !slices.ContainsFunc(g.items, func(m member) bool { return m.state == running })
 	if !ready {
 		if !g.timerOn {
 			g.arm(ctx, g.in.Window)
@@ -409,15 +417,15 @@ func (g *group) dispatch(ctx workflow.Context) {
 	// One call per chunk asked for, in program order.
 	var chunks []int
 	for _, i := range ask {
-		if !slices.Contains(chunks, g.chunk[i]) {
-			chunks = append(chunks, g.chunk[i])
+		if !slices.Contains(chunks, g.items[i].chunk) {
+			chunks = append(chunks, g.items[i].chunk)
 		}
 	}
 	slices.Sort(chunks)
 	for _, c := range chunks {
 		var items []int
 		for _, i := range ask {
-			if g.chunk[i] == c {
+			if g.items[i].chunk == c {
 				items = append(items, i)
 			}
 		}
@@ -426,14 +434,14 @@ func (g *group) dispatch(ctx workflow.Context) {
 	// One activity per step whose action is asked for.
 	var steps []string
 	for _, i := range act {
-		if !slices.Contains(steps, g.call[i].Step) {
-			steps = append(steps, g.call[i].Step)
+		if !slices.Contains(steps, g.items[i].call.Step) {
+			steps = append(steps, g.items[i].call.Step)
 		}
 	}
 	for _, step := range steps {
 		var items []int
 		for _, i := range act {
-			if g.call[i].Step == step {
+			if g.items[i].call.Step == step {
 				items = append(items, i)
 			}
 		}
@@ -451,7 +459,7 @@ func (g *group) split(items []int) [][]int {
 	var part []int
 	size := 0
 	for _, i := range items {
-		c := &g.call[i]
+		c := &g.items[i].call
 		n := len(jsonv.Marshal(c.Input)) + len(jsonv.Marshal(c.Output)) + len(c.Process) + len(c.Step) + len(c.Action) + len(c.Key) + 64*len(c.Arguments) + 128
 		if len(part) > 0 && size+n > durable.MaxPayloadSize/2 {
 			parts, part, size = append(parts, part), nil, 0
@@ -468,9 +476,9 @@ func (g *group) split(items []int) [][]int {
 func (g *group) act(ctx workflow.Context, items []int) {
 	in := durable.ActionsInput{Calls: make([]durable.ActionInput, len(items)), Concurrency: g.actions()}
 	for k, i := range items {
-		in.Calls[k] = g.call[i]
-		g.call[i] = durable.ActionInput{}
-		g.state[i] = running
+		m := &g.items[i]
+		in.Calls[k] = m.call
+		m.call, m.state = durable.ActionInput{}, running
 	}
 	g.sel.AddFuture(durable.ExecuteActions(ctx, g.acts, in), func(f workflow.Future) {
 		var out []durable.ActionResult
@@ -483,8 +491,8 @@ func (g *group) act(ctx workflow.Context, items []int) {
 			if err == nil {
 				r = out[k]
 			}
-			g.reply[i].Set(r, err)
-			g.reply[i] = nil
+			g.items[i].reply.Set(r, err)
+			g.items[i].reply = nil
 		}
 	})
 }
@@ -529,9 +537,9 @@ func (g *group) fill(ctx workflow.Context, c int, items []int) {
 		if prompt == "" {
 			prompt = g.in.Prompt
 		}
-		in.Items[k] = FillItem{ID: g.res.Results[i].ID, Prompt: prompt, Context: g.context[i]}
-		g.state[i] = inflight
-		g.context[i] = jsonv.Value{}
+		m := &g.items[i]
+		in.Items[k] = FillItem{ID: g.res.Results[i].ID, Prompt: prompt, Context: m.context}
+		m.state, m.context = inflight, jsonv.Value{}
 	}
 	if g.in.Call.ProviderBatch {
 		g.handOver(ctx, in, items, 1)
@@ -571,11 +579,12 @@ func (g *group) deliver(ctx workflow.Context, items []int, out *FillOutput, err 
 		default:
 			perr = temporal.NewNonRetryableApplicationError("the batch call gave no answer for this item", ErrTypeGroupFill, nil)
 		}
-		if g.state[i] == inflight {
-			g.state[i] = running
+		m := &g.items[i]
+		if m.state == inflight {
+			m.state = running
 		}
-		g.reply[i].Set(part, perr)
-		g.reply[i] = nil
+		m.reply.Set(part, perr)
+		m.reply = nil
 	}
 }
 
