@@ -8,11 +8,11 @@ import (
 	"go.temporal.io/sdk/worker"
 
 	"github.com/augceo/vibe/action"
-	"github.com/augceo/vibe/request"
 	"github.com/augceo/vibe/batch"
 	"github.com/augceo/vibe/durable"
 	"github.com/augceo/vibe/llm"
 	"github.com/augceo/vibe/process"
+	"github.com/augceo/vibe/request"
 	"github.com/augceo/vibe/vessel"
 )
 

@@ -10,13 +10,13 @@ import (
 
 	"go.temporal.io/api/serviceerror"
 
-	"github.com/augceo/vibe/request"
 	"github.com/augceo/vibe/batch"
 	"github.com/augceo/vibe/durable"
 	"github.com/augceo/vibe/internal/diskspace"
 	"github.com/augceo/vibe/llm"
 	"github.com/augceo/vibe/process"
 	"github.com/augceo/vibe/registry"
+	"github.com/augceo/vibe/request"
 	"github.com/augceo/vibe/schema"
 )
 
@@ -61,7 +61,6 @@ func (s *server) failed(w http.ResponseWriter, r *http.Request, err error) {
 		notWaiting *process.NotWaitingError
 		tooLarge   *durable.TooLargeError
 		bound      *request.BoundError
-		size       *batch.SizeError
 	)
 	switch {
 	case errors.As(err, &tooLarge):
@@ -75,8 +74,6 @@ func (s *server) failed(w http.ResponseWriter, r *http.Request, err error) {
 			e.Path = e.Details[0].Path
 		}
 		writeError(w, http.StatusUnprocessableEntity, e)
-	case errors.As(err, &size):
-		writeError(w, http.StatusConflict, &apiError{Error: err.Error(), Path: "/size"})
 	case errors.Is(err, process.ErrHostedCancel):
 		writeError(w, http.StatusConflict, &apiError{Error: err.Error()})
 	case errors.As(err, &notWaiting):

@@ -9,9 +9,9 @@ import (
 	"net/http"
 	"net/url"
 
-	"github.com/augceo/vibe/request"
 	"github.com/augceo/vibe/jsonv"
 	"github.com/augceo/vibe/registry"
+	"github.com/augceo/vibe/request"
 	"github.com/augceo/vibe/schema"
 )
 
@@ -124,7 +124,7 @@ func (s *server) startVessel(w http.ResponseWriter, r *http.Request, plan bool) 
 // requestPage is the answer of GET /v1/requests.
 type requestPage struct {
 	Requests []request.Summary `json:"requests"`
-	Next     *string         `json:"next"` // null on the last page
+	Next     *string           `json:"next"` // null on the last page
 }
 
 func (s *server) listRequests(w http.ResponseWriter, r *http.Request) {

@@ -10,12 +10,12 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/augceo/vibe/request"
 	"github.com/augceo/vibe/durable"
 	"github.com/augceo/vibe/jsonv"
 	"github.com/augceo/vibe/llm"
 	"github.com/augceo/vibe/process"
 	"github.com/augceo/vibe/registry"
+	"github.com/augceo/vibe/request"
 	"github.com/augceo/vibe/schema"
 	"github.com/augceo/vibe/vessel"
 )

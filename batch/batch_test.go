@@ -11,12 +11,13 @@ import (
 	"testing"
 	"time"
 
+	"go.temporal.io/sdk/temporal"
+
 	"github.com/augceo/vibe/action"
 	"github.com/augceo/vibe/batch"
 	"github.com/augceo/vibe/internal/llmtest"
 	"github.com/augceo/vibe/jsonv"
 	"github.com/augceo/vibe/process"
-	"go.temporal.io/sdk/temporal"
 )
 
 // TestWireProtocol runs 1,000 items at K=32 against a model at the OpenAI

@@ -35,6 +35,10 @@ type CallOptions struct {
 	// (it failed, expired or was cancelled) as a direct call, instead of
 	// in the next provider batch.
 	ProviderFallback bool `json:"providerBatchFallback,omitempty"`
+	// Sizes are the most items one call of each LLM chunk holds (by
+	// chunk name), as the batch's first run cut them (Status.Calls): a
+	// later run keeps them. A chunk not named is cut by Limits.
+	Sizes map[string]int `json:"sizes,omitempty"`
 	// ProviderWindow is DefaultProviderWindow when 0, ProviderPoll
 	// DefaultProviderPoll.
 	ProviderWindow time.Duration `json:"providerWindow,omitempty"`
@@ -123,7 +127,7 @@ func plan(t FillInput) ([]call, error) {
 		return nil, nil
 	}
 	mopts := compile.MultiplexOptions{Inline: t.Call.Inline}
-	batches, err := compile.Batches(t.Schema, len(t.Items), t.Call.Limits, mopts)
+	batches, err := t.batches()
 	if err != nil {
 		return nil, fmt.Errorf("chunk %s: %w", t.Chunk, err)
 	}
@@ -141,6 +145,16 @@ func plan(t FillInput) ([]call, error) {
 		calls[n] = call{first: b.First, count: b.Count, steps: steps, req: llm.NewBatchRequest(bt)}
 	}
 	return calls, nil
+}
+
+// batches cuts t's items into calls: at most the chunk's call size
+// (CallOptions.Sizes), within the provider's limits.
+func (t FillInput) batches() ([]compile.Batch, error) {
+	limits := t.Call.Limits
+	if k := t.Call.Sizes[t.Chunk]; k > 0 {
+		limits.MaxItems = k
+	}
+	return compile.Batches(t.Schema, len(t.Items), limits, compile.MultiplexOptions{Inline: t.Call.Inline})
 }
 
 // absorb takes the answer resp to call c into out: each item's part is

@@ -49,7 +49,9 @@ type Options struct {
 	// "input".
 	File string
 	// Size is K, the items of a group (filled by one model call per chunk
-	// within the provider's limits); 0 is DefaultSize.
+	// within the provider's limits); 0 is DefaultSize. A batch that ran
+	// before keeps the size of its first run (Status.Size), whatever this
+	// one asks: its groups are cut the same way, and Note says so.
 	Size int
 	// Concurrency is C, the groups in flight; 0 is DefaultConcurrency.
 	// Input is read no further than (C+1)×K lines ahead of the results.
@@ -76,6 +78,12 @@ type Options struct {
 	// reading (a file's), for the batch's status to show how many items
 	// there are while they are still read (Status.Total); 0: unknown.
 	Total int `json:"total,omitempty"`
+	// Digest is the input's digest (Digest) when the caller knows it
+	// before reading, recorded with the batch (Status.Digest).
+	Digest string `json:"digest,omitempty"`
+	// Note, when set, is told what the run chose that was not asked of
+	// it: the group size of the batch's first run, kept.
+	Note func(string) `json:"-"`
 	// Unreachable, when set, is called when a group's workflow cannot be
 	// reached — the engine is down or being restarted — with the error;
 	// Run waits for it, trying again every few seconds, for at most
@@ -144,7 +152,7 @@ func (c *Client) Run(ctx context.Context, in io.Reader, emit func(Result) error,
 		opts.File = "input"
 	}
 	_, err = c.startOrAttach(ctx, client.StartWorkflowOptions{ID: opts.ID, TypedSearchAttributes: batchAttribute(opts.ID),
-		Memo: map[string]any{durable.MemoProcess: start.Name}}, BatchName, RecordInput{Status: recordStatus(opts, start.Name, size, began)})
+		Memo: map[string]any{durable.MemoProcess: start.Name}}, BatchName, RecordInput{Status: recordStatus(opts, start, size, began)})
 	if err != nil {
 		return nil, fmt.Errorf("start batch %s: %w", opts.ID, err)
 	}
@@ -155,14 +163,21 @@ func (c *Client) Run(ctx context.Context, in io.Reader, emit func(Result) error,
 			return nil, fmt.Errorf("start batch %s's provider batches: %w", opts.ID, err)
 		}
 	}
-	// A batch that ran before was cut into groups of its own size: cut
-	// another way, a group's id would name other lines than it holds.
+	// A batch that ran before was cut into groups, and its calls into
+	// sizes, at its first run: cut another way, a group's id would name
+	// other lines than it holds. This run cuts it the same way.
 	st, err := c.Status(ctx, opts.ID)
 	if err != nil {
 		return nil, fmt.Errorf("start batch %s: %w", opts.ID, err)
 	}
 	if st.Size != 0 && st.Size != size {
-		return nil, &SizeError{ID: opts.ID, Size: st.Size, Asked: size}
+		if opts.Note != nil {
+			opts.Note(fmt.Sprintf("batch %s keeps the group size of its first run, %d items (this run asked for %d)", opts.ID, st.Size, size))
+		}
+		size = st.Size
+	}
+	if st.Calls != nil {
+		opts.Call.Sizes = st.Calls
 	}
 
 	sum := &Summary{ID: opts.ID}
@@ -299,15 +314,34 @@ func (c *Client) Run(ctx context.Context, in io.Reader, emit func(Result) error,
 	return sum, nil
 }
 
-// recordStatus is the status a batch's record starts with; one that sends
-// its calls through provider batches says so (an empty Provider), so that
-// Client.Status looks them up for it alone.
-func recordStatus(opts Options, name string, size int, began time.Time) Status {
-	st := Status{ID: opts.ID, Process: name, Size: size, Total: max(opts.Total, 0), StartedAt: began.UTC()}
+// recordStatus is the status a batch's record starts with: the group size
+// and each chunk's call size it is cut into, the input's digest, and, for
+// one that sends its calls through provider batches, an empty Provider,
+// so that Client.Status looks them up for it alone.
+func recordStatus(opts Options, start durable.Start, size int, began time.Time) Status {
+	st := Status{ID: opts.ID, Process: start.Name, Size: size, Calls: callSizes(start.Program, size, opts.Call), Digest: opts.Digest,
+		Total: max(opts.Total, 0), StartedAt: began.UTC()}
 	if opts.Call.ProviderBatch {
 		st.Provider = &ProviderState{}
 	}
 	return st
+}
+
+// callSizes are the items of each LLM chunk's calls in a group of size
+// items: size, or the most of them the provider's limits let one call
+// hold.
+func callSizes(p *compile.Program, size int, call CallOptions) map[string]int {
+	sizes := map[string]int{}
+	for _, ch := range p.Chunks {
+		if ch.Kind != compile.LLM || ch.Loop != nil {
+			continue
+		}
+		sizes[ch.Name] = size
+		if bs, err := compile.Batches(ch.Schema, size, call.Limits, compile.MultiplexOptions{Inline: call.Inline}); err == nil && len(bs) > 0 {
+			sizes[ch.Name] = bs[0].Count
+		}
+	}
+	return sizes
 }
 
 // pending is a group in flight, in the writer's queue.
@@ -444,17 +478,4 @@ func groupSize(opts Options) int {
 		return DefaultSize
 	}
 	return opts.Size
-}
-
-// SizeError is the error of a run over a batch that an earlier run cut
-// into groups of another size (Options.Size).
-type SizeError struct {
-	ID    string
-	Size  int // the batch's
-	Asked int // this run's
-}
-
-func (e *SizeError) Error() string {
-	return fmt.Sprintf("batch %s was cut into groups of %d items, and this run asks for %d: run it again with a batch size of %d, or give it another id to start a new batch",
-		e.ID, e.Size, e.Asked, e.Size)
 }

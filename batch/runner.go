@@ -2,10 +2,7 @@ package batch
 
 import (
 	"bytes"
-	"cmp"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -16,9 +13,7 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/augceo/vibe/internal/wfid"
 	"github.com/augceo/vibe/jsonv"
-	"github.com/augceo/vibe/process"
 )
 
 // Runner runs the batches a server is given. Each input is spooled to
@@ -47,22 +42,23 @@ type spooled struct {
 
 // Start spools in, JSONL, and runs it as a batch in the background; it
 // returns the batch's id once the input is on disk. Without opts.ID the
-// id is derived from the process and the input, so that the same input
-// given again names the same batch, which is not run twice. ctx bounds
-// the spooling; the run lasts as long as Resume's ctx.
+// id is derived from the process and the input (Client.ID), so that the
+// same input given again names the same batch, which is not run twice. ctx
+// bounds the spooling; the run lasts as long as Resume's ctx.
 //
 // What the run would refuse before its first line is refused here, before
 // anything is spooled (Client.Check): a process or pipeline that does not
 // compile gives the compiler's errors, a process URI whose fragment names
-// nothing an error wrapping registry.ErrNotFound. A batch given before
-// under the same id with another group size is a *SizeError.
+// nothing an error wrapping registry.ErrNotFound. A batch given again with
+// another group size keeps the size of its first run (Options.Size).
 func (r *Runner) Start(ctx context.Context, opts Options, in io.Reader) (id string, created bool, err error) {
 	if opts.ID != "" {
 		if err := CheckID(opts.ID); err != nil {
 			return "", false, err
 		}
 	}
-	if err := r.Client.Check(ctx, opts); err != nil {
+	start, err := r.Client.prepare(ctx, opts)
+	if err != nil {
 		return "", false, err
 	}
 	if err := os.MkdirAll(r.Dir, 0o700); err != nil {
@@ -73,12 +69,9 @@ func (r *Runner) Start(ctx context.Context, opts Options, in io.Reader) (id stri
 		return "", false, err
 	}
 	defer os.Remove(tmp.Name())
-	h := sha256.New()
-	spec, _ := json.Marshal(opts.Process)
-	h.Write(spec)
-	fmt.Fprintf(h, "\n%d\n", cmp.Or(max(opts.Size, 0), DefaultSize)) // K decides the groups
+	digest := NewDigest()
 	var lines lineCount
-	_, err = io.Copy(io.MultiWriter(tmp, h, &lines), in)
+	_, err = io.Copy(io.MultiWriter(tmp, digest, &lines), in)
 	opts.Total = int(lines) // "of N" while the lines are read
 	if cerr := tmp.Close(); err == nil {
 		err = cerr
@@ -86,20 +79,20 @@ func (r *Runner) Start(ctx context.Context, opts Options, in io.Reader) (id stri
 	if err != nil {
 		return "", false, fmt.Errorf("spool the input: %w", err)
 	}
+	opts.Digest = digest.Sum()
 	if opts.ID == "" {
-		opts.ID = wfid.Slug(processName(opts.Process), "batch") + "-" + hex.EncodeToString(h.Sum(nil))[:12]
+		if opts.ID, err = idOf(start, opts.Digest); err != nil {
+			return "", false, err
+		}
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.running[opts.ID] != nil {
 		return opts.ID, false, nil
 	}
-	if st, err := r.Client.Status(ctx, opts.ID); err == nil {
+	if _, err := r.Client.Status(ctx, opts.ID); err == nil {
 		if _, err := os.Stat(r.path(opts.ID, ".jsonl")); err != nil {
 			return opts.ID, false, nil // it ran, and finished
-		}
-		if size := groupSize(opts); st.Size != 0 && st.Size != size {
-			return "", false, &SizeError{ID: opts.ID, Size: st.Size, Asked: size} // as its run would say
 		}
 	} else if !errors.Is(err, ErrNotFound) {
 		return "", false, err
@@ -116,17 +109,6 @@ func (r *Runner) Start(ctx context.Context, opts Options, in io.Reader) (id stri
 	}
 	r.launch(opts)
 	return opts.ID, true, nil
-}
-
-// processName is a name for what opts start, for derived ids.
-func processName(opts process.StartOptions) string {
-	switch {
-	case opts.Process != "":
-		return filepath.Base(opts.Process)
-	case opts.Pipeline != "":
-		return "pipeline"
-	}
-	return opts.Document.Lookup("title").Str()
 }
 
 func (r *Runner) path(id, ext string) string { return filepath.Join(r.Dir, id+ext) }

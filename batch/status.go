@@ -33,10 +33,16 @@ type Status struct {
 	// Groups counts the groups started; Ended is set once the input ended,
 	// when the batch knows how many items it has.
 	Groups int `json:"groups"`
-	// Size is K, the items per group the batch's input was cut into: a
-	// run over the same batch must cut it the same way (0 in records
-	// older than this field).
-	Size int `json:"size,omitempty"`
+	// Size is K, the items per group the batch's input was cut into at
+	// its first run, and Calls the items each LLM chunk's model calls held
+	// (K, or fewer where a provider's limits split a group's call): a run
+	// over the same batch cuts it the same way, whatever it asks (0 and
+	// nil in records older than these fields).
+	Size  int            `json:"size,omitempty"`
+	Calls map[string]int `json:"calls,omitempty"`
+	// Digest is the input's (Digest) when the first run knew it before
+	// reading: a file's, or a spooled input's.
+	Digest string `json:"digest,omitempty"`
 	// Total is the input's lines as the first run knew them before reading
 	// (Options.Total): how many items there will be, until Ended says
 	// Items holds them all; 0 when unknown.

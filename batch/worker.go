@@ -1,10 +1,11 @@
 package batch
 
 import (
-	"github.com/augceo/vibe/action"
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
+
+	"github.com/augceo/vibe/action"
 )
 
 // RegisterWorkflows registers the batch workflows on a worker or a

@@ -596,7 +596,7 @@ func (g *group) handOver(ctx workflow.Context, in FillInput, items []int, attemp
 	g.pseq++
 	g.prov[key] = &provFill{in: in, items: items, attempt: attempt}
 	calls := 1
-	if b, err := compile.Batches(in.Schema, len(in.Items), in.Call.Limits, compile.MultiplexOptions{Inline: in.Call.Inline}); err == nil {
+	if b, err := in.batches(); err == nil {
 		calls = len(b)
 	}
 	req := ProviderRequest{Key: key, Group: g.id, Fill: in, Calls: calls}

@@ -14,7 +14,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/augceo/vibe/request"
 	"github.com/augceo/vibe/batch"
 	"github.com/augceo/vibe/compile"
 	"github.com/augceo/vibe/durable"
@@ -23,6 +22,7 @@ import (
 	"github.com/augceo/vibe/llm"
 	"github.com/augceo/vibe/process"
 	"github.com/augceo/vibe/registry"
+	"github.com/augceo/vibe/request"
 )
 
 // Processes is what the console reads and answers of processes:

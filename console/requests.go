@@ -5,9 +5,9 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/augceo/vibe/request"
 	"github.com/augceo/vibe/jsonv"
 	"github.com/augceo/vibe/process"
+	"github.com/augceo/vibe/request"
 	"github.com/augceo/vibe/vessel"
 )
 

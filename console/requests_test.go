@@ -9,11 +9,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/augceo/vibe/request"
 	"github.com/augceo/vibe/internal/golden"
 	"github.com/augceo/vibe/jsonv"
 	"github.com/augceo/vibe/llm"
 	"github.com/augceo/vibe/process"
+	"github.com/augceo/vibe/request"
 	"github.com/augceo/vibe/vessel"
 )
 

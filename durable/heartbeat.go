@@ -6,8 +6,9 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/augceo/vibe/llm"
 	"go.temporal.io/sdk/activity"
+
+	"github.com/augceo/vibe/llm"
 )
 
 // Every activity that waits on the outside (a model, an action, a

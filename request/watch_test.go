@@ -7,10 +7,11 @@ import (
 	"testing"
 	"time"
 
+	"go.temporal.io/sdk/worker"
+
 	"github.com/augceo/vibe/durable"
 	"github.com/augceo/vibe/process"
 	"github.com/augceo/vibe/vessel"
-	"go.temporal.io/sdk/worker"
 )
 
 // TestWatch: Watch yields each change of a request once, and ends once it

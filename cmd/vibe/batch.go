@@ -1,17 +1,13 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"cmp"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	goio "io"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"runtime/debug"
@@ -21,14 +17,11 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
-	"golang.org/x/term"
 
 	"github.com/augceo/vibe/batch"
 	"github.com/augceo/vibe/compile"
 	"github.com/augceo/vibe/engine"
-	"github.com/augceo/vibe/internal/watch"
 	"github.com/augceo/vibe/internal/wfid"
 	"github.com/augceo/vibe/llm"
 	"github.com/augceo/vibe/process"
@@ -83,9 +76,11 @@ A line that is not JSON or has a bad field gets an error line naming the line
 and the JSON path; the others go on. Every item is a process (vibe show ITEM).
 
 Resume: run the same command again. The batch id (--id, or derived from the
-process and the input file) names the work: groups that finished are read back,
-not sent to the model again, and their actions do not run again; --out is
-continued after its last complete line, so it ends with each item once.
+compiled process, the system text, the prompt and the input file's items — the
+same id POST /v1/batches derives — not from K or the concurrency) names the work:
+groups that finished are read back, not sent to the model again, and their
+actions do not run again; --out is continued after its last complete line, so it
+ends with each item once. A batch keeps the K of its first run.
 
 Ctrl-C stops the reading: the groups in flight finish and their results are
 written, then vibe batch exits with status 130 and prints the command that goes
@@ -149,17 +144,19 @@ otherwise it starts the embedded engine itself, or joins --temporal.`,
 				}
 				defer f.Close()
 				input = f
-				if opts.ID == "" {
-					if opts.ID, err = deriveID(spec, size, f); err != nil {
-						return err
-					}
+				// A file is read twice: once for its digest, which with the
+				// process names the batch (batch.Client.ID), then for the run.
+				if opts.Digest, err = batch.InputDigest(f); err != nil {
+					return fmt.Errorf("%s: %w", in, err)
 				}
-			} else if opts.ID == "" {
-				opts.ID = wfid.New(wfid.Slug(filepath.Base(spec), "batch"))
-				fmt.Fprintf(io.err, "vibe: batch %s (give --id %s to resume it)\n", opts.ID, opts.ID)
+				if _, err := f.Seek(0, goio.SeekStart); err != nil {
+					return fmt.Errorf("%s: the input must be a file one can read twice, or - for stdin: %w", in, err)
+				}
 			}
-			if err := batch.CheckID(opts.ID); err != nil {
-				return usageError{err}
+			if opts.ID != "" {
+				if err := batch.CheckID(opts.ID); err != nil {
+					return usageError{err}
+				}
 			}
 			if dryRun {
 				return dryRunBatch(ctx, io, reg, input, opts, prices, wf.llm.model())
@@ -175,10 +172,18 @@ otherwise it starts the embedded engine itself, or joins --temporal.`,
 				return err
 			}
 			defer done()
-			if err := repairResults(ctx, io, c, out, opts.ID, cmp.Or(size, batch.DefaultSize)); err != nil {
-				return err
+			switch {
+			case opts.ID != "":
+			case opts.Digest != "":
+				if opts.ID, err = c.ID(ctx, opts, opts.Digest); err != nil {
+					return err
+				}
+			default: // stdin: read once, so named afresh
+				opts.ID = wfid.New(wfid.Slug(filepath.Base(spec), "batch"))
+				fmt.Fprintf(io.err, "vibe: batch %s (give --id %s to resume it)\n", opts.ID, opts.ID)
 			}
-			w, flush, closeOut, err := openResults(io, out, &opts)
+			opts.Note = func(s string) { fmt.Fprintln(io.err, "vibe: "+s) }
+			w, flush, closeOut, err := openResults(ctx, io, c, out, &opts)
 			if err != nil {
 				return err
 			}
@@ -367,166 +372,28 @@ func softMemoryLimit() {
 	}
 }
 
-// deriveID names a batch after what it runs, the size of its groups (K,
-// which decides what each group holds) and its input's bytes, so the same
-// command over the same file finds the same batch.
-func deriveID(spec string, size int, f *os.File) (string, error) {
-	h := sha256.New()
-	fmt.Fprintf(h, "%s\n%d\n", spec, cmp.Or(max(size, 0), batch.DefaultSize))
-	if _, err := goio.Copy(h, f); err != nil {
-		return "", err
-	}
-	if _, err := f.Seek(0, goio.SeekStart); err != nil {
-		return "", fmt.Errorf("%s: the input must be a file one can read twice, or give --id: %w", f.Name(), err)
-	}
-	name := strings.TrimSuffix(filepath.Base(spec), filepath.Ext(spec))
-	if i := strings.LastIndexAny(name, ":/"); i >= 0 {
-		name = name[i+1:]
-	}
-	return wfid.Slug(name, "batch") + "-" + hex.EncodeToString(h.Sum(nil))[:12], nil
-}
-
-// repairResults mends an --out file that an earlier run — one that lost
-// its engine, before Vibe rode out a server's restart — filled with lines
-// saying "failed" for items that had not: each failed line is checked
-// against its group's result in the engine and rewritten when the engine
-// says otherwise, and the file is cut back before a group that never
-// started, so that this run runs it. The file is replaced atomically.
-func repairResults(ctx context.Context, io stdio, c *batch.Client, out, id string, size int) error {
-	if out == "" || out == "-" {
-		return nil
-	}
-	data, err := os.ReadFile(out)
-	if errors.Is(err, fs.ErrNotExist) || len(data) == 0 {
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	lines := bytes.SplitAfter(data, []byte("\n"))
-	groups := map[int]map[int]batch.Result{} // group → line → the engine's result
-	var b bytes.Buffer
-	repaired, cut := 0, -1
-	for _, l := range lines {
-		var r batch.Result
-		if !bytes.HasSuffix(l, []byte("\n")) || json.Unmarshal(l, &r) != nil || r.Status != batch.StatusFailed || r.Line < 1 {
-			b.Write(l) // openResults judges the rest
-			continue
-		}
-		g := (r.Line - 1) / size
-		results, ok := groups[g]
-		if !ok {
-			res, err := c.Group(ctx, id, g)
-			if errors.Is(err, batch.ErrNotFound) {
-				cut = g * size // the group never started: this run runs it
-				break
-			}
-			if err != nil {
-				return fmt.Errorf("%s: check line %d against the batch's record: %w", out, r.Line, err)
-			}
-			results = map[int]batch.Result{}
-			for _, e := range res.Results {
-				results[e.Line] = e
-			}
-			groups[g] = results
-		}
-		if e, ok := results[r.Line]; ok && e.Status == batch.StatusCompleted {
-			e.ID = cmp.Or(e.ID, r.ID)
-			enc, err := json.Marshal(e)
-			if err != nil {
-				return err
-			}
-			b.Write(append(enc, '\n'))
-			repaired++
-			continue
-		}
-		b.Write(l)
-	}
-	if cut >= 0 {
-		// Keep only the lines before the group that never ran.
-		var kept bytes.Buffer
-		for _, l := range bytes.SplitAfter(b.Bytes(), []byte("\n")) {
-			var r batch.Result
-			if json.Unmarshal(l, &r) == nil && r.Line > cut {
-				break
-			}
-			kept.Write(l)
-		}
-		b = kept
-	}
-	if repaired == 0 && cut < 0 {
-		return nil
-	}
-	tmp := out + ".repair"
-	if err := os.WriteFile(tmp, b.Bytes(), 0o644); err != nil {
-		return err
-	}
-	if err := os.Rename(tmp, out); err != nil {
-		return err
-	}
-	if repaired > 0 {
-		fmt.Fprintf(io.err, "vibe: %s: %d lines said failed for items that completed; rewritten from the batch's record\n", out, repaired)
-	}
-	if cut >= 0 {
-		fmt.Fprintf(io.err, "vibe: %s: cut back to line %d: the group after it never started, and runs now\n", out, cut)
-	}
-	return nil
-}
-
-// openResults opens where result lines go. An --out file that holds lines
-// of an earlier run is continued after its last complete line (a torn
-// last line is cut off), and opts.After is set to it.
-func openResults(io stdio, out string, opts *batch.Options) (w goio.Writer, flush, closeOut func(), err error) {
+// openResults opens where result lines go: an --out file continued after
+// its last complete line (batch.Client.OpenResults), with opts.After set to
+// it; else stdout.
+func openResults(ctx context.Context, io stdio, c *batch.Client, out string, opts *batch.Options) (w goio.Writer, flush, closeOut func(), err error) {
 	if out == "" || out == "-" {
 		return io.out, func() {}, func() {}, nil
 	}
-	f, err := os.OpenFile(out, os.O_RDWR|os.O_CREATE, 0o644)
+	rf, err := c.OpenResults(ctx, out, opts.ID)
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	keep, last, err := lastResult(f)
-	if err != nil {
-		f.Close()
-		return nil, nil, nil, fmt.Errorf("%s: %w", out, err)
+	if rf.Repaired > 0 {
+		fmt.Fprintf(io.err, "vibe: %s: %d lines said failed for items that completed; rewritten from the batch's record\n", out, rf.Repaired)
 	}
-	if err := f.Truncate(keep); err != nil {
-		f.Close()
-		return nil, nil, nil, err
+	if rf.Cut > 0 {
+		fmt.Fprintf(io.err, "vibe: %s: cut back before line %d: its group never started, and runs now\n", out, rf.Cut)
 	}
-	if _, err := f.Seek(keep, goio.SeekStart); err != nil {
-		f.Close()
-		return nil, nil, nil, err
+	if rf.After > 0 {
+		fmt.Fprintf(io.err, "vibe: %s holds results up to line %d; going on after it\n", out, rf.After)
 	}
-	if last > 0 {
-		fmt.Fprintf(io.err, "vibe: %s holds results up to line %d; going on after it\n", out, last)
-	}
-	opts.After = last
-	bw := bufio.NewWriter(f)
-	return bw, func() { bw.Flush() }, func() { bw.Flush(); f.Close() }, nil
-}
-
-// lastResult reads a results file: the length of its complete lines and
-// the input line of the last one.
-func lastResult(f *os.File) (keep int64, line int, err error) {
-	r := bufio.NewReaderSize(f, 1<<20)
-	var off int64
-	for {
-		b, err := r.ReadBytes('\n')
-		if len(b) > 0 && b[len(b)-1] == '\n' {
-			var res batch.Result
-			if json.Unmarshal(bytes.TrimSpace(b), &res) != nil || res.Line <= line {
-				return 0, 0, fmt.Errorf("line %d is not a result line of a batch (a JSON object with a \"line\" after %d): use another --out", line+1, line)
-			}
-			off += int64(len(b))
-			keep, line = off, res.Line
-		}
-		if err == goio.EOF {
-			return keep, line, nil
-		}
-		if err != nil {
-			return 0, 0, err
-		}
-	}
+	opts.After = rf.After
+	return rf, func() { rf.Flush() }, func() { rf.Close() }, nil
 }
 
 // countLines counts a file's lines for the progress bar's total; -1 when
@@ -577,135 +444,6 @@ func batchClient(ctx context.Context, io stdio, ef *engineFlags, wf *workerFlags
 	return l.Batches, func() { l.Close() }, nil
 }
 
-// progress shows a batch's progress on stderr: a bar on a terminal, a
-// line every few seconds otherwise. Both start at the lines an earlier run
-// wrote; the rates and the time left are this run's.
-type progress struct {
-	io    stdio
-	id    string
-	total int // the input's lines; -1 when unknown
-	bar   *progressbar.ProgressBar
-	mu    sync.Mutex
-	last  time.Time
-}
-
-// newProgress shows a batch over total lines (-1: unknown) of which an
-// earlier run wrote those up to after.
-func newProgress(io stdio, id string, total, after int) *progress {
-	p := &progress{io: io, id: id, total: total, last: time.Now()}
-	if f, ok := io.err.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
-		// The bar's own rate would count the lines of earlier runs as
-		// read in its first instant: the description gives this run's.
-		p.bar = progressbar.NewOptions(total, progressbar.OptionSetWriter(f), progressbar.OptionSetDescription("batch "+id),
-			progressbar.OptionShowCount(), progressbar.OptionThrottle(200*time.Millisecond), progressbar.OptionClearOnFinish())
-		p.bar.Set(after)
-	}
-	return p
-}
-
-// update shows s, this run's totals so far, and line, the last input line
-// written.
-func (p *progress) update(s batch.Summary, line int) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.bar != nil {
-		p.bar.Describe(fmt.Sprintf("batch %s: %s", p.id, p.rates(s, line)))
-		p.bar.Set(line)
-		return
-	}
-	if time.Since(p.last) >= 5*time.Second {
-		p.last = time.Now()
-		at := fmt.Sprintf("line %d", line)
-		if p.total >= 0 {
-			at += fmt.Sprintf(" of %d", p.total)
-		}
-		fmt.Fprintf(p.io.err, "vibe: batch %s: %s; %s\n", p.id, at, p.rates(s, line))
-	}
-}
-
-// rates says what this run did and, at its pace, how long the rest takes.
-func (p *progress) rates(s batch.Summary, line int) string {
-	rate := 0.0
-	if s.Elapsed > 0 {
-		rate = float64(s.Lines) / s.Elapsed.Seconds()
-	}
-	out := fmt.Sprintf("this run %d ok, %d failed, %.1f items/s, %d tokens", s.Done, s.Failed, rate, s.Usage.Total())
-	if rate > 0 && p.total > line {
-		out += fmt.Sprintf(", about %s left", time.Duration(float64(p.total-line)/rate*float64(time.Second)).Round(time.Second))
-	}
-	return out
-}
-
-// note prints a line between the progress updates.
-func (p *progress) note(msg string) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.bar != nil {
-		p.bar.Clear()
-	}
-	fmt.Fprintln(p.io.err, msg)
-}
-
-func (p *progress) finish() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.bar != nil {
-		p.bar.Finish()
-	}
-}
-
-// followProvider notes, between the progress updates, where the batch's
-// provider batches are whenever that changes, until done is closed: a
-// provider batch may take hours, and the progress does not move while it
-// runs.
-func followProvider(ctx context.Context, c *batch.Client, id string, p *progress, done <-chan struct{}) {
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	go func() {
-		select {
-		case <-done:
-			cancel()
-		case <-ctx.Done():
-		}
-	}()
-	read := func(ctx context.Context) (string, error) {
-		st, err := c.Status(ctx, id)
-		if err != nil {
-			return "", err
-		}
-		return providerText(st.Provider), nil
-	}
-	// A read that shows nothing (no provider batch yet, or none left)
-	// leaves the last note standing.
-	same := func(last, now string) bool { return now == "" || now == last }
-	for text, err := range watch.Changes(ctx, read, watch.Options[string]{Interval: 5 * time.Second, Equal: same}) {
-		if err == nil && text != "" {
-			p.note("vibe: provider batches: " + text)
-		}
-	}
-}
-
-// providerText says where a batch's provider batches are: each one's id,
-// status and answers, and the calls gathering for the next.
-func providerText(pr *batch.ProviderState) string {
-	if pr == nil {
-		return ""
-	}
-	var parts []string
-	for _, f := range pr.Flights {
-		switch {
-		case f.ID == "":
-			parts = append(parts, fmt.Sprintf("%d requests being submitted", f.Requests))
-		default:
-			parts = append(parts, fmt.Sprintf("%s %s, %d of %d requests answered", f.ID, f.Status, f.Answered, f.Requests))
-		}
-	}
-	if pr.Pending > 0 {
-		parts = append(parts, fmt.Sprintf("%d calls gathering for the next", pr.Pending))
-	}
-	return strings.Join(parts, "; ")
-}
-
 // dryRunBatch prints what the batch would ask of the model — requests and
 // prompt tokens per LLM chunk, and their cost at prices — without running
 // anything or starting an engine.
@@ -746,195 +484,4 @@ func dryRunBatch(ctx context.Context, io stdio, reg *registry.Registry, in goio.
 		}
 	}
 	return nil
-}
-
-func newBatchesCmd(io stdio) *cobra.Command {
-	var (
-		ef      engineFlags
-		results bool
-		after   int
-		pf      pricesFlag
-		cancel  bool
-		lf      listFlags
-	)
-	cmd := &cobra.Command{
-		Use:   "batches [ID] [--results | --cancel] [--json]",
-		Short: "List batches, show one, print its result lines, or cancel it",
-		Example: `  vibe batches                       # the batches, newest first
-  vibe batches --json
-  vibe batches review-1a2b3c            # one batch's counts (JSON)
-  vibe batches review-1a2b3c --results  # its result lines (JSONL)
-  vibe batches review-1a2b3c --cancel`,
-		Args:              cobra.MaximumNArgs(1),
-		ValidArgsFunction: completeBatchIDs(&ef),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			ctx := cmd.Context()
-			if ef.noData() {
-				// Nothing has run here: say so without creating the
-				// data directory.
-				if len(args) == 0 {
-					return listPages(io, &lf, func(process.ListOptions) ([]batch.Status, string, error) { return nil, "", nil },
-						func(s batch.Status) time.Time { return s.StartedAt }, "ID\tPROCESS\tSTATUS", func(batch.Status) string { return "" })
-				}
-				return fmt.Errorf("%w: %s (there is no data directory %s: nothing has run here; give --data DIR or set VIBE_DATA)", batch.ErrNotFound, args[0], ef.data)
-			}
-			p, done, err := connectEngine(ctx, io, &ef)
-			if err != nil {
-				return err
-			}
-			defer done()
-			c := &batch.Client{Processes: p}
-			prices, err := pf.load()
-			if err != nil {
-				return err
-			}
-			switch {
-			case len(args) == 0:
-				head := "ID\tPROCESS\tSTATUS\tITEMS\tDONE\tFAILED\tWAITING\tREQUESTS\tSTARTED"
-				if prices != nil {
-					head += "\tCOST (" + prices.Currency + ")"
-				}
-				return listPages(io, &lf, func(opts process.ListOptions) ([]batch.Status, string, error) { return c.List(ctx, opts) },
-					func(s batch.Status) time.Time { return s.StartedAt }, head,
-					func(s batch.Status) string {
-						row := fmt.Sprintf("%s\t%s\t%s\t%d\t%d\t%d\t%d\t%d\t%s", s.ID, s.Process, s.Status, s.Items, s.Done, s.Failed, s.Waiting, s.Requests, s.StartedAt.Local().Format(time.DateTime))
-						if prices != nil {
-							cost := "-"
-							if c, ok := prices.Cost(s.Model, s.Usage, false); ok {
-								cost = strings.TrimSuffix(prices.Format(c), " "+prices.Currency)
-							}
-							row += "\t" + cost
-						}
-						return row
-					})
-			case cancel:
-				if err := c.Cancel(ctx, args[0]); err != nil {
-					return err
-				}
-				fmt.Fprintf(io.err, "vibe: batch %s cancelled: its groups, its provider batches and its record; a vibe batch still reading its input stops at its next group\n", args[0])
-				return nil
-			case results:
-				enc := json.NewEncoder(io.out)
-				return c.Results(ctx, args[0], batch.ResultsOptions{After: after}, func(r batch.Result) error { return enc.Encode(r) })
-			default:
-				st, err := c.Status(ctx, args[0])
-				if err != nil {
-					return err
-				}
-				b, _ := jsonMarshalIndent(st)
-				if _, err = fmt.Fprintln(io.out, string(b)); err != nil {
-					return err
-				}
-				if words := costWords(prices, st.Model, st.Usage); words != "" {
-					fmt.Fprintf(io.err, "vibe: batch %s: %s\n", st.ID, strings.TrimPrefix(words, "; "))
-				}
-				if st.Waiting > 0 {
-					if ids, _ := c.Waiting(ctx, st.ID); len(ids) > 0 {
-						fmt.Fprintf(io.err, "vibe: batch %s: %d item(s) wait for a person: %s; answer each with vibe answer ID JSON, or in the console's inbox\n", st.ID, len(ids), idList(ids, 20))
-					}
-				}
-				return nil
-			}
-		},
-	}
-	ef.add(cmd)
-	pf.add(cmd)
-	cmd.Flags().BoolVar(&results, "results", false, "print the batch's result lines (JSONL), waiting for those still running")
-	cmd.Flags().IntVar(&after, "after", 0, "with --results: start after this input line")
-	cmd.Flags().BoolVar(&cancel, "cancel", false, "cancel the batch: its items stop, its provider batches are cancelled at the provider")
-	lf.add(cmd, "batches")
-	return cmd
-}
-
-// connectEngine returns a process client on the engine of the vibe serve
-// that has the data directory, or on one started here with a worker that
-// only answers queries.
-func connectEngine(ctx context.Context, io stdio, ef *engineFlags) (*process.Client, func(), error) {
-	if _, ok := ef.runningServer(); ok {
-		eng, err := ef.attach(ctx, quietLogger())
-		if err == nil {
-			p := &process.Client{Temporal: eng.Client()}
-			p.Hosts = batch.NewClient(p) // items are read in their groups
-			return p, func() { eng.Close() }, nil
-		}
-	}
-	l, err := startLocal(ctx, io, ef, nil, nil, quietLogger())
-	if err != nil {
-		return nil, nil, err
-	}
-	return l.Processes, func() { l.Close() }, nil
-}
-
-// tokens says what a usage counts: "P prompt + C completion tokens", and
-// the prompt's share the provider read from its cache when there is one.
-func tokens(u llm.Usage) string {
-	s := fmt.Sprintf("%d prompt + %d completion tokens", u.PromptTokens, u.CompletionTokens)
-	if u.CachedPromptTokens > 0 {
-		s += fmt.Sprintf(" (%d of the prompt's from the provider's cache, %.0f%%)", u.CachedPromptTokens, 100*float64(u.CachedPromptTokens)/float64(max(u.PromptTokens, 1)))
-	}
-	if b := u.Batched; b != nil && b.Total() > 0 {
-		if b.Total() == u.Total() {
-			s += ", all through the provider's Batch API"
-		} else {
-			s += fmt.Sprintf(", %d of them through the provider's Batch API", b.Total())
-		}
-	}
-	return s
-}
-
-// pricesFlag is --prices: the prices file that turns tokens into money.
-type pricesFlag struct{ file string }
-
-func (f *pricesFlag) add(cmd *cobra.Command) {
-	cmd.Flags().StringVar(&f.file, "prices", os.Getenv("VIBE_PRICES"), "a prices `FILE` (per model and million tokens: input, cachedInput, cacheWrite, output, batchDiscount) to show what the tokens cost; default $VIBE_PRICES, else "+defaultPricesFile()+" when it exists")
-}
-
-// defaultPricesFile is where a prices file is looked for when --prices
-// and $VIBE_PRICES give none: vibe/prices.json in the user's config
-// directory.
-func defaultPricesFile() string {
-	dir, err := os.UserConfigDir()
-	if err != nil {
-		return "~/.config/vibe/prices.json"
-	}
-	return filepath.Join(dir, "vibe", "prices.json")
-}
-
-// load reads the prices file: --prices, $VIBE_PRICES or the default one
-// when it exists; nil when there is none.
-func (f *pricesFlag) load() (*llm.Prices, error) {
-	file := f.file
-	if file == "" {
-		if _, err := os.Stat(defaultPricesFile()); err != nil {
-			return nil, nil
-		}
-		file = defaultPricesFile()
-	}
-	return llm.LoadPrices(file)
-}
-
-// costWords says what usage u of model costs at p, as the words a summary
-// ends with: "; cost 0.0123 USD (prices …)", or why there is no cost;
-// nothing without prices or a model.
-func costWords(p *llm.Prices, model string, u llm.Usage) string {
-	if p == nil || model == "" {
-		return ""
-	}
-	c, ok := p.Cost(model, u, false)
-	if !ok {
-		return fmt.Sprintf("; no price for %s in %s", model, p.File)
-	}
-	if u.Batched != nil && u.Batched.Total() > 0 {
-		return fmt.Sprintf("; cost %s, the batch discount taken off what went through the Batch API (prices: %s)", p.Format(c), p.File)
-	}
-	return fmt.Sprintf("; cost %s (prices: %s)", p.Format(c), p.File)
-}
-
-// idList joins ids, the first limit of them, saying how many more there
-// are.
-func idList(ids []string, limit int) string {
-	if len(ids) <= limit {
-		return strings.Join(ids, ", ")
-	}
-	return fmt.Sprintf("%s and %d more", strings.Join(ids[:limit], ", "), len(ids)-limit)
 }

@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -225,22 +226,103 @@ func TestBatchCommand(t *testing.T) {
 		t.Errorf("the action ran %d times after the rerun, want 68", calls)
 	}
 
-	// K decides which lines a group holds: the same batch cut another way
-	// is refused, and another K over the same input is another batch.
+	// K is how a batch is cut, not what it is: the same command with
+	// another K is the same batch, which keeps the K of its first run; its
+	// results are read back into another file, with no model request.
 	id := regexp.MustCompile(`vibe: batch (\S+) in all`).FindStringSubmatch(stderr)
 	if id == nil {
 		t.Fatalf("no batch id in\n%s", stderr)
 	}
 	other := slices.Clone(args)
 	other[slices.Index(other, "--batch-size")+1] = "4"
-	status, _, stderr = run(t, "", append(slices.Clone(other), "--id", id[1])...)
-	if status != exitError || !strings.Contains(stderr, "batch "+id[1]+" was cut into groups of 8 items, and this run asks for 4") {
-		t.Errorf("another size under the same id: status %d, stderr:\n%s", status, stderr)
-	}
 	other[slices.Index(other, "--out")+1] = filepath.Join(dir, "out4.jsonl")
 	status, _, stderr = run(t, "", other...)
-	if status != exitError || strings.Contains(stderr, id[1]) || !strings.Contains(stderr, "68 ok, 2 failed") {
-		t.Errorf("another size, derived id: status %d, stderr:\n%s", status, stderr)
+	if status != exitError || !strings.Contains(stderr, "vibe: batch "+id[1]+" keeps the group size of its first run, 8 items (this run asked for 4)") ||
+		!strings.Contains(stderr, "vibe: batch "+id[1]+": this run wrote 70 results, 68 ok, 2 failed; 0 new LLM requests") {
+		t.Errorf("another size: status %d, stderr:\n%s", status, stderr)
+	}
+	checkResults(t, readResults(t, filepath.Join(dir, "out4.jsonl")), 70, bad)
+	if n := model.Requests(); n != 9 {
+		t.Errorf("%d model requests after a run with another K, want the first run's 9", n)
+	}
+}
+
+// TestBatchIDAgrees: the command line and POST /v1/batches name the same
+// batch for the same process and items — a registry URI, a pipeline —
+// whatever K each asks, and however the items are sent (JSONL, an items
+// array): the batch vibe batch ran is found by the server and not run
+// again.
+func TestBatchIDAgrees(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts vibe serve")
+	}
+	const n = 6
+	dir, _ := batchSetup(t, n, nil, 0)
+	reg := filepath.Join(dir, "registry")
+	for name, s := range map[string]string{
+		"processes/moderate.json":  moderateProcess,
+		"instructions/Assess.json": `{"type": "object", "properties": {"sentiment": {"type": "string", "enum": ["positive", "negative"]}}, "required": ["sentiment"]}`,
+		"instructions/Decide.json": `{"type": "object", "properties": {"decision": {"type": "string", "enum": ["publish", "hide"]}}, "required": ["decision"]}`,
+	} {
+		os.MkdirAll(filepath.Dir(filepath.Join(reg, name)), 0o755)
+		os.WriteFile(filepath.Join(reg, name), []byte(s), 0o644)
+	}
+	model := llmtest.NewServer(t, llmtest.Multiplexed(func(step, prompt string, repair bool) string {
+		return verdict(strings.TrimPrefix(strings.TrimPrefix(step, "step1_"), "step2_"), prompt, repair)
+	}), llmtest.Options{})
+	data := filepath.Join(dir, "data")
+	common := []string{"--registry", reg, "--data", data, "--actions-file", filepath.Join(dir, "actions.json"), "--llm", "openai:test-model", "--llm-base-url", model.URL}
+	items, _ := os.ReadFile(filepath.Join(dir, "items.jsonl"))
+	lines := strings.Split(strings.TrimSpace(string(items)), "\n")
+	const pipeline = "prompt | Assess | Decide"
+	cli := map[string]string{}
+	for what, args := range map[string][]string{
+		"uri":      {"batch", "aug:processes/moderate", "--batch-size", "4"},
+		"pipeline": {"batch", "--pipeline", pipeline, "--batch-size", "2"},
+	} {
+		status, _, stderr := run(t, "", append(append(args, "--in", filepath.Join(dir, "items.jsonl")), common...)...)
+		m := regexp.MustCompile(`vibe: batch (\S+): this run wrote 6 results, 6 ok`).FindStringSubmatch(stderr)
+		if status != 0 || m == nil {
+			t.Fatalf("vibe batch (%s): status %d\n%s", what, status, stderr)
+		}
+		cli[what] = m[1]
+	}
+	if cli["uri"] == cli["pipeline"] {
+		t.Fatalf("a process and a pipeline named the same batch %s", cli["uri"])
+	}
+	requests := model.Requests()
+
+	addr := freeAddr(t)
+	base := "http://" + addr
+	child(t, append([]string{"serve", "--addr", addr}, common...)...)
+	c := &api.Client{BaseURL: base}
+	waitUntil(t, "vibe serve", time.Minute, func() bool { _, err := c.List(context.Background(), process.ListOptions{Limit: 1}); return err == nil })
+	for _, tc := range []struct {
+		name, contentType, path, body, want string
+	}{
+		{"JSONL, a registry URI", "application/x-ndjson", "/v1/batches?process=aug:processes/moderate&size=8", string(items), cli["uri"]},
+		{"items, a registry URI", "application/json", "/v1/batches", `{"process": "aug:processes/moderate", "size": 3, "items": [` + strings.Join(lines, ",") + `]}`, cli["uri"]},
+		{"JSONL, a pipeline", "application/x-ndjson", "/v1/batches?pipeline=" + url.QueryEscape(pipeline), string(items), cli["pipeline"]},
+		{"items, a pipeline", "application/json", "/v1/batches", fmt.Sprintf(`{"pipeline": %q, "size": 5, "items": [%s]}`, pipeline, strings.Join(lines, ",")), cli["pipeline"]},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			resp, err := http.Post(base+tc.path, tc.contentType, strings.NewReader(tc.body))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer resp.Body.Close()
+			var got struct {
+				ID      string `json:"id"`
+				Created bool   `json:"created"`
+			}
+			json.NewDecoder(resp.Body).Decode(&got)
+			if resp.StatusCode != http.StatusOK || got.ID != tc.want || got.Created {
+				t.Errorf("POST %s: %d %+v, want the batch vibe batch ran, %s, not created", tc.path, resp.StatusCode, got, tc.want)
+			}
+		})
+	}
+	if model.Requests() != requests {
+		t.Errorf("the server asked the model %d more times for batches that had run", model.Requests()-requests)
 	}
 }
 

@@ -7,9 +7,9 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/augceo/vibe/request"
 	"github.com/augceo/vibe/api"
 	"github.com/augceo/vibe/process"
+	"github.com/augceo/vibe/request"
 )
 
 func newRequestsCmd(io stdio) *cobra.Command {

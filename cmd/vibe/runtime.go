@@ -20,7 +20,6 @@ import (
 	"go.temporal.io/sdk/interceptor"
 
 	"github.com/augceo/vibe"
-	"github.com/augceo/vibe/request"
 	"github.com/augceo/vibe/api"
 	"github.com/augceo/vibe/durable"
 	"github.com/augceo/vibe/engine"
@@ -28,6 +27,7 @@ import (
 	"github.com/augceo/vibe/llm"
 	"github.com/augceo/vibe/process"
 	"github.com/augceo/vibe/registry"
+	"github.com/augceo/vibe/request"
 	"github.com/augceo/vibe/schema"
 	"github.com/augceo/vibe/telemetry"
 	"github.com/augceo/vibe/vessel"

@@ -12,11 +12,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/augceo/vibe/request"
 	"github.com/augceo/vibe/api"
 	"github.com/augceo/vibe/internal/llmtest"
 	"github.com/augceo/vibe/jsonv"
 	"github.com/augceo/vibe/process"
+	"github.com/augceo/vibe/request"
 )
 
 const manager = "../../examples/manager-employees"
