@@ -101,7 +101,7 @@ func getJSON(t *testing.T, url string, v any) {
 // TestCluster runs Vibe on a real Temporal cluster — PostgreSQL for
 // persistence and visibility, the frontend, history, matching and worker
 // services as processes of their own (internal/clustertest) — the way the
-// README's "Moving to a Temporal cluster" says: a namespace created by the
+// docs/engine.md's "Moving to a Temporal cluster" says: a namespace created by the
 // team, not by Vibe; vibe doctor on it, which names each missing search
 // attribute with the command that adds it; vibe serve --temporal, which
 // adds them, and two vibe worker --temporal processes. On it run the
@@ -122,7 +122,7 @@ func TestCluster(t *testing.T) {
 		t.Logf("%s: %s", what, time.Since(start).Round(100*time.Millisecond))
 		start = time.Now()
 	}
-	// The README's first step: the team creates the namespace, as
+	// docs/engine.md's first step: the team creates the namespace, as
 	// `temporal operator namespace create --namespace vibe-team
 	// --retention 72h` does.
 	const ns = "vibe-team"

@@ -6,6 +6,6 @@
 // (durable processes on Temporal), mcp (the processes as an MCP server's
 // tools), vessel and plan (a Vessel's request: calls, state, instances,
 // plans and delegates). Run "vibe help" for each
-// command's flags; README.md describes the contracts (registry layout,
-// --llm, the HTTP API, error lines).
+// command's flags; docs/ describes the contracts (docs/registry.md,
+// docs/models.md, docs/http-api.md, docs/cli.md).
 package main

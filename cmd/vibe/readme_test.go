@@ -35,16 +35,17 @@ type readmeBlock struct {
 	text string
 }
 
-// newcomerBlocks returns the fenced blocks between the newcomer markers.
-func newcomerBlocks(t *testing.T, readme string) []readmeBlock {
+// sectionBlocks returns the fenced blocks of the README between the
+// markers begin and end.
+func sectionBlocks(t *testing.T, readme, begin, end string) []readmeBlock {
 	t.Helper()
-	_, rest, ok := strings.Cut(readme, newcomerBegin)
+	_, rest, ok := strings.Cut(readme, begin)
 	if !ok {
-		t.Fatalf("README.md has no %q", newcomerBegin)
+		t.Fatalf("README.md has no %q", begin)
 	}
-	section, _, ok := strings.Cut(rest, newcomerEnd)
+	section, _, ok := strings.Cut(rest, end)
 	if !ok {
-		t.Fatalf("README.md has no %q", newcomerEnd)
+		t.Fatalf("README.md has no %q", end)
 	}
 	var blocks []readmeBlock
 	var cur *readmeBlock
@@ -100,23 +101,9 @@ func TestReadmeNewcomer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	blocks := newcomerBlocks(t, string(b))
-	root, err := filepath.Abs("../..")
-	if err != nil {
-		t.Fatal(err)
-	}
-	self, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir, bin := t.TempDir(), t.TempDir()
-	if err := os.Symlink(filepath.Join(root, "examples"), filepath.Join(dir, "examples")); err != nil {
-		t.Fatal(err)
-	}
-	shim := "#!/bin/sh\nVIBE_TEST_MAIN=1 exec " + shellQuote([]string{self}) + " \"$@\"\n"
-	if err := os.WriteFile(filepath.Join(bin, "vibe"), []byte(shim), 0o755); err != nil {
-		t.Fatal(err)
-	}
+	blocks := sectionBlocks(t, string(b), newcomerBegin, newcomerEnd)
+	root, dir := readmeDir(t, "examples")
+	bin := vibeShim(t)
 
 	// The script: each command block, then a line that ends its output.
 	const sep = "\n@@@ end of block @@@\n"
@@ -153,19 +140,7 @@ func TestReadmeNewcomer(t *testing.T) {
 		t.Fatalf("the newcomer section does not replay %s", recording)
 	}
 
-	env := []string{"PATH=" + bin + string(os.PathListSeparator) + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME")}
-	for _, v := range []string{"GOPATH", "GOCACHE", "GOMODCACHE", "GOFLAGS", "GOPROXY", "TMPDIR"} {
-		if s, ok := os.LookupEnv(v); ok {
-			env = append(env, v+"="+s)
-		}
-	}
-	var rec string
-	if goldenfile.Update() {
-		srv := llmtest.NewServer(t, readmeAnswers, llmtest.Options{Tokens: true, Model: "authored-for-the-readme"})
-		rec = filepath.Join(t.TempDir(), "answers.jsonl")
-		text = strings.ReplaceAll(text, "replay:"+recording, "openai:authored-for-the-readme")
-		env = append(env, "VIBE_LLM_BASE_URL="+srv.URL, "VIBE_LLM_API_KEY=none", "VIBE_LLM_RECORD="+rec)
-	}
+	text, env, rec := recordInstead(t, text, readmeEnv(bin), recording)
 	cmd := exec.Command("bash", "-c", text)
 	cmd.Dir, cmd.Env = dir, env
 	var stderr strings.Builder
@@ -197,18 +172,94 @@ func TestReadmeNewcomer(t *testing.T) {
 			t.Errorf("the README writes hello/instructions/%s unlike examples/first-instruction's:\n%s", name, written)
 		}
 	}
-	if rec != "" {
-		b, err := os.ReadFile(rec)
-		if err != nil {
-			t.Fatal(err)
+	keepRecording(t, root, rec, recording, stderr.String())
+}
+
+// recordInstead, with -update, has a README section's commands ask a test
+// model that gives the answers written for the README (readmeAnswers)
+// instead of replaying the section's recording, and record what it
+// answers through VIBE_LLM_RECORD to rec, as a reader's real model would
+// be recorded; without -update it changes nothing and rec is "".
+func recordInstead(t *testing.T, script string, env []string, recording string) (string, []string, string) {
+	if !goldenfile.Update() {
+		return script, env, ""
+	}
+	srv := llmtest.NewServer(t, readmeAnswers, llmtest.Options{Tokens: true, Model: "authored-for-the-readme"})
+	rec := filepath.Join(t.TempDir(), "answers.jsonl")
+	script = strings.ReplaceAll(script, "replay:"+recording, "openai:authored-for-the-readme")
+	return script, append(env, "VIBE_LLM_BASE_URL="+srv.URL, "VIBE_LLM_API_KEY=none", "VIBE_LLM_RECORD="+rec), rec
+}
+
+// keepRecording ends a README section's run: with -update (rec set) the
+// answers recorded become the section's recording; without, the commands
+// must have said that they replay it.
+func keepRecording(t *testing.T, root, rec, recording, stderr string) {
+	t.Helper()
+	if rec == "" {
+		if !strings.Contains(stderr, "replaying recorded answers from "+recording) {
+			t.Errorf("the commands do not say they replay a recording:\n%s", stderr)
 		}
-		if err := os.WriteFile(filepath.Join(root, recording), b, 0o644); err != nil {
+		return
+	}
+	b, err := os.ReadFile(rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(root, recording), b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// readmeDir returns the repository's root and a fresh directory for a
+// README section's commands to run in, as in the repository's root: links
+// to the root's files named.
+func readmeDir(t *testing.T, names ...string) (root, dir string) {
+	t.Helper()
+	root, dir = repoRoot(t), t.TempDir()
+	for _, name := range names {
+		if err := os.Symlink(filepath.Join(root, name), filepath.Join(dir, name)); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if !strings.Contains(stderr.String(), "replaying recorded answers from "+recording) && rec == "" {
-		t.Errorf("the commands do not say they replay a recording:\n%s", stderr.String())
+	return root, dir
+}
+
+// repoRoot is the repository's root directory.
+func repoRoot(t *testing.T) string {
+	t.Helper()
+	root, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
 	}
+	return root
+}
+
+// vibeShim returns a directory holding a `vibe` that runs this test binary
+// as the command: it stands in for what `go install ./cmd/vibe` installs.
+func vibeShim(t *testing.T) string {
+	t.Helper()
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin := t.TempDir()
+	shim := "#!/bin/sh\nVIBE_TEST_MAIN=1 exec " + shellQuote([]string{self}) + " \"$@\"\n"
+	if err := os.WriteFile(filepath.Join(bin, "vibe"), []byte(shim), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return bin
+}
+
+// readmeEnv is the environment a README section runs in: the shim's
+// directory first on the path, and the Go settings of this test's.
+func readmeEnv(bin string) []string {
+	env := []string{"PATH=" + bin + string(os.PathListSeparator) + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME")}
+	for _, v := range []string{"GOPATH", "GOCACHE", "GOMODCACHE", "GOFLAGS", "GOPROXY", "TMPDIR"} {
+		if s, ok := os.LookupEnv(v); ok {
+			env = append(env, v+"="+s)
+		}
+	}
+	return env
 }
 
 // readmeAnswers are the model's answers the section's recording holds,
