@@ -177,7 +177,7 @@ func isDone(err error) bool {
 }
 
 // List returns a page of batches, newest first, with their status.
-func (c *Client) List(ctx context.Context, opts process.ListOptions) ([]Status, string, error) {
+func (c *Client) List(ctx context.Context, opts durable.ListOptions) ([]Status, string, error) {
 	execs, next, err := durable.ListExecutions(ctx, c.temporal(), "batches", fmt.Sprintf("WorkflowType = '%s'", BatchName), opts)
 	if err != nil {
 		return nil, "", err
