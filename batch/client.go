@@ -17,6 +17,7 @@ import (
 	"github.com/augceo/vibe/durable"
 	"github.com/augceo/vibe/internal/execution"
 	"github.com/augceo/vibe/internal/watch"
+	"github.com/augceo/vibe/llm"
 	"github.com/augceo/vibe/process"
 )
 
@@ -26,6 +27,14 @@ type Client struct {
 	// and Registered) and reads its items; its Temporal client is the
 	// engine's.
 	Processes *process.Client
+	// Calibrations, when set, give the K calibrated for a chunk on the
+	// worker's model (package calibrate's Store), which Run takes for
+	// --batch-size auto.
+	Calibrations Calibrations
+	// Limiter, when set, is the worker's limiter of model calls, on this
+	// machine: Run plans its groups in flight for as many calls as it
+	// lets run at once, and its summary says what it did.
+	Limiter *llm.Limiter
 }
 
 func (c *Client) temporal() client.Client { return c.Processes.Temporal }

@@ -84,6 +84,7 @@ func (w *Workflows) Batch(ctx workflow.Context, in RecordInput) (Status, error) 
 			if st.Model == "" {
 				st.Model = r.Model
 			}
+			st.Splits = mergeSplits(st.Splits, r.Splits, 0)
 		}
 	}
 	sel := workflow.NewSelector(ctx)

@@ -67,6 +67,9 @@ type GroupResult struct {
 	// Cancelled says the batch was cancelled (Client.Cancel) before or
 	// while the group ran: a run stops reading its input.
 	Cancelled bool `json:"cancelled,omitempty"`
+	// Splits are the chunks whose calls could not be answered whole, each
+	// with the size asked and the size that passed (mergeSplits).
+	Splits []Split `json:"splits,omitempty"`
 }
 
 // GroupReport is what a group tells its batch (SignalGroup): that it
@@ -84,6 +87,7 @@ type GroupReport struct {
 	Usage    llm.Usage `json:"usage,omitzero"`
 	Requests int       `json:"requests,omitempty"`
 	Model    string    `json:"model,omitempty"`
+	Splits   []Split   `json:"splits,omitempty"`
 }
 
 // Workflows holds the batch runtime's workflow functions; they need the
@@ -207,7 +211,7 @@ func (w *Workflows) Group(ctx workflow.Context, in GroupInput) (GroupResult, err
 		g.sel.Select(ctx)
 		g.dispatch(ctx)
 	}
-	rep := GroupReport{Index: in.Index, Items: n, Finished: true, Usage: g.res.Usage, Requests: g.res.Requests, Model: g.res.Model}
+	rep := GroupReport{Index: in.Index, Items: n, Finished: true, Usage: g.res.Usage, Requests: g.res.Requests, Model: g.res.Model, Splits: g.res.Splits}
 	for _, r := range g.res.Results {
 		if r.Status == StatusCompleted {
 			rep.Done++
@@ -563,6 +567,7 @@ func (g *group) direct(ctx workflow.Context, in FillInput, items []int) {
 func (g *group) deliver(ctx workflow.Context, items []int, out *FillOutput, err error) {
 	g.res.Usage = g.res.Usage.Add(out.Usage)
 	g.res.Requests += out.Requests
+	g.res.Splits = mergeSplits(g.res.Splits, out.Splits, out.Passed)
 	for k, i := range items {
 		var part durable.FillOutput
 		var perr error

@@ -57,11 +57,11 @@ func ExampleMultiplex() {
 	m, _ := compile.Multiplex(chunk, 2, compile.MultiplexOptions{})
 	fmt.Println(m.Lookup("properties").Object().Names())
 	answer, _ := jsonv.Parse([]byte(`{"a1": "spam", "a2": "ok", "b1": "-", "b2": "Thanks!"}`))
-	items := compile.Demultiplex(answer, []string{"step1_classify", "step2_reply"}, 2)
+	items := compile.Demultiplex(answer, []string{"step1_classify", "step2_reply"}, 2, nil)
 	fmt.Println(items[1].Value, items[1].Err)
 	fmt.Println(compile.Legend([]string{"step1_classify", "step2_reply"}))
 	// Output:
 	// [a1 a2 b1 b2]
 	// {"step1_classify":"ok","step2_reply":"Thanks!"} <nil>
-	// property a<i> holds its step1_classify, property b<i> holds its step2_reply
+	// property a<i> holds its step1_classify, property b<i> holds its step2_reply; each part's "_item" is its item's tag
 }

@@ -2,6 +2,7 @@ package compile
 
 import (
 	"fmt"
+	"hash/fnv"
 	"slices"
 	"strconv"
 	"strings"
@@ -46,8 +47,9 @@ func ItemKey(k, i int) string { return StepPrefix(k) + strconv.Itoa(i) }
 // a2, …, an, b1, … (ItemKey) — with no nested arrays, every property
 // required. The step schemas go once into "$defs", each under its step's
 // prefix (StepPrefix: "a" for the first step), and every property refers
-// to its step's, unless opts.Inline. Give it a projected chunk (Project)
-// to get what a model is sent.
+// to its step's, unless opts.Inline. Each step's part of an item carries
+// the item's tag (Tagged), which Demultiplex checks. Give it a projected
+// chunk (Project) to get what a model is sent.
 func Multiplex(chunk jsonv.Value, n int, opts MultiplexOptions) (jsonv.Value, error) {
 	steps := schema.Properties(chunk)
 	if steps.Len() == 0 {
@@ -66,7 +68,7 @@ func Multiplex(chunk jsonv.Value, n int, opts MultiplexOptions) (jsonv.Value, er
 	props := jsonv.NewObject(n * steps.Len())
 	names := make([]string, 0, n*steps.Len())
 	for k, s := range steps.Members() {
-		v := s.Value
+		v := Tagged(s.Value)
 		if !opts.Inline {
 			v = jsonv.ObjectValue(jsonv.Member{Name: "$ref", Value: jsonv.StringValue("#/$defs/" + StepPrefix(k))})
 		}
@@ -81,17 +83,89 @@ func Multiplex(chunk jsonv.Value, n int, opts MultiplexOptions) (jsonv.Value, er
 	if !opts.Inline {
 		defs := jsonv.NewObject(steps.Len())
 		for k, s := range steps.Members() {
-			defs.Set(StepPrefix(k), s.Value)
+			defs.Set(StepPrefix(k), Tagged(s.Value))
 		}
 		out.Set("$defs", defs.Value())
 	}
 	return out.Value(), nil
 }
 
+// TagKey is the property by which each step's part of an item in a
+// multiplexed answer echoes the item's tag (ItemTags): a part under the
+// wrong item's key — a model that swapped two items — is caught by it,
+// not written to another item's line. It starts with "_": a model reads it
+// as bookkeeping, not as part of the step's answer.
+const TagKey = "_item"
+
+// Tagged is step, an object schema, with TagKey as its first property, a
+// required string: the same schema for every item, so that a call's
+// schema depends only on its size; the prompt gives each item's tag
+// (ItemTags). A step that is no object schema is returned as it is.
+func Tagged(step jsonv.Value) jsonv.Value {
+	props := schema.Properties(step)
+	if props == nil || step.Object() == nil {
+		return step
+	}
+	if _, ok := props.Get(TagKey); ok {
+		return step
+	}
+	tag := jsonv.ObjectValue(jsonv.Member{Name: "type", Value: jsonv.StringValue("string")})
+	out := jsonv.NewObject(step.Len() + 1)
+	for name, v := range step.Members() {
+		switch name {
+		case "properties":
+			p := jsonv.NewObject(props.Len() + 1)
+			p.Set(TagKey, tag)
+			for pn, pv := range props.All() {
+				p.Set(pn, pv)
+			}
+			v = p.Value()
+		case "required":
+			r := []string{TagKey}
+			for _, e := range v.Array() {
+				r = append(r, e.Str())
+			}
+			v = schema.StringArray(r)
+		}
+		out.Set(name, v)
+	}
+	if _, ok := step.Get("required"); !ok {
+		out.Set("required", schema.StringArray([]string{TagKey}))
+	}
+	return out.Value()
+}
+
+// ItemTags are the tags of a call's items, by their ids: a few letters and
+// digits drawn from each id, distinct within the call, and the same for an
+// item whichever call it is in. The prompt gives each item its tag, and
+// each of its parts echoes it (TagKey).
+func ItemTags(ids []string) []string {
+	const alphabet = "abcdefghjkmnpqrstuvwxyz23456789"
+	tags := make([]string, len(ids))
+	seen := make(map[string]bool, len(ids))
+	for i, id := range ids {
+		h := fnv.New64a()
+		h.Write([]byte(id))
+		x := h.Sum64()
+		var b []byte
+		for n := 0; n < 4 || seen[string(b)]; n++ {
+			b = append(b, alphabet[x%uint64(len(alphabet))])
+			x /= uint64(len(alphabet))
+			if x == 0 {
+				x = uint64(i+n) * 2654435761
+			}
+		}
+		tags[i] = string(b)
+		seen[tags[i]] = true
+	}
+	return tags
+}
+
 // Legend says in words which property of a multiplexed answer holds what,
 // for the prompt of the call: "property a<i> holds its step1_classify,
 // property b<i> holds its step2_reply" — item i's value of each step, in
-// step order (ItemKey).
+// step order (ItemKey) — and that each part echoes its item's tag
+// (TagKey).
 func Legend(steps []string) string {
 	var b strings.Builder
 	for k, s := range steps {
@@ -100,6 +174,7 @@ func Legend(steps []string) string {
 		}
 		fmt.Fprintf(&b, "property %s<i> holds its %s", StepPrefix(k), s)
 	}
+	fmt.Fprintf(&b, "; each part's %q is its item's tag", TagKey)
 	return b.String()
 }
 
@@ -118,26 +193,52 @@ type ItemPart struct {
 // item i's value is {step: answer[ItemKey(k, i)], …} for each step k, in
 // step order. Each item stands alone: one whose properties the answer
 // lacks has the ones it holds and an error naming the rest, and its
-// siblings are whole — a caller repairs that item, not the call.
-func Demultiplex(answer jsonv.Value, steps []string, n int) []ItemPart {
+// siblings are whole — a caller repairs that item, not the call. With
+// tags (ItemTags, one per item), each step's part of item i that is an
+// object must echo tags[i] under TagKey, which is taken out of it: a part
+// that echoes another tag, or none, is not the item's — it is left out of
+// the item's value and named in the item's error.
+func Demultiplex(answer jsonv.Value, steps []string, n int, tags []string) []ItemPart {
 	items := make([]ItemPart, n)
 	for i := 1; i <= n; i++ {
 		item := jsonv.NewObject(len(steps))
-		var missing []string
+		var missing, wrong []string
 		for k, s := range steps {
 			v, ok := answer.Get(ItemKey(k, i))
 			if !ok {
 				missing = append(missing, fmt.Sprintf("%q (item %d's %s)", ItemKey(k, i), i, s))
 				continue
 			}
+			if tags != nil && v.Object() != nil {
+				tag, has := v.Get(TagKey)
+				if !has || tag.Str() != tags[i-1] {
+					got := "no tag"
+					if has {
+						got = fmt.Sprintf("the tag %s", jsonv.Marshal(tag))
+					}
+					wrong = append(wrong, fmt.Sprintf("%q (item %d's %s) holds %s, not the item's %q", ItemKey(k, i), i, s, got, tags[i-1]))
+					continue
+				}
+				v = v.Clone()
+				v.Object().Delete(TagKey)
+			}
 			item.Set(s, v)
 		}
 		items[i-1].Value = item.Value()
+		var errs []string
 		switch {
 		case answer.Kind() != jsonv.KindObject:
-			items[i-1].Err = fmt.Errorf("demultiplex: the answer is %s, not an object of each item's steps", answer.Kind())
-		case missing != nil:
-			items[i-1].Err = fmt.Errorf("demultiplex: the answer has no %s", strings.Join(missing, ", "))
+			errs = append(errs, fmt.Sprintf("the answer is %s, not an object of each item's steps", answer.Kind()))
+		default:
+			if missing != nil {
+				errs = append(errs, "the answer has no "+strings.Join(missing, ", "))
+			}
+			if wrong != nil {
+				errs = append(errs, strings.Join(wrong, "; ")+": another item's answer")
+			}
+		}
+		if errs != nil {
+			items[i-1].Err = fmt.Errorf("demultiplex: %s", strings.Join(errs, "; "))
 		}
 	}
 	return items
@@ -190,7 +291,7 @@ func Batches(chunk jsonv.Value, n int, limits Limits, opts MultiplexOptions) ([]
 	inner := 0 // properties inside the step schemas
 	depth := 0
 	for _, s := range steps.Members() {
-		inner += countProperties(s.Value)
+		inner += countProperties(Tagged(s.Value))
 		depth = max(depth, objectDepth(s.Value))
 	}
 	depth++ // the multiplexed object around the steps

@@ -106,19 +106,23 @@ type BatchTask struct {
 	Items []BatchItem
 }
 
-// BatchItem is one item of a BatchTask: its request and its minimal
-// context.
+// BatchItem is one item of a BatchTask: its tag (compile.ItemTags), its
+// request and its minimal context.
 type BatchItem struct {
+	Tag     string
 	Prompt  string
 	Context jsonv.Value
 }
 
 // NewBatchRequest builds the one request of a BatchTask: the system text,
 // one user message, and the schema's bytes once. The message says once
-// which property holds which step, then gives each item on a line that
-// starts with its number in brackets, "[i] ", followed by its request and,
-// on the next line, its context. A request every item shares is said
-// once, before the items.
+// which property holds which step and that each part echoes its item's
+// tag (the task's Legend), then gives each item on a line of
+// its own that starts with its number in brackets, "[i] ", followed by the
+// item as one JSON object: its tag, its request and its context. Encoded
+// so, no item's text can pose as another item: a newline or a "[2]" in a
+// request is a character of a JSON string. A request every item shares is
+// said once, before the items.
 func NewBatchRequest(t BatchTask) *Request {
 	system := t.System
 	if system == "" {
@@ -134,20 +138,18 @@ func NewBatchRequest(t BatchTask) *Request {
 			b.WriteString(p + "\n\n")
 		}
 	}
-	fmt.Fprintf(&b, "Step %s, for %d items at once: answer each item on its own, from its own request and context only. Item i is [i] below; %s.\n", t.Name, len(t.Items), t.Legend)
+	fmt.Fprintf(&b, "Step %s, for %d items at once: answer each item on its own, from its own request and context only. "+
+		"Item i is [i] below, a JSON object of its tag, its request and its context; %s.\n", t.Name, len(t.Items), t.Legend)
 	for i, it := range t.Items {
-		fmt.Fprintf(&b, "[%d]", i+1)
-		sep := byte(' ')
+		item := jsonv.NewObject(3)
+		item.Set("tag", jsonv.StringValue(it.Tag))
 		if p := strings.TrimSpace(it.Prompt); !shared && p != "" {
-			b.WriteByte(sep)
-			b.WriteString(p)
-			sep = '\n'
+			item.Set("request", jsonv.StringValue(p))
 		}
 		if it.Context.Len() > 0 {
-			b.WriteByte(sep)
-			b.Write(jsonv.Marshal(it.Context))
+			item.Set("context", it.Context)
 		}
-		b.WriteByte('\n')
+		fmt.Fprintf(&b, "[%d] %s\n", i+1, jsonv.Marshal(item.Value()))
 	}
 	fmt.Fprintf(&b, "Answer all %d items.", len(t.Items))
 	return &Request{

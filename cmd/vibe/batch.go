@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"runtime/debug"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"text/tabwriter"
@@ -34,7 +35,8 @@ func newBatchCmd(io stdio) *cobra.Command {
 		wf                        workerFlags
 		regDir, pipeline, in, out string
 		id, prompt, system        string
-		size, concurrency         int
+		sizeFlag                  string
+		concurrency               int
 		window                    time.Duration
 		inline                    bool
 		maxProps, maxDepth        int
@@ -44,18 +46,25 @@ func newBatchCmd(io stdio) *cobra.Command {
 		poll                      time.Duration
 	)
 	cmd := &cobra.Command{
-		Use:   "batch PROCESS|--pipeline EXPR --in FILE.jsonl|- [--out FILE.jsonl] [--batch-size K] [--concurrency C] [--id BATCH]",
+		Use:   "batch PROCESS|--pipeline EXPR --in FILE.jsonl|- [--out FILE.jsonl] [--batch-size K|auto] [--concurrency C] [--id BATCH]",
 		Short: "Run a process over a stream of items",
 		Long: `Batch runs a process — a registry URI, a process schema file, or --pipeline
 EXPR — once per line of --in (JSONL; - for stdin). A line is what POST
 /v1/processes takes without the process, {"prompt": …, "input": {…}}, or a bare
 JSON string, the prompt.
 
-Items go in groups of K (--batch-size): each LLM chunk is asked of a group in one
-model call (split further when the provider's limits need it), each item's part
-of the answer checked on its own and, when wrong, repaired on its own. Server
-and person steps run per item. At most C groups (--concurrency) are in flight,
-and the input is read no further ahead than (C+1)×K lines, whatever its size.
+Each LLM chunk is asked of K items in one model call (--batch-size), each item's
+part of the answer checked on its own and, when wrong, repaired on its own; a
+call the model cannot answer whole (too large, cut off, refused) is halved. K is
+auto by default, per chunk: the largest of 1, 2, 4, 8, 16, 32, 64 not above the
+K calibration chose for the model and chunk (vibe calibrate; 32 without), the
+items over the calls that may run at once, and what the output token limit
+allows; the summary says which K each chunk took and why, and a batch keeps the
+K of its first run. Server and person steps run per item. Items go in groups
+(workflows) of 32, or K when it is larger; a group's calls run at once, at most C
+model calls in flight (--concurrency; by default 32 to begin with, growing while
+latency holds and halving on the provider's 429), and the input is read no
+further ahead than the groups that keep them busy.
 
 --provider-batch sends the model calls through the provider's own Batch API
 (OpenAI's Batch API, Anthropic's Message Batches) instead of one HTTP request
@@ -109,8 +118,15 @@ otherwise it starts the embedded engine itself, or joins --temporal.`,
 			if (provider || fallback) && strings.HasPrefix(wf.llm.spec, "replay:") {
 				return usageError{errors.New("--provider-batch sends the calls through the provider's Batch API, and a recording has none: give --llm openai:MODEL or anthropic:MODEL")}
 			}
-			if size < 0 || concurrency < 0 {
-				return usageError{errors.New("--batch-size and --concurrency are counts: 1 or more (0 for the default)")}
+			size, err := batchSize(sizeFlag)
+			if err != nil {
+				return usageError{err}
+			}
+			if concurrency < 0 {
+				return usageError{errors.New("--concurrency is a count of model calls at once: 1 or more (0 for the default)")}
+			}
+			if concurrency > 0 {
+				wf.llm.concurrency = concurrency // this run's own worker holds to it
 			}
 			reg, err := openRegistry(regDir)
 			if err != nil {
@@ -240,6 +256,7 @@ otherwise it starts the embedded engine itself, or joins --temporal.`,
 				now, _ = c.Status(ctx, opts.ID)
 			}
 			if sum != nil {
+				reportSizes(io.err, sum, c.Limiter, now)
 				report(io.err, sum, err, out, opts.After, before, now, func(u llm.Usage) string {
 					model := wf.llm.model()
 					if model == "" && now != nil {
@@ -274,8 +291,8 @@ otherwise it starts the embedded engine itself, or joins --temporal.`,
 	cmd.Flags().StringVar(&pipeline, "pipeline", "", "run this pipeline expression over the items")
 	cmd.Flags().StringVar(&in, "in", "", "the items: a JSONL `FILE`, or - for stdin")
 	cmd.Flags().StringVar(&out, "out", "", "write the result lines to `FILE` (continued on a rerun); default stdout")
-	cmd.Flags().IntVar(&size, "batch-size", 0, fmt.Sprintf("K, items per group: one model call per LLM chunk per group (default %d)", batch.DefaultSize))
-	cmd.Flags().IntVar(&concurrency, "concurrency", 0, fmt.Sprintf("C, groups in flight (default %d)", batch.DefaultConcurrency))
+	cmd.Flags().StringVar(&sizeFlag, "batch-size", "auto", "K, items per model call of each LLM chunk, or auto: chosen per chunk from calibration, the items and the calls at once")
+	cmd.Flags().IntVar(&concurrency, "concurrency", 0, fmt.Sprintf("C, model calls at once (default: %d to begin with, adapting to the provider)", llm.DefaultConcurrency))
 	cmd.Flags().StringVar(&id, "id", "", "the batch's id (default: derived from the process and the input file; fresh for stdin)")
 	cmd.Flags().StringVar(&prompt, "prompt", "", "the prompt of items that give none")
 	cmd.Flags().StringVar(&system, "system", "", "the system text of the model calls")
@@ -317,6 +334,31 @@ func report(w goio.Writer, sum *batch.Summary, err error, out string, after int,
 		counts += fmt.Sprintf("; %d new LLM requests; %s%s", requests, tokens(usage), cost(usage))
 	}
 	fmt.Fprintf(w, "vibe: batch %s: %s; %s\n", sum.ID, counts, sum.Elapsed.Round(time.Millisecond))
+}
+
+// reportSizes says the K each LLM chunk's calls took and why, the calls
+// halved because the model could not answer them whole, and what the
+// limiter of model calls did (lim: this machine's worker's; nil through a
+// serve).
+func reportSizes(w goio.Writer, sum *batch.Summary, lim *llm.Limiter, now *batch.Status) {
+	if sum.Lines == 0 {
+		return
+	}
+	var ks []string
+	for _, s := range sum.Sizes {
+		ks = append(ks, fmt.Sprintf("%s K=%d, %s", s.Chunk, s.K, s.Why))
+	}
+	if len(ks) > 0 {
+		fmt.Fprintf(w, "vibe: batch %s: %s\n", sum.ID, strings.Join(ks, "; "))
+	}
+	if now != nil {
+		for _, sp := range now.Splits {
+			fmt.Fprintf(w, "vibe: batch %s: %s: calls of %d items could not be answered whole (%s); halved down to %d, which passed\n", sum.ID, sp.Chunk, sp.From, sp.Reason, sp.To)
+		}
+	}
+	if lim != nil {
+		fmt.Fprintf(w, "vibe: batch %s: model calls: %s\n", sum.ID, lim)
+	}
 }
 
 // interrupted is the error of a run that Ctrl-C stopped, after the groups
@@ -484,4 +526,16 @@ func dryRunBatch(ctx context.Context, io stdio, reg *registry.Registry, in goio.
 		}
 	}
 	return nil
+}
+
+// batchSize reads --batch-size: auto (0), or K, 1 or more.
+func batchSize(s string) (int, error) {
+	if s == "" || s == "auto" {
+		return 0, nil
+	}
+	k, err := strconv.Atoi(s)
+	if err != nil || k < 1 {
+		return 0, fmt.Errorf("--batch-size %q: give auto, or K, the items of one model call (1 or more)", s)
+	}
+	return k, nil
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"net/http"
 	"os"
 	"strings"
 
@@ -25,6 +26,9 @@ type llmFlags struct {
 	spec, baseURL string
 	tools, strict bool
 	flag          *pflag.Flag // --llm, to tell a given flag from $VIBE_LLM
+	// concurrency, when set, fixes the model calls at once to the
+	// endpoint (vibe batch --concurrency); else the limiter adapts.
+	concurrency int
 }
 
 // given reports whether --llm was on the command line.
@@ -59,6 +63,9 @@ func (f *llmFlags) provider(io stdio) (llm.Provider, error) {
 		return nil, usageError{fmt.Errorf("--llm %q: want openai:MODEL, anthropic:MODEL or replay:FILE", f.spec)}
 	}
 	key := os.Getenv("VIBE_LLM_API_KEY")
+	// One limiter paces every call to the endpoint, and sees each 429
+	// through the client's transport, the SDK's own retries included.
+	lim := limiter{llm.NewLimiter(llm.LimiterOptions{Start: f.concurrency, Fixed: f.concurrency > 0})}
 	var p llm.Provider
 	switch kind {
 	case "openai":
@@ -71,12 +78,12 @@ func (f *llmFlags) provider(io stdio) (llm.Provider, error) {
 		}
 		// Strict structured outputs are OpenAI's own; other servers get the
 		// schema as written unless --llm-strict says they take it too.
-		p = openai.New(openai.Options{Model: arg, BaseURL: f.baseURL, APIKey: key, Mode: mode, Strict: f.baseURL == "" || f.strict})
+		p = openai.New(openai.Options{Model: arg, BaseURL: f.baseURL, APIKey: key, Mode: mode, Strict: f.baseURL == "" || f.strict, HTTPClient: lim.client()})
 	case "anthropic":
 		if key == "" {
 			key = os.Getenv("ANTHROPIC_API_KEY")
 		}
-		p = anthropic.New(anthropic.Options{Model: arg, BaseURL: f.baseURL, APIKey: key})
+		p = anthropic.New(anthropic.Options{Model: arg, BaseURL: f.baseURL, APIKey: key, HTTPClient: lim.client()})
 	case "replay":
 		rp, err := replay.Open(arg)
 		if err != nil {
@@ -87,6 +94,7 @@ func (f *llmFlags) provider(io stdio) (llm.Provider, error) {
 	default:
 		return nil, usageError{fmt.Errorf("--llm %q: unknown provider %q; want openai, anthropic or replay", f.spec, kind)}
 	}
+	p = lim.Provider(p)
 	if rec := os.Getenv("VIBE_LLM_RECORD"); rec != "" {
 		r, err := replay.Record(p, rec)
 		if err != nil {
@@ -96,4 +104,12 @@ func (f *llmFlags) provider(io stdio) (llm.Provider, error) {
 		return r, nil
 	}
 	return p, nil
+}
+
+// limiter is the llm.Limiter of a provider the flags make.
+type limiter struct{ *llm.Limiter }
+
+// client is an HTTP client whose transport tells the limiter of each 429.
+func (l limiter) client() *http.Client {
+	return &http.Client{Transport: l.Transport(nil)}
 }

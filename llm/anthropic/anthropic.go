@@ -211,10 +211,15 @@ func read(msg *sdk.Message, name string) (*llm.Response, error) {
 // answer returns the input of msg's tool call, or an error saying why there
 // is none. These are not APIErrors: the endpoint answered, the model did not.
 func answer(msg *sdk.Message, name string) (string, error) {
-	if msg.StopReason == sdk.StopReasonMaxTokens {
+	switch msg.StopReason {
+	case sdk.StopReasonMaxTokens:
 		// The tool input is cut off; asking again with the same cap would
 		// be cut off too.
-		return "", fmt.Errorf("anthropic: model %s hit the token limit before the answer was complete (stop reason \"max_tokens\"); raise the max tokens", msg.Model)
+		return "", fmt.Errorf("anthropic: model %s hit the token limit before the answer was complete (stop reason \"max_tokens\"); raise the max tokens or ask for less: %w", msg.Model, llm.ErrCutOff)
+	case sdk.StopReasonModelContextWindowExceeded:
+		return "", fmt.Errorf("anthropic: model %s ran out of its context window (stop reason %q): %w", msg.Model, msg.StopReason, llm.ErrCutOff)
+	case sdk.StopReasonRefusal:
+		return "", fmt.Errorf("anthropic: model %s refused (stop reason \"refusal\"): %w", msg.Model, llm.ErrRefused)
 	}
 	var input json.RawMessage
 	for _, b := range msg.Content {
@@ -277,6 +282,7 @@ func apiError(ctx context.Context, err error) error {
 			Message:    msg,
 			Retryable:  ae.StatusCode == http.StatusTooManyRequests || ae.StatusCode >= 500,
 			Err:        err,
+			TooLarge:   llm.TooLargeMessage(ae.StatusCode, msg),
 		}
 	}
 	var ne net.Error

@@ -222,12 +222,12 @@ func (p *Provider) answer(resp *oai.ChatCompletion, name string) (string, error)
 	choice := resp.Choices[0]
 	msg := choice.Message
 	if msg.Refusal != "" {
-		return "", fmt.Errorf("openai: model %s refused: %s", resp.Model, msg.Refusal)
+		return "", fmt.Errorf("openai: model %s refused: %s: %w", resp.Model, msg.Refusal, llm.ErrRefused)
 	}
 	if choice.FinishReason == "length" {
 		// The answer is cut off mid-JSON; asking again with the same limit
 		// would be cut off too.
-		return "", fmt.Errorf("openai: model %s hit the token limit before the answer was complete (finish reason \"length\"); raise the max tokens", resp.Model)
+		return "", fmt.Errorf("openai: model %s hit the token limit before the answer was complete (finish reason \"length\"); raise the max tokens or ask for less: %w", resp.Model, llm.ErrCutOff)
 	}
 	if p.opts.Mode == ModeTool {
 		if len(msg.ToolCalls) == 0 {
@@ -277,6 +277,7 @@ func apiError(ctx context.Context, err error) error {
 			Message:    msg,
 			Retryable:  ae.StatusCode == http.StatusTooManyRequests || ae.StatusCode >= 500,
 			Err:        err,
+			TooLarge:   llm.TooLargeMessage(ae.StatusCode, msg+" "+ae.Code),
 		}
 	}
 	var ne net.Error
