@@ -161,12 +161,13 @@ func (f *filling) run(ctx context.Context, c call) error {
 		f.mu.Unlock()
 		return nil
 	}
+	reason := splitReason(err)
 	halves, err := halve(f.t, c)
 	if err != nil {
 		return err
 	}
 	f.mu.Lock()
-	f.out.Splits = append(f.out.Splits, Split{Chunk: f.t.Chunk, From: c.count, To: halves[0].count, Reason: splitReason(err)})
+	f.out.Splits = append(f.out.Splits, Split{Chunk: f.t.Chunk, From: c.count, To: halves[0].count, Reason: reason})
 	f.mu.Unlock()
 	var wg sync.WaitGroup
 	errs := make([]error, len(halves))
