@@ -148,7 +148,7 @@ func ItemTags(ids []string) []string {
 		h.Write([]byte(id))
 		x := h.Sum64()
 		var b []byte
-		for n := 0; n < 4 || seen[string(b)]; n++ {
+		for n := 0; n < 3 || seen[string(b)]; n++ {
 			b = append(b, alphabet[x%uint64(len(alphabet))])
 			x /= uint64(len(alphabet))
 			if x == 0 {

@@ -117,12 +117,12 @@ type BatchItem struct {
 // NewBatchRequest builds the one request of a BatchTask: the system text,
 // one user message, and the schema's bytes once. The message says once
 // which property holds which step and that each part echoes its item's
-// tag (the task's Legend), then gives each item on a line of
-// its own that starts with its number in brackets, "[i] ", followed by the
-// item as one JSON object: its tag, its request and its context. Encoded
-// so, no item's text can pose as another item: a newline or a "[2]" in a
-// request is a character of a JSON string. A request every item shares is
-// said once, before the items.
+// tag (the task's Legend), then gives each item on a line of its own that
+// starts with its number in brackets — "[i] " — then its tag, its request
+// as a JSON string and its context as JSON. Encoded so, no item's text can
+// pose as another item: a newline or a "[2]" in a request is a character
+// of a JSON string. A request every item shares is said once, before the
+// items.
 func NewBatchRequest(t BatchTask) *Request {
 	system := t.System
 	if system == "" {
@@ -139,17 +139,18 @@ func NewBatchRequest(t BatchTask) *Request {
 		}
 	}
 	fmt.Fprintf(&b, "Step %s, for %d items at once: answer each item on its own, from its own request and context only. "+
-		"Item i is [i] below, a JSON object of its tag, its request and its context; %s.\n", t.Name, len(t.Items), t.Legend)
+		"Item i is the line [i] below: its tag, its request (a JSON string) and its context (JSON); %s.\n", t.Name, len(t.Items), t.Legend)
 	for i, it := range t.Items {
-		item := jsonv.NewObject(3)
-		item.Set("tag", jsonv.StringValue(it.Tag))
+		fmt.Fprintf(&b, "[%d] %s", i+1, it.Tag)
 		if p := strings.TrimSpace(it.Prompt); !shared && p != "" {
-			item.Set("request", jsonv.StringValue(p))
+			b.WriteByte(' ')
+			b.Write(jsonv.Marshal(jsonv.StringValue(p)))
 		}
 		if it.Context.Len() > 0 {
-			item.Set("context", it.Context)
+			b.WriteByte(' ')
+			b.Write(jsonv.Marshal(it.Context))
 		}
-		fmt.Fprintf(&b, "[%d] %s\n", i+1, jsonv.Marshal(item.Value()))
+		b.WriteByte('\n')
 	}
 	fmt.Fprintf(&b, "Answer all %d items.", len(t.Items))
 	return &Request{

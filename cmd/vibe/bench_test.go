@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"bufio"
 	"bytes"
 	"context"
@@ -200,17 +201,17 @@ var (
 	lgItems  = flag.Int("lg.items", 1000, "comments of BenchmarkLangGraph")
 	lgDelay  = flag.Duration("lg.delay", 200*time.Millisecond, "BenchmarkLangGraph: the test model's time per request")
 	lgToken  = flag.Duration("lg.token", 2*time.Millisecond, "BenchmarkLangGraph: the test model's time per completion token")
-	lgServes = flag.Int("lg.serves", 16, "BenchmarkLangGraph: the requests the test model serves at once")
+	lgServes = flag.Int("lg.serves", 16, "BenchmarkLangGraph: the requests the test model serves at once (0: no limit, and LangGraph.js sends them all at once)")
 )
 
 // BenchmarkLangGraph runs the same -lg.items comments through LangGraph.js
 // (map-reduce: a Send per comment, one model call each, then the record
 // action over HTTP; testdata/langgraph/moderate.mjs) and through `vibe
-// batch` (K=32, C=16, its own embedded engine), each against a test model
-// of its own with the same behaviour — at most -lg.serves requests at
-// once, -lg.delay plus -lg.token per completion token each — and reports
-// both wall times, their ratio, and the requests and prompt tokens of
-// each. LangGraph.js's wall is the graph's run; vibe batch's is the
+// batch` with its default flags (K and the calls at once its own; its own
+// embedded engine), each against a test model of its own with the same
+// behaviour — at most -lg.serves requests at once (0: any number),
+// -lg.delay plus -lg.token per completion token each — and reports both
+// wall times, their ratio, and the requests and prompt tokens of each. LangGraph.js's wall is the graph's run; vibe batch's is the
 // command's, the engine's start included. It needs Node.js and the
 // harness's packages:
 //
@@ -240,7 +241,7 @@ func BenchmarkLangGraph(b *testing.B) {
 		lgModel = llmtest.NewServer(b, llmtest.Multiplexed(verdict), opts)
 		led := &tally{effects: map[string]int{}}
 		actions := httptest.NewServer(led)
-		out, err := exec.Command("node", filepath.Join(harness, "moderate.mjs"), lgModel.URL+"/v1", actions.URL, items, strconv.Itoa(*lgServes)).CombinedOutput()
+		out, err := exec.Command("node", filepath.Join(harness, "moderate.mjs"), lgModel.URL+"/v1", actions.URL, items, strconv.Itoa(cmp.Or(*lgServes, *lgItems))).CombinedOutput()
 		actions.Close()
 		if err != nil {
 			b.Fatalf("langgraph: %v\n%s", err, out)
@@ -265,13 +266,16 @@ func BenchmarkLangGraph(b *testing.B) {
 		data := filepath.Join(dir, fmt.Sprintf("data-%d", time.Now().UnixNano()))
 		start := time.Now()
 		cmd, cout := child(b, "batch", filepath.Join(dir, "moderate.json"), "--in", items, "--out", filepath.Join(dir, "out.jsonl"),
-			"--id", fmt.Sprintf("lg-%d", time.Now().UnixNano()), "--batch-size", "32", "--concurrency", strconv.Itoa(*lgServes), "--data", data,
+			"--id", fmt.Sprintf("lg-%d", time.Now().UnixNano()), "--data", data,
 			"--actions-file", filepath.Join(dir, "actions.json"), "--llm", "openai:test-model", "--llm-base-url", vibeModel.URL)
 		if err := cmd.Wait(); err != nil {
 			b.Fatalf("vibe batch: %v\n%s", err, cout)
 		}
 		vibeWall = time.Since(start)
 		actions.Close()
+		if os.Getenv("VIBE_BENCH_SHOW") != "" {
+			b.Logf("vibe batch:\n%s", cout)
+		}
 		if _, keys, _ := led.counts(); keys != *lgItems {
 			b.Fatalf("vibe batch recorded %d decisions, want %d", keys, *lgItems)
 		}
@@ -282,6 +286,7 @@ func BenchmarkLangGraph(b *testing.B) {
 	b.ReportMetric(float64(lgModel.Requests()), "langgraph-requests")
 	b.ReportMetric(float64(vibeModel.Requests()), "vibe-requests")
 	b.ReportMetric(float64(vibeModel.PromptTokens())/float64(lgModel.PromptTokens()), "prompt-token-ratio")
+	b.ReportMetric(float64(vibeModel.Peak()), "vibe-peak-calls")
 }
 
 var (

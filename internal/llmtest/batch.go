@@ -11,7 +11,7 @@ import (
 )
 
 var (
-	itemLine = regexp.MustCompile(`(?m)^\[(\d+)\] (\{.*\})$`)
+	itemLine = regexp.MustCompile(`(?m)^\[(\d+)\] ([a-z0-9]+)( "(?:[^"\\]|\\.)*")?( \{.*\})?$`)
 	itemProp = regexp.MustCompile(`^([a-z]+)(\d+)$`)
 	legend   = regexp.MustCompile(`property ([a-z]+)<i> holds its ([^,;\n]+?)[,;.]`)
 )
@@ -61,16 +61,13 @@ func Read(body string) Request {
 			}
 			for _, g := range itemLine.FindAllStringSubmatch(m.Content, -1) {
 				n, _ := strconv.Atoi(g[1])
-				var item struct {
-					Tag     string `json:"tag"`
-					Request *string
-				}
-				if err := json.Unmarshal([]byte(g[2]), &item); err != nil {
-					panic(fmt.Sprintf("item %d is no JSON object: %v: %s", n, err, g[2]))
-				}
-				r.Prompts[n], r.Tags[n] = shared, item.Tag
-				if item.Request != nil {
-					r.Prompts[n] = *item.Request
+				r.Prompts[n], r.Tags[n] = shared, g[2]
+				if g[3] != "" {
+					var request string
+					if err := json.Unmarshal([]byte(g[3][1:]), &request); err != nil {
+						panic(fmt.Sprintf("item %d's request is no JSON string: %v: %s", n, err, g[3]))
+					}
+					r.Prompts[n] = request
 				}
 			}
 		}
