@@ -17,7 +17,6 @@ import (
 
 	"github.com/augceo/vibe/api"
 	"github.com/augceo/vibe/jsonv"
-	"github.com/augceo/vibe/llm"
 	"github.com/augceo/vibe/process"
 	"github.com/augceo/vibe/registry"
 	"github.com/augceo/vibe/schema"
@@ -167,51 +166,6 @@ and waits for its fire-and-forget actions as vibe run does (--wait-actions).`,
 	wf.add(cmd)
 	cmd.Flags().DurationVar(&waitActions, "wait-actions", time.Minute, "on its own engine, wait up to `D` after the process completes for its fire-and-forget actions to settle (0: do not wait)")
 	return cmd
-}
-
-func newShowCmd(io stdio) *cobra.Command {
-	var pf pricesFlag
-	cmd := readCmd(io, "show ID", "Print a process: status, what it waits for, state, usage", exactArgs(1),
-		func(ctx context.Context, p processes, args []string) error {
-			prices, err := pf.load()
-			if err != nil {
-				return err
-			}
-			info, err := p.Get(ctx, args[0])
-			if err != nil {
-				return err
-			}
-			if err := writeAny(io, info); err != nil {
-				return err
-			}
-			if prices != nil {
-				fmt.Fprintf(io.err, "vibe: %s: %s\n", info.ID, callsCost(prices, info.Calls))
-			}
-			return nil
-		})
-	cmd.Example = `  vibe show meeting-1a2b3c4d
-  vibe show meeting-1a2b3c4d | jq .state`
-	pf.add(cmd)
-	return cmd
-}
-
-// callsCost says what a process's model calls cost at p, each by the model
-// that answered it, and which models p has no price for.
-func callsCost(p *llm.Prices, calls []process.ModelCall) string {
-	var total float64
-	var unpriced []string
-	for _, c := range calls {
-		if cost, ok := p.Cost(c.Model, c.Usage, false); ok {
-			total += cost
-		} else if !slices.Contains(unpriced, c.Model) {
-			unpriced = append(unpriced, c.Model)
-		}
-	}
-	s := fmt.Sprintf("%d model calls cost %s (prices: %s)", len(calls), p.Format(total), p.File)
-	if len(unpriced) > 0 {
-		s += fmt.Sprintf("; no price for %s, left out", strings.Join(unpriced, ", "))
-	}
-	return s
 }
 
 func newPsCmd(io stdio) *cobra.Command {
