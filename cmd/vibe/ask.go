@@ -66,6 +66,9 @@ $VIBE_LLM_RECORD=FILE records every answer, for replay:FILE later.`,
 			if showPrompt {
 				return writeJSON(io, requestJSON(llm.NewRequest(t)))
 			}
+			if prompt == "" {
+				fmt.Fprintln(io.err, "vibe: no --prompt: the model fills the instruction without a request to fill it for (give --prompt TEXT)")
+			}
 			p, err := lf.provider(io)
 			if err != nil {
 				return err

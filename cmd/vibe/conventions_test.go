@@ -244,7 +244,7 @@ func TestListings(t *testing.T) {
 		}
 		return out
 	}
-	if out := complete("show", ""); !strings.Contains(out, failed+"\tpipeline, failed") || !strings.Contains(out, waiting+"\t") {
+	if out := complete("show", ""); !strings.Contains(out, failed+"\tidentify-participants, failed") || !strings.Contains(out, waiting+"\t") {
 		t.Errorf("show's ids:\n%s", out)
 	}
 	if out := complete("answer", ""); !strings.Contains(out, waiting) || strings.Contains(out, failed) {

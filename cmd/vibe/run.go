@@ -44,13 +44,18 @@ func newRunCmd(io stdio) *cobra.Command {
 		ef                                      engineFlags
 		wf                                      workerFlags
 		regDir, prompt, input, answer, pipeline string
+		name                                    string
 		waitActions                             time.Duration
 	)
 	cmd := &cobra.Command{
-		Use:   "run PROCESS [--prompt T] [--input J] [--answer J]",
+		Use:   "run PROCESS|--pipeline EXPR [--prompt T] [--input J] [--answer J] [--name N]",
 		Short: "Start a process and follow it",
 		Long: `Run starts a process — a registry URI (aug:processes/schedule-meeting), a process
-schema file, or --pipeline EXPR — and shows each chunk as it finishes.
+schema file, or --pipeline EXPR (or @FILE) — and shows each chunk as it finishes.
+--name labels it in vibe ps and the console; a pipeline's label is made of its
+steps' names (triage-ticket+draft-reply). A pipeline that begins with the bare
+name prompt needs --prompt; a process started without --prompt or --input is
+warned of.
 
 It uses the vibe serve that has --data if one runs; otherwise it starts the
 embedded engine itself. When the process waits for a person it asks on the
@@ -76,7 +81,11 @@ J is JSON, or @FILE.`,
 			if err != nil {
 				return err
 			}
-			opts := process.StartOptions{Prompt: prompt, Pipeline: pipeline}
+			expr, pipeFile, err := readPipeline(pipeline)
+			if err != nil {
+				return err
+			}
+			opts := process.StartOptions{Prompt: prompt, Pipeline: expr, Name: name}
 			if len(args) == 1 {
 				if registry.IsURI(args[0]) {
 					opts.Process = args[0]
@@ -98,6 +107,9 @@ J is JSON, or @FILE.`,
 					return err
 				}
 			}
+			if err := checkPrompt(io, opts, reg); err != nil {
+				return err
+			}
 			p, done, err := connect(ctx, io, &ef, &wf, reg)
 			if err != nil {
 				return err
@@ -105,7 +117,7 @@ J is JSON, or @FILE.`,
 			defer done()
 			started, err := p.Start(ctx, opts)
 			if err != nil {
-				return err
+				return inPipelineFile(err, pipeFile)
 			}
 			fmt.Fprintf(io.err, "vibe: started %s\n", started.ID)
 			if err := follow(ctx, io, p, started.ID, ans, true); err != nil {
@@ -120,7 +132,8 @@ J is JSON, or @FILE.`,
 	cmd.Flags().StringVar(&prompt, "prompt", "", "the person's request")
 	cmd.Flags().StringVar(&input, "input", "", "data the process starts with (JSON or @FILE)")
 	cmd.Flags().StringVar(&answer, "answer", "", "the answer to give when the process waits for a person (JSON or @FILE)")
-	cmd.Flags().StringVar(&pipeline, "pipeline", "", "run this pipeline expression")
+	cmd.Flags().StringVar(&pipeline, "pipeline", "", "run this pipeline expression (or @FILE)")
+	cmd.Flags().StringVar(&name, "name", "", "label the process with `NAME` in vibe ps and the console (default: the process's name; a pipeline's steps')")
 	cmd.Flags().DurationVar(&waitActions, "wait-actions", time.Minute, "on its own engine, wait up to `D` after the process completes for its fire-and-forget actions to settle (0: do not wait)")
 	return cmd
 }
