@@ -45,7 +45,8 @@ On bad input it prints every error, one per line, as FILE: /json/path: message,
 and exits with status 1.`,
 		Example: `  vibe compile --explain --registry examples/schedule-meeting/registry aug:processes/schedule-meeting
   vibe compile --registry DIR --pipeline 'prompt | Assess | Decide'`,
-		Args: fileOrPipeline,
+		Args:              fileOrPipeline,
+		ValidArgsFunction: completeSchema(&regDir, "processes"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			var outputs []string
 			for _, f := range []string{"explain", "dot", "svg", "batch"} {

@@ -34,7 +34,8 @@ On bad input it prints every error, one per line, as FILE: /json/path: message
 (or FILE:LINE:COLUMN: message for a pipeline expression), and exits with status 1.`,
 		Example: `  vibe compose --registry examples/schedule-meeting/registry examples/schedule-meeting/tool.json
   vibe compose --registry DIR --pipeline 'IdentifyParticipants | FetchAvailability'`,
-		Args: fileOrPipeline,
+		Args:              fileOrPipeline,
+		ValidArgsFunction: completeSchema(&regDir, "instructions", "processes"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			reg, err := openRegistry(regDir)
 			if err != nil {

@@ -224,7 +224,7 @@ another matter: the client certificate that reaches a --temporal cluster.)`,
 	wf.add(cmd)
 	bounds.add(cmd)
 	registryFlag(cmd, &regDir)
-	processesFlag(cmd, &processes)
+	processesFlag(cmd, &processes, &regDir)
 	cmd.Flags().StringVar(&addr, "addr", "127.0.0.1:8080", "address of the HTTP API and the console")
 	cmd.Flags().StringVar(&httpsCert, "https-cert", os.Getenv("VIBE_HTTPS_CERT"), "serve the API and the console over HTTPS with this certificate (`FILE`, PEM: the server's, then any intermediate ones), with --https-key (default $VIBE_HTTPS_CERT)")
 	cmd.Flags().StringVar(&httpsKey, "https-key", os.Getenv("VIBE_HTTPS_KEY"), "the private key (`FILE`, PEM) of --https-cert (default $VIBE_HTTPS_KEY)")
