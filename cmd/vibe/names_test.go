@@ -103,22 +103,6 @@ func TestPrompt(t *testing.T) {
 	if _, err := os.Stat(data); !os.IsNotExist(err) {
 		t.Errorf("the engine started: %v", err)
 	}
-	for _, tt := range []struct {
-		expr              string
-		atRunTime, quoted bool
-	}{
-		{"prompt | A | B", true, false},
-		{`"Meet Bob" | A`, false, true},
-		{"A | B", false, false},
-		{"B(A(prompt))", true, false},
-		{"const a = A(prompt); B(a)", true, false},
-		{`const a = A("Meet"); B(a)`, false, true},
-		{"A |", false, false}, // does not parse: its start says so
-	} {
-		if r, q := pipelinePrompt(tt.expr); r != tt.atRunTime || q != tt.quoted {
-			t.Errorf("%s: at run time %v, quoted %v", tt.expr, r, q)
-		}
-	}
 	status, _, stderr = run(t, "", "ask", instruction, "--llm", "replay:"+filepath.Join(t.TempDir(), "none.jsonl"))
 	if !strings.Contains(stderr, "vibe: no --prompt: the model fills the instruction without a request to fill it for (give --prompt TEXT)\n") {
 		t.Errorf("ask without --prompt: %d %s", status, stderr)

@@ -24,7 +24,7 @@ func checkPrompt(io stdio, opts process.StartOptions, reg *registry.Registry) er
 		return nil
 	}
 	if opts.Pipeline != "" {
-		atRunTime, quoted := pipelinePrompt(opts.Pipeline)
+		atRunTime, quoted := compose.PipelinePrompt(opts.Pipeline)
 		if atRunTime {
 			return usageError{errNoPrompt}
 		}
@@ -37,38 +37,6 @@ func checkPrompt(io stdio, opts process.StartOptions, reg *registry.Registry) er
 	}
 	fmt.Fprintln(io.err, "vibe: no --prompt: the process starts with an empty request (give --prompt TEXT, or --input J)")
 	return nil
-}
-
-// pipelinePrompt says whether a pipeline expression takes its request at
-// run time (the bare name prompt) and whether it holds one (a quoted
-// text). An expression that does not parse holds neither: its start says
-// what is wrong.
-func pipelinePrompt(expr string) (atRunTime, quoted bool) {
-	e, err := compose.ParsePipeline(expr)
-	if err != nil {
-		return false, false
-	}
-	var walk func(e compose.Expr)
-	walk = func(e compose.Expr) {
-		switch e := e.(type) {
-		case *compose.Prompt:
-			atRunTime, quoted = atRunTime || e.Text == "", quoted || e.Text != ""
-		case *compose.Call:
-			for _, a := range e.Args {
-				walk(a.Value)
-			}
-		case *compose.Program:
-			// A *Ref stands for a binding, walked here.
-			for _, b := range e.Bindings {
-				walk(b.Value)
-			}
-			if e.Final != nil {
-				walk(e.Final)
-			}
-		}
-	}
-	walk(e)
-	return atRunTime, quoted
 }
 
 // hasPrompt reports whether a process schema carries its own prompt.
