@@ -34,7 +34,7 @@ func newBatchCmd(io stdio) *cobra.Command {
 		ef                        engineFlags
 		wf                        workerFlags
 		regDir, pipeline, in, out string
-		id, prompt, system        string
+		id, prompt, system, name  string
 		sizeFlag                  string
 		concurrency               int
 		window                    time.Duration
@@ -109,9 +109,14 @@ otherwise it starts the embedded engine itself, or joins --temporal.`,
   vibe batch aug:processes/review --registry DIR --in items.jsonl --provider-batch   # half price, within 24 h`,
 		Args:              fileOrPipeline,
 		ValidArgsFunction: completeProcess(&regDir),
-		RunE: func(cmd *cobra.Command, args []string) error {
+		RunE: func(cmd *cobra.Command, args []string) (err error) {
 			softMemoryLimit()
 			ctx := cmd.Context()
+			pipeline, pipeFile, err := readPipeline(pipeline)
+			if err != nil {
+				return err
+			}
+			defer func() { err = inPipelineFile(err, pipeFile) }()
 			if in == "" {
 				return usageError{errors.New("give the items: --in FILE.jsonl, or --in - for stdin")}
 			}
@@ -136,7 +141,7 @@ otherwise it starts the embedded engine itself, or joins --temporal.`,
 			if err != nil {
 				return err
 			}
-			opts := batch.Options{Process: process.StartOptions{Pipeline: pipeline, Prompt: prompt, System: system},
+			opts := batch.Options{Process: process.StartOptions{Pipeline: pipeline, Prompt: prompt, System: system, Name: name},
 				ID: id, Size: size, Concurrency: concurrency, Window: window, File: inputName(in),
 				Call: batch.CallOptions{Inline: inline, Limits: compile.Limits{MaxProperties: maxProps, MaxDepth: maxDepth},
 					ProviderBatch: provider || fallback, ProviderFallback: fallback, ProviderPoll: poll}}
@@ -288,7 +293,8 @@ otherwise it starts the embedded engine itself, or joins --temporal.`,
 	wf.add(cmd)
 	pf.add(cmd)
 	registryFlag(cmd, &regDir)
-	cmd.Flags().StringVar(&pipeline, "pipeline", "", "run this pipeline expression over the items")
+	cmd.Flags().StringVar(&pipeline, "pipeline", "", "run this pipeline expression (or @FILE) over the items")
+	cmd.Flags().StringVar(&name, "name", "", "label the batch and its items with `NAME` (default: the process's name; a pipeline's steps'); the batch's id does not depend on it")
 	cmd.Flags().StringVar(&in, "in", "", "the items: a JSONL `FILE`, or - for stdin")
 	cmd.Flags().StringVar(&out, "out", "", "write the result lines to `FILE` (continued on a rerun); default stdout")
 	cmd.Flags().StringVar(&sizeFlag, "batch-size", "auto", "K, items per model call of each LLM chunk, or auto: chosen per chunk from calibration, the items and the calls at once")

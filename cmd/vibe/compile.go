@@ -6,6 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/augceo/vibe/action"
 	"github.com/augceo/vibe/compile"
 	"github.com/augceo/vibe/diagram"
 	"github.com/augceo/vibe/jsonv"
@@ -14,6 +15,7 @@ import (
 func newCompileCmd(io stdio) *cobra.Command {
 	var (
 		regDir, pipeline, actions string
+		actionsFile               string
 		batch                     int
 		explain, inline, strict   bool
 		dot, svg                  bool
@@ -23,13 +25,14 @@ func newCompileCmd(io stdio) *cobra.Command {
 		Short: "Compile a process or a pipeline into chunks",
 		Long: `Compile splits a process schema — a file, an aug: URI in --registry
 (aug:processes/schedule-meeting) or "-" for standard input — or, with
---pipeline, a pipeline expression into chunks by where each step runs — LLM,
+--pipeline, a pipeline expression (or @FILE that holds one) into chunks by where each step runs — LLM,
 SERVER, USER — resolves every step's references, and prints the compiled process: the input plus "$defs" with one
 definition per chunk in execution order, and the entry point.
 
-  --actions a,b    the registered server actions: a step named for one of them
-                   (without "output") is fire-and-forget, and every blocking
-                   step must match one
+  --actions-file F the registered server actions, named by the actions file
+                   vibe run and vibe serve take; or --actions a,b by name: a
+                   step named for one of them (without "output") is
+                   fire-and-forget, and every blocking step must match one
   --explain        print a table of the chunks instead
   --dot            print the process as a Graphviz graph: a cluster per chunk
                    in execution order, a node per step, an edge per reference
@@ -42,7 +45,8 @@ On bad input it prints every error, one per line, as FILE: /json/path: message,
 and exits with status 1.`,
 		Example: `  vibe compile --explain --registry examples/schedule-meeting/registry aug:processes/schedule-meeting
   vibe compile --registry DIR --pipeline 'prompt | Assess | Decide'`,
-		Args: fileOrPipeline,
+		Args:              fileOrPipeline,
+		ValidArgsFunction: completeSchema(&regDir, "processes"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			var outputs []string
 			for _, f := range []string{"explain", "dot", "svg", "batch"} {
@@ -61,9 +65,21 @@ and exits with status 1.`,
 			if cmd.Flags().Changed("actions") {
 				opts.Actions = splitList(actions)
 			}
+			if actionsFile != "" {
+				names, err := actionNames(actionsFile)
+				if err != nil {
+					return err
+				}
+				opts.Actions = append(opts.Actions, names...)
+			}
 			var p *compile.Process
 			if cmd.Flags().Changed("pipeline") {
-				p, err = compile.CompilePipeline(cmd.Context(), pipeline, opts)
+				expr, file, perr := readPipeline(pipeline)
+				if perr != nil {
+					return perr
+				}
+				p, err = compile.CompilePipeline(cmd.Context(), expr, opts)
+				err = inPipelineFile(err, file)
 			} else {
 				var (
 					doc  jsonv.Value
@@ -94,8 +110,9 @@ and exits with status 1.`,
 		},
 	}
 	registryFlag(cmd, &regDir)
-	cmd.Flags().StringVar(&pipeline, "pipeline", "", "compile this pipeline expression instead of a file")
+	cmd.Flags().StringVar(&pipeline, "pipeline", "", "compile this pipeline expression (or @FILE) instead of a file")
 	cmd.Flags().StringVar(&actions, "actions", "", "comma-separated names of the registered server actions")
+	cmd.Flags().StringVar(&actionsFile, "actions-file", "", "the registered server actions: the names of an actions `FILE` (as vibe run takes)")
 	cmd.Flags().BoolVar(&explain, "explain", false, "print a readable table of the chunks")
 	cmd.Flags().BoolVar(&dot, "dot", false, "print the process as a Graphviz (DOT) graph")
 	cmd.Flags().BoolVar(&svg, "svg", false, "print the process as an SVG picture")
@@ -103,6 +120,21 @@ and exits with status 1.`,
 	cmd.Flags().BoolVar(&inline, "inline", false, "with --batch: copy step schemas into every item instead of $defs + $ref")
 	cmd.Flags().BoolVar(&strict, "strict", false, "with --batch: the strict-mode projection (every property required, additionalProperties false)")
 	return cmd
+}
+
+// actionNames are the names of the actions an actions file declares; the
+// file is read whole, so that its mistakes are told here as vibe run
+// would tell them.
+func actionNames(file string) ([]string, error) {
+	acts, err := action.Load(file, nil)
+	if err != nil {
+		return nil, err
+	}
+	names := make([]string, len(acts))
+	for i, a := range acts {
+		names[i] = a.Name
+	}
+	return names, nil
 }
 
 func splitList(s string) []string {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -107,5 +108,57 @@ func TestCompileURI(t *testing.T) {
 	status, stdout, stderr = run(t, "", "compose", "--registry", reg, "aug:instructions/identifyParticipants")
 	if status != 0 || !strings.Contains(stdout, `"properties"`) {
 		t.Errorf("vibe compose of a URI: status %d, %s", status, stderr)
+	}
+}
+
+// TestCompileActionsFile: vibe compile takes the actions file vibe run
+// and vibe serve take, as --actions takes names; a bad file is told as
+// they tell it.
+func TestCompileActionsFile(t *testing.T) {
+	dir := t.TempDir()
+	actions := filepath.Join(dir, "actions.json")
+	os.WriteFile(actions, []byte(`{"FetchAvailability_Activity": "http://127.0.0.1:9/fetch", "sendInvitation": {"url": "http://127.0.0.1:9/send"}}`), 0o600)
+	bad := filepath.Join(dir, "bad.json")
+	os.WriteFile(bad, []byte(`{"sendInvitation": 7}`), 0o600)
+	file := example + "/registry/processes/schedule-meeting@2.json"
+	_, byName, _ := run(t, "", "compile", "--registry", example+"/registry", "--actions", "FetchAvailability_Activity,sendInvitation", file)
+	for _, tt := range []struct {
+		args   []string
+		status int
+		out    string
+		err    string
+	}{
+		{[]string{"--actions-file", actions}, 0, byName, ""},
+		{[]string{"--actions-file", actions, "--actions", "sendInvitation"}, 0, byName, ""},
+		{[]string{"--actions-file", bad}, 1, "", bad + `: /sendInvitation: action "sendInvitation" must be a URL or an object with "url" or "mcp", not number` + "\n"},
+	} {
+		status, out, stderr := run(t, "", append([]string{"compile", "--registry", example + "/registry", file}, tt.args...)...)
+		if status != tt.status || out != tt.out || stderr != tt.err {
+			t.Errorf("%v: %d %s\n%s", tt.args, status, stderr, out)
+		}
+	}
+}
+
+// TestPipelineFile: --pipeline @FILE reads the expression from FILE, as
+// --input and --answer read JSON, and errors in it name FILE.
+func TestPipelineFile(t *testing.T) {
+	dir := t.TempDir()
+	expr := `"Moderate the comments" | Classify | Explain`
+	good := filepath.Join(dir, "moderate.pipe")
+	os.WriteFile(good, []byte(expr+"\n"), 0o600)
+	bad := filepath.Join(dir, "bad.pipe")
+	os.WriteFile(bad, []byte("\"x\"\n  | Nope\n"), 0o600)
+	reg := "../../compile/testdata/registry"
+	for _, c := range []string{"compose", "compile"} {
+		_, want, _ := run(t, "", c, "--registry", reg, "--pipeline", expr)
+		if status, got, stderr := run(t, "", c, "--registry", reg, "--pipeline", "@"+good); status != 0 || got != want {
+			t.Errorf("%s --pipeline @FILE: %d %s\n%s", c, status, stderr, got)
+		}
+		if status, _, stderr := run(t, "", c, "--registry", reg, "--pipeline", "@"+bad); status != 1 || !strings.HasPrefix(stderr, bad+`:2:5: unknown instruction "Nope"`) {
+			t.Errorf("%s --pipeline @BAD: %d %s", c, status, stderr)
+		}
+		if status, _, stderr := run(t, "", c, "--registry", reg, "--pipeline", "@"+dir+"/none.pipe"); status != 1 || !strings.Contains(stderr, "vibe: --pipeline @"+dir+"/none.pipe: open ") {
+			t.Errorf("%s --pipeline @MISSING: %d %s", c, status, stderr)
+		}
 	}
 }

@@ -47,6 +47,7 @@ func (f *llmFlags) model() string {
 func (f *llmFlags) add(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&f.spec, "llm", os.Getenv("VIBE_LLM"), "the model: openai:MODEL, anthropic:MODEL or replay:FILE (default $VIBE_LLM)")
 	f.flag = cmd.Flags().Lookup("llm")
+	cmd.RegisterFlagCompletionFunc("llm", completeLLM)
 	cmd.Flags().StringVar(&f.baseURL, "llm-base-url", os.Getenv("VIBE_LLM_BASE_URL"), "the endpoint of an OpenAI-compatible server (vLLM, Ollama, llama.cpp) or an Anthropic proxy (default $VIBE_LLM_BASE_URL)")
 	cmd.Flags().BoolVar(&f.strict, "llm-strict", false, "openai: send schemas in OpenAI's strict structured-output form (every property required, additionalProperties false, optional ones nullable) to any OpenAI-compatible endpoint, not only OpenAI's own")
 	cmd.Flags().BoolVar(&f.tools, "llm-tools", false, "openai: send the schema as a forced function call instead of response_format json_schema, for servers without structured outputs")
