@@ -19,6 +19,7 @@ import (
 	"github.com/augceo/vibe/internal/diskspace"
 	"github.com/augceo/vibe/internal/execution"
 	"github.com/augceo/vibe/internal/wfid"
+	"github.com/augceo/vibe/jsonv"
 	"github.com/augceo/vibe/llm"
 	"github.com/augceo/vibe/process"
 )
@@ -329,7 +330,32 @@ func (c *Client) Run(ctx context.Context, in io.Reader, emit func(Result) error,
 			return sum, fmt.Errorf("end batch %s's provider batches: %w", opts.ID, err)
 		}
 	}
+	c.rememberSplits(ctx, opts.ID, start)
 	return sum, nil
+}
+
+// rememberSplits keeps, for the chunks of batch id whose calls could not be
+// answered whole, the size that passed, where the calibrations keep such
+// things (CalibrationStore.Remember): later batches on the model ask no
+// more of it.
+func (c *Client) rememberSplits(ctx context.Context, id string, start durable.Start) {
+	m, ok := c.Calibrations.(interface {
+		Remember(chunk string, schema jsonv.Value, system string, passed int, why string) error
+	})
+	if !ok {
+		return
+	}
+	st, err := c.Status(ctx, id)
+	if err != nil {
+		return
+	}
+	for _, sp := range st.Splits {
+		for _, ch := range start.Program.Chunks {
+			if ch.Name == sp.Chunk {
+				_ = m.Remember(ch.Name, ch.Schema, start.System, sp.To, fmt.Sprintf("calls of %d: %s", sp.From, sp.Reason))
+			}
+		}
+	}
 }
 
 // recordStatus is the status a batch's record starts with: the group size

@@ -180,7 +180,14 @@ otherwise it starts the embedded engine itself, or joins --temporal.`,
 				}
 			}
 			if dryRun {
-				return dryRunBatch(ctx, io, reg, input, opts, prices, wf.llm.model())
+				var cals batch.Calibrations
+				if wf.llm.spec != "" {
+					cals = calibrationStore(ef.data, &wf.llm)
+				}
+				if in != "-" {
+					opts.Total = countLines(in)
+				}
+				return dryRunBatch(ctx, io, reg, input, opts, prices, wf.llm.model(), cals)
 			}
 			// The first Ctrl-C stops the reading and lets the groups in
 			// flight finish; the second ends ctx.
@@ -489,14 +496,18 @@ func batchClient(ctx context.Context, io stdio, ef *engineFlags, wf *workerFlags
 	if err != nil {
 		return nil, nil, err
 	}
+	if wf.llm.spec != "" {
+		l.Batches.Calibrations = calibrationStore(ef.data, &wf.llm) // vibe calibrate's choices
+	}
 	return l.Batches, func() { l.Close() }, nil
 }
 
 // dryRunBatch prints what the batch would ask of the model — requests and
 // prompt tokens per LLM chunk, and their cost at prices — without running
 // anything or starting an engine.
-func dryRunBatch(ctx context.Context, io stdio, reg *registry.Registry, in goio.Reader, opts batch.Options, prices *llm.Prices, model string) error {
+func dryRunBatch(ctx context.Context, io stdio, reg *registry.Registry, in goio.Reader, opts batch.Options, prices *llm.Prices, model string, cals batch.Calibrations) error {
 	c := batch.NewClient(&process.Client{Registry: reg})
+	c.Calibrations = cals
 	est, err := c.Estimate(ctx, in, opts)
 	if err != nil {
 		return err
@@ -505,7 +516,10 @@ func dryRunBatch(ctx context.Context, io stdio, reg *registry.Registry, in goio.
 	if opts.Call.ProviderBatch {
 		how = "through the provider's Batch API"
 	}
-	fmt.Fprintf(io.out, "batch %s: %d items in %d groups of up to %d; the model calls go %s\n", opts.ID, est.Items, est.Groups, cmp.Or(opts.Size, batch.DefaultSize), how)
+	fmt.Fprintf(io.out, "batch %s: %d items in %d groups of up to %d; the model calls go %s\n", opts.ID, est.Items, est.Groups, est.Group, how)
+	for _, s := range est.Sizes {
+		fmt.Fprintf(io.out, "%s: K=%d, %s\n", s.Chunk, s.K, s.Why)
+	}
 	tw := tabwriter.NewWriter(io.out, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "CHUNK\tREQUESTS\tPROMPT TOKENS (est.)")
 	for _, ch := range est.Chunks {

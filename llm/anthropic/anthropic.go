@@ -147,6 +147,9 @@ func (p *Provider) build(req *llm.Request) (*call, error) {
 	if req.System != "" {
 		params.System = []sdk.TextBlockParam{{Text: req.System}}
 	}
+	if req.Temperature != nil {
+		params.Temperature = sdk.Float(*req.Temperature)
+	}
 	for _, m := range req.Messages {
 		block := sdk.NewTextBlock(m.Content)
 		if m.Role == llm.RoleAssistant {

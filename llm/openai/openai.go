@@ -152,6 +152,9 @@ func (p *Provider) build(req *llm.Request) (*call, error) {
 	if p.opts.MaxTokens > 0 {
 		params.MaxCompletionTokens = oai.Int(p.opts.MaxTokens)
 	}
+	if req.Temperature != nil {
+		params.Temperature = oai.Float(*req.Temperature)
+	}
 	toolMode := p.opts.Mode == ModeTool
 	if toolMode {
 		fn := shared.FunctionDefinitionParam{Name: name}
