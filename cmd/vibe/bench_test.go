@@ -1,9 +1,9 @@
 package main
 
 import (
-	"cmp"
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"flag"
