@@ -37,6 +37,7 @@ func newBatchCmd(io stdio) *cobra.Command {
 		id, prompt, system, name  string
 		sizeFlag                  string
 		concurrency               int
+		audit                     float64
 		window                    time.Duration
 		inline                    bool
 		maxProps, maxDepth        int
@@ -102,6 +103,12 @@ this run did — the results it wrote, the model requests it made — and, for a
 batch that earlier runs began, of the whole batch. The exit status is 1 when
 any item failed, 130 when interrupted.
 
+--audit RATE asks that share of the items alone too while the batch runs, compares
+each with its answer among K others (as vibe calibrate does), and gives an item
+whose answers differ its answer alone; when the running agreement is significantly
+below 0.98 (a sequential test), K halves for the rest of the run. The progress line
+shows the agreement, and the summary the audit's calls, counted apart.
+
 It uses the vibe serve that has --data if one runs (its worker does the work);
 otherwise it starts the embedded engine itself, or joins --temporal.`,
 		Example: `  vibe batch aug:processes/review --registry DIR --in items.jsonl --out results.jsonl --llm openai:gpt-4o-mini
@@ -127,6 +134,9 @@ otherwise it starts the embedded engine itself, or joins --temporal.`,
 			if err != nil {
 				return usageError{err}
 			}
+			if audit < 0 || audit > 1 {
+				return usageError{errors.New("--audit is the share of items asked alone too: from 0 to 1 (0.02 is 2%)")}
+			}
 			if concurrency < 0 {
 				return usageError{errors.New("--concurrency is a count of model calls at once: 1 or more (0 for the default)")}
 			}
@@ -142,7 +152,7 @@ otherwise it starts the embedded engine itself, or joins --temporal.`,
 				return err
 			}
 			opts := batch.Options{Process: process.StartOptions{Pipeline: pipeline, Prompt: prompt, System: system, Name: name},
-				ID: id, Size: size, Concurrency: concurrency, Window: window, File: inputName(in),
+				ID: id, Size: size, Concurrency: concurrency, Window: window, File: inputName(in), Audit: audit,
 				Call: batch.CallOptions{Inline: inline, Limits: compile.Limits{MaxProperties: maxProps, MaxDepth: maxDepth},
 					ProviderBatch: provider || fallback, ProviderFallback: fallback, ProviderPoll: poll}}
 			spec := pipeline
@@ -305,6 +315,7 @@ otherwise it starts the embedded engine itself, or joins --temporal.`,
 	cmd.Flags().StringVar(&in, "in", "", "the items: a JSONL `FILE`, or - for stdin")
 	cmd.Flags().StringVar(&out, "out", "", "write the result lines to `FILE` (continued on a rerun); default stdout")
 	cmd.Flags().StringVar(&sizeFlag, "batch-size", "auto", "K, items per model call of each LLM chunk, or auto: chosen per chunk from calibration, the items and the calls at once")
+	cmd.Flags().Float64Var(&audit, "audit", 0, "ask this share of the items alone too (0.02: 2%), compare, give a disagreeing item its answer alone, and halve K when the agreement is significantly below 0.98")
 	cmd.Flags().IntVar(&concurrency, "concurrency", 0, fmt.Sprintf("C, model calls at once (default: %d to begin with, adapting to the provider)", llm.DefaultConcurrency))
 	cmd.Flags().StringVar(&id, "id", "", "the batch's id (default: derived from the process and the input file; fresh for stdin)")
 	cmd.Flags().StringVar(&prompt, "prompt", "", "the prompt of items that give none")
@@ -364,12 +375,19 @@ func reportSizes(w goio.Writer, sum *batch.Summary, lim *llm.Limiter, now *batch
 	if len(ks) > 0 {
 		fmt.Fprintf(w, "vibe: batch %s: %s\n", sum.ID, strings.Join(ks, "; "))
 	}
+	for _, a := range sum.Audits {
+		fmt.Fprintf(w, "vibe: batch %s: audit of %s: %d items asked alone too, %d answered otherwise among others (agreement %.2f), given their answers alone; %d LLM requests apart, %s\n",
+			sum.ID, a.Chunk, a.Audited, a.Disagreed, a.Agreement(), a.Requests, tokens(a.Usage))
+	}
+	for _, h := range sum.Halved {
+		fmt.Fprintf(w, "vibe: batch %s: audit: %s\n", sum.ID, h)
+	}
 	if now != nil {
 		for _, sp := range now.Splits {
 			fmt.Fprintf(w, "vibe: batch %s: %s: calls of %d items could not be answered whole (%s); halved down to %d, which passed\n", sum.ID, sp.Chunk, sp.From, sp.Reason, sp.To)
 		}
 	}
-	if lim != nil {
+	if lim != nil && lim.Stats().MaxCalls > 0 {
 		fmt.Fprintf(w, "vibe: batch %s: model calls: %s\n", sum.ID, lim)
 	}
 }
