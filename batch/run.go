@@ -566,5 +566,16 @@ func (c *Client) prepare(ctx context.Context, opts Options) (durable.Start, erro
 	if opts.Size > compile.MaxBatchItems {
 		return durable.Start{}, fmt.Errorf("a call of %d items is over the limit of %d", opts.Size, compile.MaxBatchItems)
 	}
+	// A chunk one item of which is past the provider's limits — nesting,
+	// properties that do not shrink with K — can never be asked: refused
+	// before any item is.
+	for _, ch := range start.Program.Chunks {
+		if ch.Kind != compile.LLM || ch.Loop != nil {
+			continue
+		}
+		if _, err := compile.Batches(ch.Schema, 1, opts.Call.Limits, compile.MultiplexOptions{Inline: opts.Call.Inline}); err != nil {
+			return durable.Start{}, fmt.Errorf("%s: %s can never be asked of this provider: %w", start.Name, ch.Name, err)
+		}
+	}
 	return start, nil
 }
