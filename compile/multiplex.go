@@ -46,16 +46,26 @@ func ItemKey(k, i int) string { return StepPrefix(k) + strconv.Itoa(i) }
 // a2, …, an, b1, … (ItemKey) — with no nested arrays, every property
 // required. The step schemas go once into "$defs", each under its step's
 // prefix (StepPrefix: "a" for the first step), and every property refers
-// to its step's, unless opts.Inline. Give it a projected chunk (Project)
-// to get what a model is sent.
+// to its step's; the chunk's own "$defs" (a shared chunk's: ForModel) go
+// there too, renamed where a prefix has their name, with every reference
+// rewritten, and what repeats among them all is shared once (Share).
+// With opts.Inline every step's schema is copied whole into each of its
+// properties, the chunk's references replaced by what they name. Give it
+// a projected chunk (Project) to get what a model is sent.
 func Multiplex(chunk jsonv.Value, n int, opts MultiplexOptions) (jsonv.Value, error) {
-	steps := schema.Properties(chunk)
+	if opts.Inline {
+		chunk = Inline(chunk)
+	}
+	cd := newDefs(chunk)
+	steps := schema.Properties(cd.body)
 	if steps.Len() == 0 {
 		return jsonv.Value{}, fmt.Errorf("multiplex: the chunk has no steps")
 	}
 	if n < 1 {
 		return jsonv.Value{}, fmt.Errorf("multiplex: %d items; need at least 1", n)
 	}
+	cd.clearOf(steps.Len())
+	steps = schema.Properties(cd.body)
 	out := jsonv.NewObject(6)
 	for _, kw := range []string{"title", "description"} {
 		if v, ok := chunk.Get(kw); ok {
@@ -78,14 +88,50 @@ func Multiplex(chunk jsonv.Value, n int, opts MultiplexOptions) (jsonv.Value, er
 	out.Set("properties", props.Value())
 	out.Set("required", schema.StringArray(names))
 	out.Set("additionalProperties", jsonv.BoolValue(false))
-	if !opts.Inline {
-		defs := jsonv.NewObject(steps.Len())
-		for k, s := range steps.Members() {
-			defs.Set(StepPrefix(k), s.Value)
-		}
-		out.Set("$defs", defs.Value())
+	if opts.Inline {
+		return out.Value(), nil
 	}
-	return out.Value(), nil
+	defs := jsonv.NewObject(steps.Len() + len(cd.names))
+	for k, s := range steps.Members() {
+		defs.Set(StepPrefix(k), s.Value)
+	}
+	for _, name := range cd.names {
+		defs.Set(name, cd.defs[name])
+	}
+	out.Set("$defs", defs.Value())
+	return Share(out.Value()), nil
+}
+
+// clearOf renames the definitions that have the name of one of the first
+// m step prefixes ("a", "b", …), which a multiplexed schema's steps take,
+// rewriting every reference to them.
+func (d *defs) clearOf(m int) {
+	taken := map[string]bool{}
+	for k := range m {
+		taken[StepPrefix(k)] = true
+	}
+	rename := map[string]string{}
+	for i, name := range d.names {
+		if !taken[name] {
+			continue
+		}
+		to := name
+		for j := 2; taken[to] || d.defs[to].Kind() != jsonv.KindNull; j++ {
+			to = name + "_" + strconv.Itoa(j)
+		}
+		rename[name] = to
+		d.defs[to] = d.defs[name]
+		delete(d.defs, name)
+		d.names[i] = to
+	}
+	if len(rename) > 0 {
+		d.rewriteRefs(func(n string) string {
+			if to, ok := rename[n]; ok {
+				return to
+			}
+			return n
+		})
+	}
 }
 
 // Legend says in words which property of a multiplexed answer holds what,
@@ -186,20 +232,28 @@ func Batches(chunk jsonv.Value, n int, limits Limits, opts MultiplexOptions) ([]
 	if n < 1 {
 		return nil, fmt.Errorf("batches: %d items; need at least 1", n)
 	}
-	steps := schema.Properties(chunk)
-	inner := 0 // properties inside the step schemas
-	depth := 0
-	for _, s := range steps.Members() {
-		inner += countProperties(s.Value)
+	// Depth is the inline form's, whatever is sent: a reference nests
+	// what it names where it stands. Properties are counted as sent: a
+	// shared chunk's definitions once.
+	inline := schema.Properties(Inline(chunk))
+	depth, inner := 0, 0
+	for _, s := range inline.Members() {
 		depth = max(depth, objectDepth(s.Value))
+		inner += countProperties(s.Value)
 	}
 	depth++ // the multiplexed object around the steps
 	if depth > limits.MaxDepth {
 		return nil, fmt.Errorf("batches: the chunk nests objects %d deep, over the provider's limit of %d", depth, limits.MaxDepth)
 	}
-	perItem, fixed := steps.Len(), inner
-	if opts.Inline {
-		perItem, fixed = steps.Len()+inner, 0
+	perItem, fixed := inline.Len()+inner, 0
+	if !opts.Inline {
+		perItem, fixed = inline.Len(), 0
+		for _, s := range schema.Properties(chunk).Members() {
+			fixed += countProperties(s.Value)
+		}
+		for _, d := range chunk.Lookup("$defs").Members() {
+			fixed += countProperties(d)
+		}
 	}
 	fit := (limits.MaxProperties - fixed) / perItem
 	if fit < 1 {
