@@ -35,7 +35,7 @@ func lean(s jsonv.Value) jsonv.Value {
 		out := o
 		clone := func() {
 			if out == o {
-				out = o.Clone()
+				out = shallow(o)
 			}
 		}
 		if o.Has("$comment") {
@@ -89,6 +89,9 @@ func sameName(title, key string) bool {
 // description) are kept, before the definition's. A definition that
 // refers to itself stays a reference. s is not changed.
 func Inline(s jsonv.Value) jsonv.Value {
+	if s.Lookup("$defs").Len() == 0 {
+		return s
+	}
 	d := newDefs(s)
 	if len(d.names) == 0 {
 		return s

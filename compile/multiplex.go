@@ -66,6 +66,27 @@ func Multiplex(chunk jsonv.Value, n int, opts MultiplexOptions) (jsonv.Value, er
 	}
 	cd.clearOf(steps.Len())
 	steps = schema.Properties(cd.body)
+	if !opts.Inline {
+		// The step definitions go first, then the chunk's own; what
+		// repeats among them is shared, and a step whose definition
+		// became another's refers to that one.
+		d := &defs{body: jsonv.NewObject(0).Value(), defs: map[string]jsonv.Value{}}
+		for k, s := range steps.Members() {
+			d.names = append(d.names, StepPrefix(k))
+			d.defs[StepPrefix(k)] = s.Value
+		}
+		for _, name := range cd.names {
+			d.names = append(d.names, name)
+			d.defs[name] = cd.defs[name]
+		}
+		cd = d
+		for range maxShares {
+			if !cd.shareBest() {
+				break
+			}
+		}
+	}
+	alias := cd.collapse()
 	out := jsonv.NewObject(6)
 	for _, kw := range []string{"title", "description"} {
 		if v, ok := chunk.Get(kw); ok {
@@ -78,7 +99,11 @@ func Multiplex(chunk jsonv.Value, n int, opts MultiplexOptions) (jsonv.Value, er
 	for k, s := range steps.Members() {
 		v := s.Value
 		if !opts.Inline {
-			v = jsonv.ObjectValue(jsonv.Member{Name: "$ref", Value: jsonv.StringValue("#/$defs/" + StepPrefix(k))})
+			def := StepPrefix(k)
+			if to, ok := alias[def]; ok {
+				def = to
+			}
+			v = jsonv.ObjectValue(jsonv.Member{Name: "$ref", Value: jsonv.StringValue(refTo(def))})
 		}
 		for i := 1; i <= n; i++ {
 			props.Set(ItemKey(k, i), v)
@@ -91,15 +116,12 @@ func Multiplex(chunk jsonv.Value, n int, opts MultiplexOptions) (jsonv.Value, er
 	if opts.Inline {
 		return out.Value(), nil
 	}
-	defs := jsonv.NewObject(steps.Len() + len(cd.names))
-	for k, s := range steps.Members() {
-		defs.Set(StepPrefix(k), s.Value)
-	}
+	defs := jsonv.NewObject(len(cd.names))
 	for _, name := range cd.names {
 		defs.Set(name, cd.defs[name])
 	}
 	out.Set("$defs", defs.Value())
-	return Share(out.Value()), nil
+	return out.Value(), nil
 }
 
 // clearOf renames the definitions that have the name of one of the first

@@ -56,7 +56,7 @@ type defs struct {
 
 func newDefs(s jsonv.Value) *defs {
 	d := &defs{defs: map[string]jsonv.Value{}}
-	body := s.Object().Clone()
+	body := shallow(s.Object())
 	if ds, ok := body.Get("$defs"); ok && ds.Kind() == jsonv.KindObject {
 		body.Delete("$defs")
 		for name, v := range ds.Members() {
@@ -71,7 +71,7 @@ func newDefs(s jsonv.Value) *defs {
 // value is the schema again: the body with "$defs" last, as Multiplex
 // writes it.
 func (d *defs) value() jsonv.Value {
-	out := d.body.Object().Clone()
+	out := shallow(d.body.Object())
 	if len(d.names) > 0 {
 		ds := jsonv.NewObject(len(d.names))
 		for _, n := range d.names {
@@ -97,7 +97,7 @@ func core(s jsonv.Value) jsonv.Value {
 	if o == nil {
 		return s
 	}
-	c := o.Clone()
+	c := shallow(o)
 	for _, a := range annotations {
 		c.Delete(a)
 	}
@@ -326,7 +326,7 @@ func mapChildren(s jsonv.Value, f func(p jsonv.Pointer, sub jsonv.Value) (jsonv.
 	var out *jsonv.Object
 	set := func(name string, v jsonv.Value) {
 		if out == nil {
-			out = o.Clone()
+			out = shallow(o)
 		}
 		out.Set(name, v)
 	}
@@ -351,7 +351,7 @@ func mapChildren(s jsonv.Value, f func(p jsonv.Pointer, sub jsonv.Value) (jsonv.
 			for name, sub := range v.Members() {
 				if nv, changed := each(jsonv.PointerTo(kw, name), sub); changed {
 					if m == nil {
-						m = v.Object().Clone()
+						m = shallow(v.Object())
 					}
 					m.Set(name, nv)
 				}
@@ -396,6 +396,17 @@ func shareName(ss []site) string {
 	return ss[0].name
 }
 
+// shallow is a copy of o whose members are o's: what is set or deleted
+// in it is not in o, and nothing below it is copied. Nothing here changes
+// an object it did not make.
+func shallow(o *jsonv.Object) *jsonv.Object {
+	c := jsonv.NewObject(o.Len())
+	for _, m := range o.Members() {
+		c.Set(m.Name, m.Value)
+	}
+	return c
+}
+
 // newName is a definition name after a site's name, not yet taken: only
 // letters, digits, "_" and "-", so that every provider takes the
 // reference as it is.
@@ -434,8 +445,9 @@ func defName(ref string) string {
 
 // collapse removes the definitions that are only a reference to another
 // (a multiplexed call's step definitions that became one), rewriting
-// every reference to them, and then those no reference names.
-func (d *defs) collapse() {
+// every reference to them. It returns what each removed definition's
+// name now is, for references kept elsewhere.
+func (d *defs) collapse() map[string]string {
 	alias := map[string]string{}
 	for _, n := range d.names {
 		v := d.defs[n]
@@ -446,7 +458,7 @@ func (d *defs) collapse() {
 		}
 	}
 	if len(alias) == 0 {
-		return
+		return nil
 	}
 	resolve := func(n string) string {
 		for range len(alias) + 1 {
@@ -458,7 +470,7 @@ func (d *defs) collapse() {
 		}
 		return n
 	}
-	d.rewriteRefs(func(n string) string { return resolve(n) })
+	d.rewriteRefs(resolve)
 	d.names = slices.DeleteFunc(d.names, func(n string) bool {
 		_, ok := alias[n]
 		if ok {
@@ -466,6 +478,10 @@ func (d *defs) collapse() {
 		}
 		return ok
 	})
+	for n := range alias {
+		alias[n] = resolve(n)
+	}
+	return alias
 }
 
 // rewriteRefs rewrites every local reference to a definition by rename.
@@ -476,7 +492,7 @@ func (d *defs) rewriteRefs(rename func(string) string) {
 	fix = func(_ jsonv.Pointer, s jsonv.Value) (jsonv.Value, bool) {
 		v := mapChildren(s, fix)
 		if n := defName(v.Lookup("$ref").Str()); n != "" && rename(n) != n {
-			o := v.Object().Clone()
+			o := shallow(v.Object())
 			o.Set("$ref", jsonv.StringValue(refTo(rename(n))))
 			return o.Value(), true
 		}

@@ -216,6 +216,17 @@ func TestMultiplexSharedChunk(t *testing.T) {
 	if got := string(jsonv.Marshal(m)); got != want {
 		t.Errorf("Multiplex\n got %s\nwant %s", got, want)
 	}
+	// Two steps of one schema: one definition, which both refer to.
+	same := parse(t, `{"type": "object", "properties": {"x": `+field+`, "y": `+field+`}}`)
+	m, err = Multiplex(same, 1, MultiplexOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want = `{"type":"object","properties":{"a1":{"$ref":"#/$defs/a"},"b1":{"$ref":"#/$defs/a"}},"required":["a1","b1"],"additionalProperties":false,` +
+		`"$defs":{"a":{"type":"string","description":"What this step decided, in a few sentences."}}}`
+	if got := string(jsonv.Marshal(m)); got != want {
+		t.Errorf("Multiplex of two steps alike\n got %s\nwant %s", got, want)
+	}
 	inline, err := Multiplex(chunk, 2, MultiplexOptions{Inline: true})
 	if err != nil {
 		t.Fatal(err)
