@@ -2,6 +2,7 @@ package main
 
 import (
 	"os"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -153,5 +154,22 @@ func TestCompileBudget(t *testing.T) {
 				}
 			}
 		})
+	}
+	// Recorded answers size the free strings: the moderation example's
+	// reasons are a sentence, not the default's 400 characters.
+	args := []string{"compile", "--budget", "--registry", "../../examples/moderation-stream/registry", "--pipeline", "prompt | AssessSentiment | DecideModeration | RecordDecision_Activity", "--batch", "32"}
+	_, guessed, _ := run(t, "", args...)
+	status, recorded, stderr := run(t, "", append(args, "--answers", "../../examples/moderation-stream/answers.jsonl")...)
+	output := func(table string) int {
+		for _, line := range strings.Split(table, "\n") {
+			if f := strings.Fields(line); len(f) == 9 && f[0] == "LLM_step1_assess_sentiment" {
+				n, _ := strconv.Atoi(f[7])
+				return n
+			}
+		}
+		return 0
+	}
+	if status != 0 || output(recorded) == 0 || output(recorded)*2 > output(guessed) {
+		t.Errorf("status %d %s: the answer's tokens from the recording %d, from the defaults %d", status, stderr, output(recorded), output(guessed))
 	}
 }
