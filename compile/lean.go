@@ -249,13 +249,43 @@ func moveAnnotations(s jsonv.Value) (jsonv.Value, []Note) {
 		return mapWhere(where, v, move)
 	}
 	d := newDefs(s)
-	d.body = mapWhere("", d.body, move)
 	for _, n := range d.names {
-		d.defs[n] = move(refTo(n), d.defs[n])
+		d.defs[n] = move(d.referrers(n), d.defs[n])
 	}
-	d.collapse()
+	d.body = mapWhere("", d.body, move)
+	// A definition left a bare reference goes, and what referred to it
+	// refers on, unless a note names it.
+	if !slices.ContainsFunc(notes, func(n Note) bool { return strings.HasPrefix(n.Where, "#/$defs/") }) {
+		d.collapse()
+	}
 	d.prune()
 	return d.value(), notes
+}
+
+// referrers names, for a note, the properties of the root that refer to
+// definition n, as a model sees them: "a<i>" for a multiplexed call's
+// a1 … aN (its legend's words), else their names; the reference itself
+// when no property of the root refers to it.
+func (d *defs) referrers(n string) string {
+	var names []string
+	for name, v := range d.body.Lookup("properties").Members() {
+		if v.Lookup("$ref").Str() == refTo(n) {
+			names = append(names, name)
+		}
+	}
+	if len(names) == 0 {
+		return refTo(n)
+	}
+	prefix := strings.TrimRight(names[0], "0123456789")
+	for _, name := range names {
+		if rest, ok := strings.CutPrefix(name, prefix); !ok || rest == "" || strings.Trim(rest, "0123456789") != "" {
+			return strings.Join(names, ", ")
+		}
+	}
+	if prefix != names[0] {
+		return prefix + "<i>"
+	}
+	return strings.Join(names, ", ")
 }
 
 // mapWhere is mapChildren with each subschema's place: its properties'

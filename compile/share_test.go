@@ -235,3 +235,19 @@ func TestMultiplexSharedChunk(t *testing.T) {
 		t.Errorf("Inline left a reference: %s", jsonv.Marshal(inline))
 	}
 }
+
+func TestMultiplexStrictNotes(t *testing.T) {
+	p := longchain(t).Program()
+	m, err := Multiplex(p.Chunks[0].Schema, 3, MultiplexOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	strict := Project(m, ProjectOptions{Strict: true})
+	text := NotesText(strict.Notes)
+	if !strings.Contains(text, "\n- a<i>: States the problem the launch must solve") || !strings.Contains(text, "\n- j<i>: Writes the plan") {
+		t.Errorf("the notes do not name the items' properties as the legend does:\n%s", text)
+	}
+	if hasSiblings(strict.Schema) {
+		t.Errorf("a $ref with keywords beside it: %s", jsonv.Marshal(strict.Schema))
+	}
+}
