@@ -326,6 +326,9 @@ type BatchCall struct {
 	First  int // 0-based index of the first item
 	Count  int
 	Schema jsonv.Value // what the model is sent
+	// Notes are what the strict form moved out of Schema into the
+	// prompt's text (ProjectOptions.Strict).
+	Notes []Note
 }
 
 // MaxBatchItems bounds the items BatchCalls lays out at once: 100,000.
@@ -351,7 +354,7 @@ func (p *Process) BatchCalls(n int, limits Limits, popts ProjectOptions, mopts M
 		if ch.Kind != LLM {
 			continue
 		}
-		loose := Project(p.Document.Lookup("$defs").Lookup(ch.Name), ProjectOptions{}).Schema
+		loose := ForModel(Project(p.Document.Lookup("$defs").Lookup(ch.Name), ProjectOptions{}).Schema)
 		bs, err := Batches(loose, n, limits, mopts)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", ch.Name, err)
@@ -361,7 +364,8 @@ func (p *Process) BatchCalls(n int, limits Limits, popts ProjectOptions, mopts M
 			if err != nil {
 				return nil, fmt.Errorf("%s: %w", ch.Name, err)
 			}
-			calls = append(calls, BatchCall{Chunk: ch.Name, First: b.First, Count: b.Count, Schema: Project(m, popts).Schema})
+			proj := Project(m, popts)
+			calls = append(calls, BatchCall{Chunk: ch.Name, First: b.First, Count: b.Count, Schema: proj.Schema, Notes: proj.Notes})
 		}
 	}
 	return calls, nil

@@ -155,11 +155,15 @@ func batches(p *compile.Process, n int, popts compile.ProjectOptions, mopts comp
 	}
 	out := make([]jsonv.Value, len(calls))
 	for i, c := range calls {
-		out[i] = jsonv.ObjectValue(
-			jsonv.Member{Name: "chunk", Value: jsonv.StringValue(c.Chunk)},
-			jsonv.Member{Name: "items", Value: jsonv.ArrayValue(jsonv.IntValue(int64(c.First+1)), jsonv.IntValue(int64(c.First+c.Count)))},
-			jsonv.Member{Name: "schema", Value: c.Schema},
-		)
+		o := jsonv.NewObject(4)
+		o.Set("chunk", jsonv.StringValue(c.Chunk))
+		o.Set("items", jsonv.ArrayValue(jsonv.IntValue(int64(c.First+1)), jsonv.IntValue(int64(c.First+c.Count))))
+		o.Set("schema", c.Schema)
+		if len(c.Notes) > 0 {
+			// Strict mode's: they go in the system text.
+			o.Set("notes", jsonv.StringValue(compile.NotesText(c.Notes)))
+		}
+		out[i] = o.Value()
 	}
 	return jsonv.ArrayValue(out...), nil
 }
