@@ -190,17 +190,31 @@ func bound(s jsonv.Value, kw string) (int, bool) {
 func Tokens(b int) int { return (b + BytesPerToken - 1) / BytesPerToken }
 
 // AnswerTokens estimates the tokens of one answer to an LLM chunk: the
-// JSON of a Sample of its schema as sent (Program's), each step's sizes
-// from z under its name. The count is always an estimate (BytesPerToken);
-// estimated says whether some size was assumed, not bounded.
+// JSON of its SampleAnswer. The count is always an estimate
+// (BytesPerToken); estimated says whether some size was assumed, not
+// bounded.
 func AnswerTokens(chunk jsonv.Value, z *Sizes) (tokens int, estimated bool) {
+	v, estimated := sampleAnswer(chunk, z)
+	return Tokens(len(jsonv.Marshal(v))), estimated
+}
+
+// SampleAnswer is an answer to an LLM chunk (its schema as sent, Program's)
+// as large as a budget assumes: a Sample of each step, its sizes from z
+// under its name.
+func SampleAnswer(chunk jsonv.Value, z *Sizes) jsonv.Value {
+	v, _ := sampleAnswer(chunk, z)
+	return v
+}
+
+func sampleAnswer(chunk jsonv.Value, z *Sizes) (jsonv.Value, bool) {
+	estimated := false
 	out := jsonv.NewObject(0)
 	for name, s := range chunk.Lookup("properties").Members() {
 		v, est := Sample(chunk, s, name, z)
 		estimated = estimated || est
 		out.Set(name, v)
 	}
-	return Tokens(len(jsonv.Marshal(out.Value()))), estimated
+	return out.Value(), estimated
 }
 
 // OutputCap is what a model's output limit allows a multiplexed call of

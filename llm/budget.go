@@ -132,9 +132,19 @@ func chunkBudget(prog *compile.Program, pc *compile.ProgramChunk, opts BudgetOpt
 			system = strings.TrimSpace(system + "\n\n" + notes)
 		}
 	}
-	request := func(ctx jsonv.Value) *Request {
+	// A loop's later attempts show the model its previous answer: the
+	// largest context is that too.
+	var previous jsonv.Value
+	if pc.Loop != nil {
+		previous = compile.SampleAnswer(pc.Schema, opts.Sizes)
+	}
+	request := func(ctx jsonv.Value, full bool) *Request {
 		if opts.K <= 1 {
-			return NewRequest(Task{Name: pc.Name, System: system, Prompt: opts.Prompt, Context: ctx, Schema: s})
+			t := Task{Name: pc.Name, System: system, Prompt: opts.Prompt, Context: ctx, Schema: s}
+			if full && pc.Loop != nil {
+				t.Previous, t.Attempt, t.MaxAttempts = previous, pc.Loop.Max, pc.Loop.Max
+			}
+			return NewRequest(t)
 		}
 		bt := BatchTask{Name: pc.Name, System: system, Schema: s, Legend: compile.Legend(stepNames(pc)), Items: make([]BatchItem, cb.Items)}
 		for i := range bt.Items {
@@ -142,7 +152,7 @@ func chunkBudget(prog *compile.Program, pc *compile.ProgramChunk, opts BudgetOpt
 		}
 		return NewBatchRequest(bt)
 	}
-	bare, full := request(empty), request(sample)
+	bare, full := request(empty, false), request(sample, true)
 	cb.System = tok.Count(bare.System)
 	cb.Schema = tok.Count(string(bare.Schema))
 	cb.Text = tok.Count(bare.Messages[0].Content)

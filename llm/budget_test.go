@@ -1,10 +1,15 @@
 package llm
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"testing/fstest"
+
+	"github.com/augceo/vibe/compile"
+	"github.com/augceo/vibe/registry"
 )
 
 func TestModels(t *testing.T) {
@@ -68,5 +73,32 @@ func TestTokenizer(t *testing.T) {
 		if n := tok.Count("Hello, world"); n != tc.hello {
 			t.Errorf("%s: %d tokens in \"Hello, world\", want %d", tc.model, n, tc.hello)
 		}
+	}
+}
+
+func TestBudgetLoop(t *testing.T) {
+	// A chunk that loops shows the model its previous attempt: the
+	// largest context is that too.
+	reg := registry.NewFS(fstest.MapFS{
+		"instructions/Draft.json": {Data: []byte(`{"type": "object", "properties": {"text": {"type": "string", "maxLength": 4000}}, "required": ["text"]}`)},
+	}, "test")
+	p, err := compile.CompilePipeline(context.Background(), `"Write" | Draft`, compile.Options{Registry: reg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	prog := p.Program()
+	b, err := NewBudget(prog, BudgetOptions{Model: "gpt-4o-mini"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := b.Chunks[0]; c.Context != 0 || c.Output < 1000 || c.Prompt != c.System+c.Schema+c.Text {
+		t.Errorf("one call: %+v", c)
+	}
+	prog.Chunks[0].Loop = &compile.Loop{Max: 3, Done: "/_loopDone"}
+	if b, err = NewBudget(prog, BudgetOptions{Model: "gpt-4o-mini"}); err != nil {
+		t.Fatal(err)
+	}
+	if c := b.Chunks[0]; c.Context < 1000 {
+		t.Errorf("in a loop, the previous attempt is not in the context: %+v", c)
 	}
 }
