@@ -31,6 +31,10 @@ type Client struct {
 	// worker's model (package calibrate's Store), which Run takes for
 	// --batch-size auto.
 	Calibrations Calibrations
+	// OutputLimit is the most tokens one answer of the worker's model may
+	// have (llm.Models), which K answers of a chunk must fit; 0 means
+	// DefaultOutputTokens.
+	OutputLimit int
 	// Limiter, when set, is the worker's limiter of model calls, on this
 	// machine: Run plans its groups in flight for as many calls as it
 	// lets run at once, and its summary says what it did.

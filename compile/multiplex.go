@@ -47,17 +47,49 @@ func ItemKey(k, i int) string { return StepPrefix(k) + strconv.Itoa(i) }
 // a2, …, an, b1, … (ItemKey) — with no nested arrays, every property
 // required. The step schemas go once into "$defs", each under its step's
 // prefix (StepPrefix: "a" for the first step), and every property refers
-// to its step's, unless opts.Inline. Each step's part of an item carries
-// the item's tag (Tagged), which Demultiplex checks. Give it a projected
-// chunk (Project) to get what a model is sent.
+// to its step's; the chunk's own "$defs" (a shared chunk's: ForModel) go
+// there too, renamed where a prefix has their name, with every reference
+// rewritten, and what repeats among them all is shared once (Share).
+// With opts.Inline every step's schema is copied whole into each of its
+// properties, the chunk's references replaced by what they name. Each
+// step's part of an item carries the item's tag (Tagged), which
+// Demultiplex checks. Give it a projected chunk (Project) to get what a
+// model is sent.
 func Multiplex(chunk jsonv.Value, n int, opts MultiplexOptions) (jsonv.Value, error) {
-	steps := schema.Properties(chunk)
+	if opts.Inline {
+		chunk = Inline(chunk)
+	}
+	cd := newDefs(chunk)
+	steps := schema.Properties(cd.body)
 	if steps.Len() == 0 {
 		return jsonv.Value{}, fmt.Errorf("multiplex: the chunk has no steps")
 	}
 	if n < 1 {
 		return jsonv.Value{}, fmt.Errorf("multiplex: %d items; need at least 1", n)
 	}
+	cd.clearOf(steps.Len())
+	steps = schema.Properties(cd.body)
+	if !opts.Inline {
+		// The step definitions go first, then the chunk's own; what
+		// repeats among them is shared, and a step whose definition
+		// became another's refers to that one.
+		d := &defs{body: jsonv.NewObject(0).Value(), defs: map[string]jsonv.Value{}}
+		for k, s := range steps.Members() {
+			d.names = append(d.names, StepPrefix(k))
+			d.defs[StepPrefix(k)] = Tagged(s.Value)
+		}
+		for _, name := range cd.names {
+			d.names = append(d.names, name)
+			d.defs[name] = cd.defs[name]
+		}
+		cd = d
+		for range maxShares {
+			if !cd.shareBest() {
+				break
+			}
+		}
+	}
+	alias := cd.collapse()
 	out := jsonv.NewObject(6)
 	for _, kw := range []string{"title", "description"} {
 		if v, ok := chunk.Get(kw); ok {
@@ -70,7 +102,11 @@ func Multiplex(chunk jsonv.Value, n int, opts MultiplexOptions) (jsonv.Value, er
 	for k, s := range steps.Members() {
 		v := Tagged(s.Value)
 		if !opts.Inline {
-			v = jsonv.ObjectValue(jsonv.Member{Name: "$ref", Value: jsonv.StringValue("#/$defs/" + StepPrefix(k))})
+			def := StepPrefix(k)
+			if to, ok := alias[def]; ok {
+				def = to
+			}
+			v = jsonv.ObjectValue(jsonv.Member{Name: "$ref", Value: jsonv.StringValue(refTo(def))})
 		}
 		for i := 1; i <= n; i++ {
 			props.Set(ItemKey(k, i), v)
@@ -80,14 +116,47 @@ func Multiplex(chunk jsonv.Value, n int, opts MultiplexOptions) (jsonv.Value, er
 	out.Set("properties", props.Value())
 	out.Set("required", schema.StringArray(names))
 	out.Set("additionalProperties", jsonv.BoolValue(false))
-	if !opts.Inline {
-		defs := jsonv.NewObject(steps.Len())
-		for k, s := range steps.Members() {
-			defs.Set(StepPrefix(k), Tagged(s.Value))
-		}
-		out.Set("$defs", defs.Value())
+	if opts.Inline {
+		return out.Value(), nil
 	}
+	defs := jsonv.NewObject(len(cd.names))
+	for _, name := range cd.names {
+		defs.Set(name, cd.defs[name])
+	}
+	out.Set("$defs", defs.Value())
 	return out.Value(), nil
+}
+
+// clearOf renames the definitions that have the name of one of the first
+// m step prefixes ("a", "b", …), which a multiplexed schema's steps take,
+// rewriting every reference to them.
+func (d *defs) clearOf(m int) {
+	taken := map[string]bool{}
+	for k := range m {
+		taken[StepPrefix(k)] = true
+	}
+	rename := map[string]string{}
+	for i, name := range d.names {
+		if !taken[name] {
+			continue
+		}
+		to := name
+		for j := 2; taken[to] || d.defs[to].Kind() != jsonv.KindNull; j++ {
+			to = name + "_" + strconv.Itoa(j)
+		}
+		rename[name] = to
+		d.defs[to] = d.defs[name]
+		delete(d.defs, name)
+		d.names[i] = to
+	}
+	if len(rename) > 0 {
+		d.rewriteRefs(func(n string) string {
+			if to, ok := rename[n]; ok {
+				return to
+			}
+			return n
+		})
+	}
 }
 
 // TagKey is the property by which each step's part of an item in a
@@ -209,6 +278,10 @@ func Demultiplex(answer jsonv.Value, steps []string, n int, tags []string) []Ite
 				missing = append(missing, fmt.Sprintf("%q (item %d's %s)", ItemKey(k, i), i, s))
 				continue
 			}
+			if tags == nil && v.Object() != nil && v.Object().Has(TagKey) {
+				v = v.Clone()
+				v.Object().Delete(TagKey) // not checked, but no part of the answer
+			}
 			if tags != nil && v.Object() != nil {
 				tag, has := v.Get(TagKey)
 				if !has || tag.Str() != tags[i-1] {
@@ -287,20 +360,28 @@ func Batches(chunk jsonv.Value, n int, limits Limits, opts MultiplexOptions) ([]
 	if n < 1 {
 		return nil, fmt.Errorf("batches: %d items; need at least 1", n)
 	}
-	steps := schema.Properties(chunk)
-	inner := 0 // properties inside the step schemas
-	depth := 0
-	for _, s := range steps.Members() {
-		inner += countProperties(Tagged(s.Value))
+	// Depth is the inline form's, whatever is sent: a reference nests
+	// what it names where it stands. Properties are counted as sent: a
+	// shared chunk's definitions once.
+	inline := schema.Properties(Inline(chunk))
+	depth, inner := 0, 0
+	for _, s := range inline.Members() {
 		depth = max(depth, objectDepth(s.Value))
+		inner += countProperties(Tagged(s.Value)) // each part's tag counts
 	}
 	depth++ // the multiplexed object around the steps
 	if depth > limits.MaxDepth {
 		return nil, fmt.Errorf("batches: the chunk nests objects %d deep, over the provider's limit of %d", depth, limits.MaxDepth)
 	}
-	perItem, fixed := steps.Len(), inner
-	if opts.Inline {
-		perItem, fixed = steps.Len()+inner, 0
+	perItem, fixed := inline.Len()+inner, 0
+	if !opts.Inline {
+		perItem, fixed = inline.Len(), 0
+		for _, s := range schema.Properties(chunk).Members() {
+			fixed += countProperties(Tagged(s.Value))
+		}
+		for _, d := range chunk.Lookup("$defs").Members() {
+			fixed += countProperties(d)
+		}
 	}
 	fit := (limits.MaxProperties - fixed) / perItem
 	if fit < 1 {
@@ -351,6 +432,9 @@ type BatchCall struct {
 	First  int // 0-based index of the first item
 	Count  int
 	Schema jsonv.Value // what the model is sent
+	// Notes are what the strict form moved out of Schema into the
+	// prompt's text (ProjectOptions.Strict).
+	Notes []Note
 }
 
 // MaxBatchItems bounds the items BatchCalls lays out at once: 100,000.
@@ -376,7 +460,7 @@ func (p *Process) BatchCalls(n int, limits Limits, popts ProjectOptions, mopts M
 		if ch.Kind != LLM {
 			continue
 		}
-		loose := Project(p.Document.Lookup("$defs").Lookup(ch.Name), ProjectOptions{}).Schema
+		loose := ForModel(Project(p.Document.Lookup("$defs").Lookup(ch.Name), ProjectOptions{}).Schema)
 		bs, err := Batches(loose, n, limits, mopts)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", ch.Name, err)
@@ -386,7 +470,8 @@ func (p *Process) BatchCalls(n int, limits Limits, popts ProjectOptions, mopts M
 			if err != nil {
 				return nil, fmt.Errorf("%s: %w", ch.Name, err)
 			}
-			calls = append(calls, BatchCall{Chunk: ch.Name, First: b.First, Count: b.Count, Schema: Project(m, popts).Schema})
+			proj := Project(m, popts)
+			calls = append(calls, BatchCall{Chunk: ch.Name, First: b.First, Count: b.Count, Schema: proj.Schema, Notes: proj.Notes})
 		}
 	}
 	return calls, nil

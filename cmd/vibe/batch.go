@@ -39,11 +39,11 @@ func newBatchCmd(io stdio) *cobra.Command {
 		concurrency               int
 		audit                     float64
 		window                    time.Duration
-		inline                    bool
 		maxProps, maxDepth        int
 		pf                        pricesFlag
 		provider, fallback        bool
 		dryRun                    bool
+		bf                        budgetFlags
 		poll                      time.Duration
 	)
 	cmd := &cobra.Command{
@@ -153,7 +153,7 @@ otherwise it starts the embedded engine itself, or joins --temporal.`,
 			}
 			opts := batch.Options{Process: process.StartOptions{Pipeline: pipeline, Prompt: prompt, System: system, Name: name},
 				ID: id, Size: size, Concurrency: concurrency, Window: window, File: inputName(in), Audit: audit,
-				Call: batch.CallOptions{Inline: inline, Limits: compile.Limits{MaxProperties: maxProps, MaxDepth: maxDepth},
+				Call: batch.CallOptions{Inline: wf.llm.inline, Limits: compile.Limits{MaxProperties: maxProps, MaxDepth: maxDepth},
 					ProviderBatch: provider || fallback, ProviderFallback: fallback, ProviderPoll: poll}}
 			spec := pipeline
 			if len(args) == 1 {
@@ -197,7 +197,7 @@ otherwise it starts the embedded engine itself, or joins --temporal.`,
 				if in != "-" {
 					opts.Total = countLines(in)
 				}
-				return dryRunBatch(ctx, io, reg, input, opts, prices, wf.llm.model(), cals)
+				return dryRunBatch(ctx, io, reg, input, opts, prices, &wf.llm, bf, cals)
 			}
 			// The first Ctrl-C stops the reading and lets the groups in
 			// flight finish; the second ends ctx.
@@ -326,8 +326,8 @@ otherwise it starts the embedded engine itself, or joins --temporal.`,
 	cmd.Flags().BoolVar(&provider, "provider-batch", false, "send the model calls through the provider's Batch API (OpenAI, Anthropic): half price, answered within 24 hours")
 	cmd.Flags().BoolVar(&fallback, "provider-batch-fallback", false, "with --provider-batch: send a call a provider batch did not answer (failed, expired, cancelled) directly, not in the next provider batch")
 	cmd.Flags().DurationVar(&poll, "provider-batch-poll", 0, fmt.Sprintf("with --provider-batch: the first wait between looks at a provider batch, growing by half each time up to %s (default %s)", batch.MaxProviderPoll, batch.DefaultProviderPoll))
+	bf.add(cmd)
 	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "estimate the batch's model requests, prompt tokens and cost (with --prices) without running it")
-	cmd.Flags().BoolVar(&inline, "inline-schemas", false, "copy the step schemas into every item's property instead of sharing them with $ref, for providers without $ref")
 	return cmd
 }
 
@@ -523,8 +523,10 @@ func batchClient(ctx context.Context, io stdio, ef *engineFlags, wf *workerFlags
 // dryRunBatch prints what the batch would ask of the model — requests and
 // prompt tokens per LLM chunk, and their cost at prices — without running
 // anything or starting an engine.
-func dryRunBatch(ctx context.Context, io stdio, reg *registry.Registry, in goio.Reader, opts batch.Options, prices *llm.Prices, model string, cals batch.Calibrations) error {
-	c := batch.NewClient(&process.Client{Registry: reg})
+func dryRunBatch(ctx context.Context, io stdio, reg *registry.Registry, in goio.Reader, opts batch.Options, prices *llm.Prices, lf *llmFlags, bf budgetFlags, cals batch.Calibrations) error {
+	model := lf.model()
+	pc := &process.Client{Registry: reg}
+	c := batch.NewClient(pc)
 	c.Calibrations = cals
 	est, err := c.Estimate(ctx, in, opts)
 	if err != nil {
@@ -563,7 +565,28 @@ func dryRunBatch(ctx context.Context, io stdio, reg *registry.Registry, in goio.
 			fmt.Fprintf(io.out, "No cost: %s has no price for %s.\n", prices.File, model)
 		}
 	}
-	return nil
+	// Each chunk's call at K against the model's limits, as vibe compile
+	// --budget says it: what cannot fit is refused here too.
+	start, _, err := pc.Prepare(ctx, opts.Process)
+	if err != nil {
+		return err
+	}
+	models, sizes, err := bf.load(start.Program)
+	if err != nil {
+		return err
+	}
+	name, strict := budgetModel(lf.spec, lf.baseURL)
+	k := cmp.Or(opts.Size, batch.DefaultSize)
+	b, err := llm.NewBudget(start.Program, llm.BudgetOptions{Model: name, Models: models, K: k, Limits: opts.Call.Limits,
+		System: start.System, Prompt: start.Prompt, Strict: strict || lf.strict, Inline: opts.Call.Inline, Sizes: sizes})
+	if err != nil {
+		return err
+	}
+	fmt.Fprintln(io.out)
+	if err := printBudget(io.out, b, k); err != nil {
+		return err
+	}
+	return b.Err()
 }
 
 // batchSize reads --batch-size: auto (0), or K, 1 or more.
