@@ -197,7 +197,7 @@ otherwise it starts the embedded engine itself, or joins --temporal.`,
 				if in != "-" {
 					opts.Total = countLines(in)
 				}
-				return dryRunBatch(ctx, io, reg, input, opts, prices, &wf.llm, bf, cals)
+				return dryRunBatch(ctx, io, reg, wf.actionsFile, input, opts, prices, &wf.llm, bf, cals)
 			}
 			// The first Ctrl-C stops the reading and lets the groups in
 			// flight finish; the second ends ctx.
@@ -523,11 +523,25 @@ func batchClient(ctx context.Context, io stdio, ef *engineFlags, wf *workerFlags
 // dryRunBatch prints what the batch would ask of the model — requests and
 // prompt tokens per LLM chunk, and their cost at prices — without running
 // anything or starting an engine.
-func dryRunBatch(ctx context.Context, io stdio, reg *registry.Registry, in goio.Reader, opts batch.Options, prices *llm.Prices, lf *llmFlags, bf budgetFlags, cals batch.Calibrations) error {
+func dryRunBatch(ctx context.Context, io stdio, reg *registry.Registry, actionsFile string, in goio.Reader, opts batch.Options, prices *llm.Prices, lf *llmFlags, bf budgetFlags, cals batch.Calibrations) error {
 	model := lf.model()
 	pc := &process.Client{Registry: reg}
+	if actionsFile != "" {
+		names, err := actionNames(actionsFile)
+		if err != nil {
+			return err
+		}
+		pc.Actions = names
+	}
 	c := batch.NewClient(pc)
 	c.Calibrations = cals
+	if opts.ID == "" && opts.Digest != "" {
+		id, err := c.ID(ctx, opts, opts.Digest)
+		if err != nil {
+			return err
+		}
+		opts.ID = id
+	}
 	est, err := c.Estimate(ctx, in, opts)
 	if err != nil {
 		return err

@@ -32,7 +32,7 @@ func newCalibrateCmd(io stdio) *cobra.Command {
 	)
 	cmd := &cobra.Command{
 		Use:   "calibrate PROCESS|--pipeline EXPR --in FILE.jsonl [--sample N] [--k LIST] [--threshold T] [--json]",
-		Short: "Measure how many items one model call can answer as well as one by one, and record the K a batch takes",
+		Short: "Measure how many items one model call answers as well as one by one (K), and record it",
 		Long: `Calibrate asks the model a sample of the items (--sample, 64) of each LLM chunk of
 the process: one by one, twice — how often the model agrees with itself is the
 noise floor — then K at a time in one multiplexed call, as vibe batch asks them,
