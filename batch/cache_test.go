@@ -69,7 +69,7 @@ func TestPromptCache(t *testing.T) {
 		name: "openai",
 		provider: func(t *testing.T) (llm.Provider, func() []string) {
 			srv := llmtest.NewServer(t, func(name, body string) string {
-				if strings.HasPrefix(name, "LLM_") && !strings.Contains(body, "items at once") {
+				if strings.HasPrefix(name, "LLM_") && len(llmtest.Read(body).Steps) == 0 {
 					return chunkAnswer
 				}
 				return llmtest.Multiplexed(stepAnswer)(name, body)
@@ -80,7 +80,7 @@ func TestPromptCache(t *testing.T) {
 		name: "anthropic",
 		provider: func(t *testing.T) (llm.Provider, func() []string) {
 			srv := llmtest.NewAnthropic(t, func(name, body string) string {
-				if !strings.Contains(body, "items at once") {
+				if len(llmtest.Read(body).Steps) == 0 {
 					return chunkAnswer
 				}
 				return llmtest.Multiplexed(stepAnswer)(name, body)

@@ -55,7 +55,7 @@ func (c *Client) Status(ctx context.Context, id string) (*Status, error) {
 	var st Status
 	switch ex.GetStatus() {
 	case enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING:
-		v, err := c.temporal().QueryWorkflow(ctx, id, "", QueryStatus)
+		v, err := durable.Query(ctx, c.temporal(), id, QueryStatus)
 		if err != nil {
 			return nil, fmt.Errorf("read batch %s: %w", id, err)
 		}
@@ -101,7 +101,7 @@ func (c *Client) waiting(ctx context.Context, id string) ([]string, error) {
 		errs []error
 	)
 	err := c.runningGroups(ctx, id, func(wid string) {
-		v, err := c.temporal().QueryWorkflow(ctx, wid, "", QueryWaiting)
+		v, err := durable.Query(ctx, c.temporal(), wid, QueryWaiting)
 		var some []string
 		if err == nil {
 			err = v.Get(&some)
@@ -146,7 +146,7 @@ func (c *Client) provider(ctx context.Context, id string) *ProviderState {
 	var ps ProviderState
 	switch ex.GetStatus() {
 	case enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING:
-		v, err := c.temporal().QueryWorkflow(ctx, ProviderID(id), "", QueryProvider)
+		v, err := durable.Query(ctx, c.temporal(), ProviderID(id), QueryProvider)
 		if err != nil || v.Get(&ps) != nil {
 			return nil
 		}
@@ -368,7 +368,7 @@ func (c *Client) Host(ctx context.Context, id string) (string, bool, error) {
 		}
 		return "", false, err
 	}
-	resp, err := c.temporal().QueryWorkflow(ctx, b, "", QueryGroup, line)
+	resp, err := durable.Query(ctx, c.temporal(), b, QueryGroup, line)
 	if err != nil {
 		return "", false, fmt.Errorf("find the group of %s: %w", id, err)
 	}

@@ -63,7 +63,7 @@ func ExampleMultiplex() {
 	// Output:
 	// [a1 a2 b1 b2]
 	// {"step1_classify":"ok","step2_reply":"Thanks!"} <nil>
-	// property a<i> holds its step1_classify, property b<i> holds its step2_reply; each part's "_item" is its item's tag
+	// property a<i> holds its step1_classify, property b<i> holds its step2_reply; a<i>'s "_item" is item i's tag
 }
 
 func ExampleForModel() {

@@ -76,7 +76,7 @@ func Multiplex(chunk jsonv.Value, n int, opts MultiplexOptions) (jsonv.Value, er
 		d := &defs{body: jsonv.NewObject(0).Value(), defs: map[string]jsonv.Value{}}
 		for k, s := range steps.Members() {
 			d.names = append(d.names, StepPrefix(k))
-			d.defs[StepPrefix(k)] = Tagged(s.Value)
+			d.defs[StepPrefix(k)] = tagFirst(k, s.Value)
 		}
 		for _, name := range cd.names {
 			d.names = append(d.names, name)
@@ -100,7 +100,7 @@ func Multiplex(chunk jsonv.Value, n int, opts MultiplexOptions) (jsonv.Value, er
 	props := jsonv.NewObject(n * steps.Len())
 	names := make([]string, 0, n*steps.Len())
 	for k, s := range steps.Members() {
-		v := Tagged(s.Value)
+		v := tagFirst(k, s.Value)
 		if !opts.Inline {
 			def := StepPrefix(k)
 			if to, ok := alias[def]; ok {
@@ -204,6 +204,17 @@ func Tagged(step jsonv.Value) jsonv.Value {
 	return out.Value()
 }
 
+// tagFirst is step k's schema in a multiplexed call: the first step's
+// part of each item carries the item's tag (Tagged), the others as they
+// are — a tag an item's part echoes once costs its answer a few tokens;
+// one per step would cost them again for each step.
+func tagFirst(k int, step jsonv.Value) jsonv.Value {
+	if k == 0 {
+		return Tagged(step)
+	}
+	return step
+}
+
 // ItemTags are the tags of a call's items, by their ids: a few letters and
 // digits drawn from each id, distinct within the call, and the same for an
 // item whichever call it is in. The prompt gives each item its tag, and
@@ -233,8 +244,8 @@ func ItemTags(ids []string) []string {
 // Legend says in words which property of a multiplexed answer holds what,
 // for the prompt of the call: "property a<i> holds its step1_classify,
 // property b<i> holds its step2_reply" — item i's value of each step, in
-// step order (ItemKey) — and that each part echoes its item's tag
-// (TagKey).
+// step order (ItemKey) — and that the first step's part echoes the item's
+// tag (TagKey).
 func Legend(steps []string) string {
 	var b strings.Builder
 	for k, s := range steps {
@@ -243,7 +254,7 @@ func Legend(steps []string) string {
 		}
 		fmt.Fprintf(&b, "property %s<i> holds its %s", StepPrefix(k), s)
 	}
-	fmt.Fprintf(&b, "; each part's %q is its item's tag", TagKey)
+	fmt.Fprintf(&b, "; %s<i>'s %q is item i's tag", StepPrefix(0), TagKey)
 	return b.String()
 }
 
@@ -263,10 +274,11 @@ type ItemPart struct {
 // step order. Each item stands alone: one whose properties the answer
 // lacks has the ones it holds and an error naming the rest, and its
 // siblings are whole — a caller repairs that item, not the call. With
-// tags (ItemTags, one per item), each step's part of item i that is an
-// object must echo tags[i] under TagKey, which is taken out of it: a part
+// tags (ItemTags, one per item), the first step's part of item i, when an
+// object, must echo tags[i] under TagKey, which is taken out of it: a part
 // that echoes another tag, or none, is not the item's — it is left out of
-// the item's value and named in the item's error.
+// the item's value and named in the item's error. A tag in another step's
+// part is taken out unchecked.
 func Demultiplex(answer jsonv.Value, steps []string, n int, tags []string) []ItemPart {
 	items := make([]ItemPart, n)
 	for i := 1; i <= n; i++ {
@@ -278,11 +290,11 @@ func Demultiplex(answer jsonv.Value, steps []string, n int, tags []string) []Ite
 				missing = append(missing, fmt.Sprintf("%q (item %d's %s)", ItemKey(k, i), i, s))
 				continue
 			}
-			if tags == nil && v.Object() != nil && v.Object().Has(TagKey) {
+			if (tags == nil || k > 0) && v.Object() != nil && v.Object().Has(TagKey) {
 				v = v.Clone()
 				v.Object().Delete(TagKey) // not checked, but no part of the answer
 			}
-			if tags != nil && v.Object() != nil {
+			if tags != nil && k == 0 && v.Object() != nil {
 				tag, has := v.Get(TagKey)
 				if !has || tag.Str() != tags[i-1] {
 					got := "no tag"
@@ -367,17 +379,23 @@ func Batches(chunk jsonv.Value, n int, limits Limits, opts MultiplexOptions) ([]
 	depth, inner := 0, 0
 	for _, s := range inline.Members() {
 		depth = max(depth, objectDepth(s.Value))
-		inner += countProperties(Tagged(s.Value)) // each part's tag counts
+		inner += countProperties(s.Value)
 	}
 	depth++ // the multiplexed object around the steps
 	if depth > limits.MaxDepth {
 		return nil, fmt.Errorf("batches: the chunk nests objects %d deep, over the provider's limit of %d", depth, limits.MaxDepth)
 	}
-	perItem, fixed := inline.Len()+inner, 0
+	// The first step's part of each item carries its tag: one property
+	// more, per item inline, once shared.
+	tag := 0
+	if first := inline.Members(); len(first) > 0 && schema.Properties(first[0].Value) != nil {
+		tag = 1
+	}
+	perItem, fixed := inline.Len()+inner+tag, 0
 	if !opts.Inline {
-		perItem, fixed = inline.Len(), 0
+		perItem, fixed = inline.Len(), tag
 		for _, s := range schema.Properties(chunk).Members() {
-			fixed += countProperties(Tagged(s.Value))
+			fixed += countProperties(s.Value)
 		}
 		for _, d := range chunk.Lookup("$defs").Members() {
 			fixed += countProperties(d)
