@@ -495,6 +495,7 @@ func newServeBatch(t *testing.T, n int) *serveBatch {
 // action's effect was applied once per item; and no item whose group had
 // finished before the kill was sent to the model again.
 func TestBatchCrash(t *testing.T) {
+	t.Parallel() // vibe runs in child processes of its own, on a data directory and model of its own
 	if testing.Short() {
 		t.Skip("kills and restarts vibe serve")
 	}
@@ -618,6 +619,7 @@ func TestBatchOutlivesServer(t *testing.T) {
 // completes with each item once and each effect applied once, and every
 // worker took part.
 func TestBatchScaleOut(t *testing.T) {
+	t.Parallel() // vibe runs in child processes of its own, on a data directory and model of its own
 	if testing.Short() {
 		t.Skip("starts vibe serve and two workers")
 	}
@@ -684,6 +686,7 @@ func TestBatchScaleOut(t *testing.T) {
 // nothing, or that gives a process and a pipeline, is refused (422, 404,
 // 400) and not spooled.
 func TestBatchesAPI(t *testing.T) {
+	t.Parallel() // vibe runs in child processes of its own, on a data directory and model of its own
 	if testing.Short() {
 		t.Skip("starts vibe serve twice")
 	}

@@ -115,6 +115,7 @@ func getJSON(t *testing.T, url string, v any) {
 // console's filters, MCP list_processes — read the cluster's visibility
 // store.
 func TestCluster(t *testing.T) {
+	t.Parallel() // a cluster of its own; beside the other long tests that run no vibe in this process
 	const n = 2000
 	cl := clustertest.Start(t)
 	start := time.Now()

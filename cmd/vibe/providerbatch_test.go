@@ -40,6 +40,7 @@ func TestProviderBatchCrash(t *testing.T) {
 	const n, k = 200, 16
 	for _, moment := range []string{llmtest.EventUpload, llmtest.EventBatch, llmtest.EventPoll, llmtest.EventResults} {
 		t.Run(moment, func(t *testing.T) {
+			t.Parallel() // each moment has its own model, data directory and child processes
 			dir, led := batchSetup(t, n, nil, 0)
 			var (
 				mu     sync.Mutex
@@ -176,6 +177,7 @@ func TestDryRun(t *testing.T) {
 // batches, the results come with no direct call — and POST
 // /v1/batches/{id}/cancel cancels a batch and its provider batch.
 func TestProviderBatchAPI(t *testing.T) {
+	t.Parallel() // vibe runs in child processes of its own, on a data directory and model of its own
 	if testing.Short() {
 		t.Skip("starts vibe serve")
 	}
@@ -254,6 +256,7 @@ func TestProviderBatchAPI(t *testing.T) {
 // interrupted, finishes with one provider batch, each request submitted
 // once, each effect once, every line exact.
 func TestProviderBatchServeKill(t *testing.T) {
+	t.Parallel() // vibe runs in child processes of its own, on a data directory and model of its own
 	if testing.Short() {
 		t.Skip("kills and restarts vibe serve")
 	}

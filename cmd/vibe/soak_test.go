@@ -88,6 +88,7 @@ func (l *ledger) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // In CI: 50 processes and 3 kills; with -soak.long: 200 and 10. The seed is
 // logged; VIBE_SOAK_SEED runs the same kill points again.
 func TestFaultSoak(t *testing.T) {
+	t.Parallel() // its vibe serve is a child process, its model and actions its own
 	if testing.Short() {
 		t.Skip("kills and restarts vibe serve")
 	}
