@@ -94,7 +94,7 @@ func CompilePipeline(ctx context.Context, expr string, opts Options) (*Process, 
 func Compile(ctx context.Context, file string, doc jsonv.Value, opts Options) (*Process, error) {
 	ctx, cancel := opts.withBudget(ctx)
 	defer cancel()
-	return compile(ctx, file, doc, opts)
+	return compileAll(ctx, file, doc, opts)
 }
 
 func compile(ctx context.Context, file string, doc jsonv.Value, opts Options) (*Process, error) {
