@@ -115,6 +115,10 @@ type Summary struct {
 	Requests int           `json:"requests"`
 	Usage    llm.Usage     `json:"usage"`
 	Elapsed  time.Duration `json:"elapsed"`
+	// Unread names what of the items' inputs no step reads, in the order
+	// first met (compile.Program.UnreadInput): "" for inputs that are no
+	// object.
+	Unread []string `json:"unread,omitempty"`
 }
 
 // Run runs a batch over in, a JSONL stream (ParseLine), and emits one
@@ -232,6 +236,7 @@ func (c *Client) Run(ctx context.Context, in io.Reader, emit func(Result) error,
 	lr := newLineReader(in, opts.File)
 	groups, lines := 0, 0
 	var readErr error
+	var unread []string
 	stopping := func() bool {
 		select {
 		case <-opts.Stop:
@@ -253,6 +258,7 @@ func (c *Client) Run(ctx context.Context, in io.Reader, emit func(Result) error,
 				break
 			}
 			items = append(items, *it)
+			unread = addUnread(unread, start.Program, *it)
 		}
 		// A group cut short by the stop does not start: its id would name
 		// lines it does not hold.
@@ -284,7 +290,7 @@ func (c *Client) Run(ctx context.Context, in io.Reader, emit func(Result) error,
 	}
 	close(queue)
 	wg.Wait()
-	sum.Elapsed = time.Since(began)
+	sum.Elapsed, sum.Unread = time.Since(began), unread
 	switch {
 	case writeErr != nil:
 		return sum, writeErr
