@@ -450,8 +450,8 @@ func Unreachable(err error) bool {
 }
 
 // Check checks what Run checks before it reads a line: that the process
-// opts name compiles, fits the worker's actions, is no direct server call
-// and is within the engine's payload limit, and that the group size is
+// opts name compiles, fits the worker's actions and is within the engine's
+// payload limit, and that the group size is
 // within compile.MaxBatchItems. Its errors are Run's (a schema.ErrorList
 // for a process that does not compile). Runner.Start checks so before it
 // takes a batch, so that one Run would refuse is refused at once.
@@ -460,14 +460,17 @@ func (c *Client) Check(ctx context.Context, opts Options) error {
 	return err
 }
 
-// prepare is the process every item of a batch runs.
+// prepare is the process every item of a batch runs: a direct server call
+// runs as a process whose action is awaited (compile.Program.AwaitedDirect).
 func (c *Client) prepare(ctx context.Context, opts Options) (durable.Start, error) {
 	start, direct, err := c.Processes.Prepare(ctx, opts.Process)
 	if err != nil {
 		return durable.Start{}, err
 	}
 	if direct {
-		return durable.Start{}, fmt.Errorf("%s is a direct server call, not a process: run it with vibe run", start.Name)
+		// Each item's model fill goes in the group's multiplexed calls, and
+		// its action is called once, awaited, under the item's key.
+		start.Program = start.Program.AwaitedDirect()
 	}
 	if err := durable.CheckPayloadSize("the process "+start.Name, start.Program); err != nil {
 		return durable.Start{}, err
