@@ -108,14 +108,17 @@ func TestSplitDecision(t *testing.T) {
 		script []string
 		// unanswered are the employees the script decides nothing for.
 		unanswered []string
+		// whole and split are the model requests each request makes: a
+		// decision per part, and a follow-up for an employee left alone.
+		whole, split int
 	}{
 		{"the seed's decision: B gets the report, A nothing", []string{
 			`{"_tool":"updateTask","_instance":"employee_B","newTask":"Finalize the quarterly report","newStatus":"High Priority","output":"†state"}`},
-			[]string{"employee_A"}},
+			[]string{"employee_A"}, 2, 3},
 		{"each gets a task, written into state", []string{
 			`{"_tool":"updateTask","_instance":"employee_A","newTask":"Draft initial proposal","newStatus":"Done","_outputPath":"state.update"}`,
 			`{"_tool":"updateTask","_instance":"employee_B","newTask":"Finalize the quarterly report","newStatus":"High Priority","output":"†state"}`},
-			nil},
+			nil, 1, 2},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			model := scripted(t, tt.script)
@@ -140,6 +143,9 @@ func TestSplitDecision(t *testing.T) {
 			whole := run(0)
 			before := model.Requests()
 			split := run(1)
+			if before != tt.whole || model.Requests()-before != tt.split {
+				t.Errorf("%d model requests whole and %d split, want %d and %d", before, model.Requests()-before, tt.whole, tt.split)
+			}
 			if len(whole.Parts) != 0 || !slices.Equal(split.Parts, []string{split.ID + "-part-1", split.ID + "-part-2"}) {
 				t.Fatalf("parts %v and %v: the split request has a part per employee", whole.Parts, split.Parts)
 			}
