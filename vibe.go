@@ -34,7 +34,9 @@ type Options struct {
 	// URI; nil means every process comes inline.
 	Registry *registry.Registry
 	// Provider answers model calls; nil fails them with
-	// durable.ErrNoProvider.
+	// durable.ErrNoProvider. Wrap it in an llm.Limiter (Limiter.Provider,
+	// its Transport in the SDK's HTTP client) to pace the calls to its
+	// endpoint: a batch then plans its calls for the limiter's limit.
 	Provider llm.Provider
 	// Actions are the server actions; nil means none, or those of
 	// ActionsFile.
@@ -126,6 +128,8 @@ func StartOn(ctx context.Context, eng *engine.Engine, opts Options) (_ *Runtime,
 	rt.Requests = &request.Client{Temporal: c, Registry: opts.Registry, Actions: names, Loader: opts.Loader}
 	rt.Batches = batch.NewClient(rt.Processes)
 	rt.Processes.Hosts = rt.Batches // a batch's items run in their groups' workflows
+	rt.Batches.Limiter = llm.LimiterOf(opts.Provider)
+	rt.Batches.OutputLimit = llm.DefaultModels().Limits(llm.ModelOf(opts.Provider)).Output
 	if opts.Telemetry != nil {
 		if rt.telemetry, err = telemetry.Setup(ctx, *opts.Telemetry); err != nil {
 			return nil, err

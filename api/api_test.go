@@ -158,6 +158,10 @@ func TestStart(t *testing.T) {
 	if code != 201 || f.started[1].Document.Lookup("title").Str() != "Inline" {
 		t.Errorf("inline schema: %d", code)
 	}
+	code, _, _ = call(t, h, "POST", "/v1/processes", `{"pipeline":"prompt | Triage","name":"triage of the week"}`, "")
+	if code != 201 || f.started[2].Pipeline != "prompt | Triage" || f.started[2].Name != "triage of the week" {
+		t.Errorf("a named pipeline: %d %+v", code, f.started[2])
+	}
 	tests := []struct {
 		body, path, msg string
 		code            int
@@ -165,6 +169,7 @@ func TestStart(t *testing.T) {
 		{`{"process": 42}`, "/process", "process must be a registry URI or an inline process schema", 400},
 		{`{"prompt": "x"}`, "/process", "give the process to start", 400},
 		{`{"process":"aug:x","colour":"red"}`, "/colour", `unknown field "colour"`, 400},
+		{`{"process":"aug:x","name":7}`, "/name", "name must be a string", 400},
 		{`{"process": "aug:x",}`, "", "the request body is not JSON", 400},
 		{`[1]`, "", "the request body must be an object", 400},
 		{`{"process":"aug:processes/broken"}`, "/properties/a/references/0", `step "a" references "b"`, 422},
@@ -277,6 +282,12 @@ func TestClient(t *testing.T) {
 	defer srv.Close()
 	c := &Client{BaseURL: srv.URL, Token: "t"}
 	ctx := context.Background()
+	f := &fakeProcesses{}
+	named := httptest.NewServer(Handler(f, Options{Token: "t", Logger: slogDiscard()}))
+	defer named.Close()
+	if _, err := (&Client{BaseURL: named.URL, Token: "t"}).Start(ctx, process.StartOptions{Pipeline: "A | B", Name: "ab"}); err != nil || f.started[0].Name != "ab" || f.started[0].Pipeline != "A | B" {
+		t.Errorf("a named start: %v %+v", err, f.started)
+	}
 	st, err := c.Start(ctx, process.StartOptions{Process: "aug:processes/meeting"})
 	if err != nil || st.ID != "meeting-0001" {
 		t.Fatalf("%v %v", st, err)

@@ -141,7 +141,7 @@ func decodeError(status int, data []byte, notFound error) error {
 
 // Start starts a process.
 func (c *Client) Start(ctx context.Context, opts process.StartOptions) (*process.Started, error) {
-	body := jsonv.NewObject(6)
+	body := jsonv.NewObject(7)
 	switch {
 	case opts.Process != "":
 		body.Set("process", jsonv.StringValue(opts.Process))
@@ -150,6 +150,9 @@ func (c *Client) Start(ctx context.Context, opts process.StartOptions) (*process
 	}
 	if opts.Pipeline != "" {
 		body.Set("pipeline", jsonv.StringValue(opts.Pipeline))
+	}
+	if opts.Name != "" {
+		body.Set("name", jsonv.StringValue(opts.Name))
 	}
 	if opts.Prompt != "" {
 		body.Set("prompt", jsonv.StringValue(opts.Prompt))

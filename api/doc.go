@@ -1,6 +1,6 @@
 // Package api is Vibe's HTTP API: a contract that tools outside Vibe use.
 //
-//	POST /v1/processes            {"process": URI | inline schema, "pipeline": EXPR, "prompt": "…", "input": {…}, "first": {…}}
+//	POST /v1/processes            {"process": URI | inline schema, "pipeline": EXPR, "name": "…", "prompt": "…", "input": {…}, "first": {…}}
 //	                              → 201 {"id": "schedule-meeting-7f3a9c2e"}
 //	GET  /v1/processes?limit=N&cursor=C
 //	                              → 200 {"processes": [{"id", "process", "status", "startedAt"}, …], "next": C | null}

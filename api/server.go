@@ -260,7 +260,7 @@ func (s *server) start(w http.ResponseWriter, r *http.Request) {
 			default:
 				bad = append(bad, detail{Path: at, Message: "process must be a registry URI or an inline process schema"})
 			}
-		case "pipeline", "prompt", "system":
+		case "pipeline", "prompt", "system", "name":
 			if v.Kind() != jsonv.KindString {
 				bad = append(bad, detail{Path: at, Message: name + " must be a string"})
 				continue
@@ -270,6 +270,8 @@ func (s *server) start(w http.ResponseWriter, r *http.Request) {
 				opts.Pipeline = v.Str()
 			case "prompt":
 				opts.Prompt = v.Str()
+			case "name":
+				opts.Name = v.Str()
 			default:
 				opts.System = v.Str()
 			}
@@ -278,7 +280,7 @@ func (s *server) start(w http.ResponseWriter, r *http.Request) {
 		case "first":
 			opts.First = v
 		default:
-			bad = append(bad, detail{Path: at, Message: fmt.Sprintf("unknown field %q (want process, pipeline, prompt, input, first, system)", name)})
+			bad = append(bad, detail{Path: at, Message: fmt.Sprintf("unknown field %q (want process, pipeline, name, prompt, input, first, system)", name)})
 		}
 	}
 	if len(bad) > 0 {

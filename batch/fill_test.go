@@ -41,8 +41,9 @@ func TestFill(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := callSizes(model.Bodies()); !slices.Equal(got, []int{4, 1, 3, 3}) {
-		t.Errorf("calls of %v items, want [4 1 3 3]: three calls and item 2's repair", got)
+	// The three calls run at once: in any order, the repair after its call.
+	if got := callSizes(model.Bodies()); !slices.Equal(slices.Sorted(slices.Values(got)), []int{1, 3, 3, 4}) || got[len(got)-1] == 1 && got[0] == 1 {
+		t.Errorf("calls of %v items, want 4, 3 and 3, and item 2's repair of 1", got)
 	}
 	if out.Requests != 4 {
 		t.Errorf("%d requests counted, want 4", out.Requests)

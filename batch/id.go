@@ -26,6 +26,7 @@ import (
 // command line and from POST /v1/batches, however each is run, and running
 // it again resumes it instead of paying for its calls again.
 func (c *Client) ID(ctx context.Context, opts Options, digest string) (string, error) {
+	opts.Process.Name = "" // a label, not what the batch is
 	start, err := c.prepare(ctx, opts)
 	if err != nil {
 		return "", err
@@ -33,7 +34,8 @@ func (c *Client) ID(ctx context.Context, opts Options, digest string) (string, e
 	return idOf(start, digest)
 }
 
-// idOf is ID of the prepared process start.
+// idOf is ID of the prepared process start (prepared without a name of
+// its own: its name is the process's).
 func idOf(start durable.Start, digest string) (string, error) {
 	program, err := json.Marshal(start.Program)
 	if err != nil {

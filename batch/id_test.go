@@ -92,8 +92,9 @@ func TestID(t *testing.T) {
 		// The same program under the same name, wherever its schema came from.
 		{"the same schema inline", batch.Options{Process: process.StartOptions{Document: mustParse(t, string(doc)), File: "moderate.json"}}, items, true, ""},
 		{"the same schema inline, from no file", batch.Options{Process: process.StartOptions{Document: mustParse(t, string(doc))}}, items, true, ""},
-		{"a pipeline", pipeline, items, false, "pipeline-"},
-		{"a pipeline with another step", batch.Options{Process: process.StartOptions{Pipeline: "prompt | Assess | Decide2"}}, items, false, "pipeline-"},
+		{"a pipeline", pipeline, items, false, "assess-decide-"},
+		{"a pipeline with another step", batch.Options{Process: process.StartOptions{Pipeline: "prompt | Assess | Decide2"}}, items, false, "assess-decide2-"},
+		{"a name, a label", with(uri, func(o *batch.Options) { o.Process.Name = "Spring moderation" }), items, true, ""},
 	}
 	ids := map[string]string{base: "the registry URI"}
 	for _, tt := range tests {

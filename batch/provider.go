@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"sync"
 	"time"
 
 	"go.temporal.io/sdk/activity"
@@ -613,7 +614,7 @@ func (a *Activities) Collect(ctx context.Context, in CollectInput) (*FillOutput,
 		resp := *r.Response
 		llm.RecordBatched(ctx, a.Provider, in.Done.ID, c.req, &resp)
 		resp.Usage = resp.Usage.AsBatched()
-		if err := absorb(ctx, sent, in.Fill, c, &resp, opts, out); err != nil {
+		if err := absorb(ctx, sent, in.Fill, c, &resp, opts, out, &sync.Mutex{}); err != nil {
 			return nil, err
 		}
 	}

@@ -94,6 +94,8 @@ func (w *Workflows) Batch(ctx workflow.Context, in RecordInput) (Status, error) 
 			if st.Model == "" {
 				st.Model = r.Model
 			}
+			st.Splits = mergeSplits(st.Splits, r.Splits, 0)
+			st.Audits = mergeAudits(st.Audits, r.Audits)
 		}
 	}
 	sel := workflow.NewSelector(ctx)

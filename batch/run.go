@@ -19,16 +19,17 @@ import (
 	"github.com/augceo/vibe/internal/diskspace"
 	"github.com/augceo/vibe/internal/execution"
 	"github.com/augceo/vibe/internal/wfid"
+	"github.com/augceo/vibe/jsonv"
 	"github.com/augceo/vibe/llm"
 	"github.com/augceo/vibe/process"
 )
 
 // Defaults of Options.
 const (
-	// DefaultSize is the items per group, K: compile.DefaultMaxItems.
+	// DefaultSize is K where nothing else chooses it — calibration, the
+	// items over the calls at once, the output token limit (auto) — and
+	// the items of a group: compile.DefaultMaxItems.
 	DefaultSize = compile.DefaultMaxItems
-	// DefaultConcurrency is the groups in flight, C.
-	DefaultConcurrency = 4
 	// DefaultProviderConcurrency bounds the groups in flight with provider
 	// batches (CallOptions.ProviderBatch): as many as one provider batch
 	// holds, up to this.
@@ -48,13 +49,18 @@ type Options struct {
 	// File names the input in errors ("comments.jsonl:7: …"); "" is
 	// "input".
 	File string
-	// Size is K, the items of a group (filled by one model call per chunk
-	// within the provider's limits); 0 is DefaultSize. A batch that ran
-	// before keeps the size of its first run (Status.Size), whatever this
-	// one asks: its groups are cut the same way, and Note says so.
+	// Size is K, the items of one model call of each LLM chunk (within
+	// the provider's limits); 0 is auto: chosen per chunk from its
+	// calibration, the items over the calls that may run at once and the
+	// output token limit (Summary.Sizes says which and why). A batch that
+	// ran before keeps the sizes of its first run (Status.Calls), whatever
+	// this one asks, and Note says so.
 	Size int
-	// Concurrency is C, the groups in flight; 0 is DefaultConcurrency.
-	// Input is read no further than (C+1)×K lines ahead of the results.
+	// Concurrency is C, the model calls in flight that the run plans for
+	// (the worker's limiter holds them to its own limit); 0 is the
+	// limiter's, or llm.DefaultConcurrency. The groups in flight are as
+	// many as keep C calls busy, and input is read no further than one
+	// group of lines ahead of them.
 	Concurrency int
 	// Call shapes the model calls; Window is GroupInput.Window.
 	Call   CallOptions
@@ -81,6 +87,12 @@ type Options struct {
 	// Digest is the input's digest (Digest) when the caller knows it
 	// before reading, recorded with the batch (Status.Digest).
 	Digest string `json:"digest,omitempty"`
+	// Audit, when above 0, is the share of items whose LLM chunks are
+	// asked alone too, and compared with their answers among others: an
+	// item whose answers differ takes the one alone, and when the
+	// agreement is significantly below 0.98 K halves for the rest of the
+	// run (see AuditCount).
+	Audit float64 `json:"audit,omitempty"`
 	// Note, when set, is told what the run chose that was not asked of
 	// it: the group size of the batch's first run, kept.
 	Note func(string) `json:"-"`
@@ -108,6 +120,14 @@ var ErrCancelled = errors.New("the batch was cancelled")
 // Summary is what a run did.
 type Summary struct {
 	ID string `json:"id"`
+	// Size is the items of a group, and Sizes each LLM chunk's K and why.
+	Size  int         `json:"size"`
+	Sizes []ChunkSize `json:"sizes,omitempty"`
+	// Audits are what this run's audits came to, by chunk (Options.Audit),
+	// their calls not in Requests and Usage; Halved what the audit's test
+	// did to K.
+	Audits []AuditCount `json:"audits,omitempty"`
+	Halved []string     `json:"halved,omitempty"`
 	// Lines counts the result lines emitted (Done + Failed).
 	Lines    int           `json:"lines"`
 	Done     int           `json:"done"`
@@ -142,21 +162,14 @@ func (c *Client) Run(ctx context.Context, in io.Reader, emit func(Result) error,
 	if err := CheckID(opts.ID); err != nil {
 		return nil, err
 	}
-	size, conc := groupSize(opts), opts.Concurrency
-	switch {
-	case conc > 0:
-	case opts.Call.ProviderBatch:
-		// As many groups as one provider batch holds: their calls wait
-		// together, for the provider, not one another.
-		conc = min(MaxProviderRequests/size, DefaultProviderConcurrency)
-	default:
-		conc = DefaultConcurrency
-	}
+	calls := c.limiterCalls(opts)
+	sizes := c.sizes(opts, start, calls)
+	size := groupOf(opts, sizes)
 	if opts.File == "" {
 		opts.File = "input"
 	}
 	_, err = c.startOrAttach(ctx, client.StartWorkflowOptions{ID: opts.ID, TypedSearchAttributes: batchAttribute(opts.ID),
-		Memo: map[string]any{durable.MemoProcess: start.Name}}, BatchName, RecordInput{Status: recordStatus(opts, start, size, began)})
+		Memo: map[string]any{durable.MemoProcess: start.Name}}, BatchName, RecordInput{Status: recordStatus(opts, start, size, sizes, began)})
 	if err != nil {
 		return nil, fmt.Errorf("start batch %s: %w", opts.ID, err)
 	}
@@ -175,16 +188,39 @@ func (c *Client) Run(ctx context.Context, in io.Reader, emit func(Result) error,
 		return nil, fmt.Errorf("start batch %s: %w", opts.ID, err)
 	}
 	if st.Size != 0 && st.Size != size {
-		if opts.Note != nil {
-			opts.Note(fmt.Sprintf("batch %s keeps the group size of its first run, %d items (this run asked for %d)", opts.ID, st.Size, size))
+		if opts.Note != nil && opts.Size > 0 {
+			opts.Note(fmt.Sprintf("batch %s keeps the group size of its first run, %d items (this run asked for %d)", opts.ID, st.Size, opts.Size))
 		}
 		size = st.Size
 	}
 	if st.Calls != nil {
-		opts.Call.Sizes = st.Calls
+		sizes = keptSizes(st.Calls, sizes)
+	} else if st.Size != 0 {
+		// A record from before call sizes were kept: one call per group.
+		for i := range sizes {
+			sizes[i] = ChunkSize{Chunk: sizes[i].Chunk, K: st.Size, Why: "kept from the batch's first run"}
+		}
+	}
+	opts.Call.Sizes = callSizes(sizes)
+	conc := opts.Concurrency
+	switch {
+	case opts.Call.ProviderBatch && conc <= 0:
+		// As many groups as one provider batch holds: their calls wait
+		// together, for the provider, not one another.
+		conc = min(MaxProviderRequests/size, DefaultProviderConcurrency)
+	case conc <= 0 || opts.Size <= 0:
+		// As many groups as keep the calls at once busy.
+		perGroup := (size + minK(sizes) - 1) / minK(sizes)
+		conc = max(1, (calls+perGroup-1)/perGroup)
 	}
 
-	sum := &Summary{ID: opts.ID}
+	sum := &Summary{ID: opts.ID, Size: size, Sizes: sizes}
+	var aud *auditor
+	if opts.Audit > 0 {
+		aud = newAuditor(opts.Audit, 0, sizes)
+	}
+	written := make(chan struct{}, 1)  // a group's results were written
+	var inflight atomic.Int64          // groups started and not yet written
 	slots := make(chan struct{}, conc) // a slot per group in flight
 	queue := make(chan *pending, conc+1)
 	ctx, cancel := context.WithCancel(ctx)
@@ -217,8 +253,18 @@ func (c *Client) Run(ctx context.Context, in io.Reader, emit func(Result) error,
 			}
 			sum.Requests += p.res.Requests
 			sum.Usage = sum.Usage.Add(p.res.Usage)
+			sum.Audits = mergeAudits(sum.Audits, p.res.Audits)
+			if aud != nil {
+				aud.take(p.res.Audits)
+				sum.Halved = aud.decisions()
+			}
 			if p.res.Cancelled {
 				cancelled.Store(true)
+			}
+			inflight.Add(-1)
+			select {
+			case written <- struct{}{}:
+			default:
 			}
 			<-slots
 			if err != nil && writeErr == nil {
@@ -257,6 +303,9 @@ func (c *Client) Run(ctx context.Context, in io.Reader, emit func(Result) error,
 				eof = true
 				break
 			}
+			if aud != nil {
+				it.Audit = aud.audits(it.Line)
+			}
 			items = append(items, *it)
 			unread = addUnread(unread, start.Program, *it)
 		}
@@ -268,6 +317,18 @@ func (c *Client) Run(ctx context.Context, in io.Reader, emit func(Result) error,
 		lines = items[len(items)-1].Line
 		gin := GroupInput{Batch: opts.ID, Index: groups, Name: start.Name, Program: start.Program, Prompt: start.Prompt,
 			System: start.System, Items: items, Call: opts.Call, Window: opts.Window}
+		// While an audit's test decides, two groups at a time: a K that
+		// does not hold is found before most items were asked at it.
+		for aud != nil && aud.deciding() && inflight.Load() >= 2 && ctx.Err() == nil && !stopping() {
+			select {
+			case <-written:
+			case <-ctx.Done():
+			case <-opts.Stop:
+			}
+		}
+		if aud != nil {
+			gin.Call.Sizes = callSizes(aud.now())
+		}
 		groups++
 		select { // wait for a slot: back-pressure
 		case slots <- struct{}{}:
@@ -278,6 +339,7 @@ func (c *Client) Run(ctx context.Context, in io.Reader, emit func(Result) error,
 			break
 		}
 		p := &pending{done: make(chan struct{})}
+		inflight.Add(1)
 		queue <- p
 		if lines <= opts.After {
 			close(p.done) // written by an earlier run
@@ -317,15 +379,40 @@ func (c *Client) Run(ctx context.Context, in io.Reader, emit func(Result) error,
 			return sum, fmt.Errorf("end batch %s's provider batches: %w", opts.ID, err)
 		}
 	}
+	c.rememberSplits(ctx, opts.ID, start)
 	return sum, nil
+}
+
+// rememberSplits keeps, for the chunks of batch id whose calls could not be
+// answered whole, the size that passed, where the calibrations keep such
+// things (CalibrationStore.Remember): later batches on the model ask no
+// more of it.
+func (c *Client) rememberSplits(ctx context.Context, id string, start durable.Start) {
+	m, ok := c.Calibrations.(interface {
+		Remember(chunk string, schema jsonv.Value, system string, passed int, why string) error
+	})
+	if !ok {
+		return
+	}
+	st, err := c.Status(ctx, id)
+	if err != nil {
+		return
+	}
+	for _, sp := range st.Splits {
+		for _, ch := range start.Program.Chunks {
+			if ch.Name == sp.Chunk {
+				_ = m.Remember(ch.Name, ch.Schema, start.System, sp.To, fmt.Sprintf("calls of %d: %s", sp.From, sp.Reason))
+			}
+		}
+	}
 }
 
 // recordStatus is the status a batch's record starts with: the group size
 // and each chunk's call size it is cut into, the input's digest, and, for
 // one that sends its calls through provider batches, an empty Provider,
 // so that Client.Status looks them up for it alone.
-func recordStatus(opts Options, start durable.Start, size int, began time.Time) Status {
-	st := Status{ID: opts.ID, Process: start.Name, Size: size, Calls: callSizes(start.Program, size, opts.Call), Digest: opts.Digest,
+func recordStatus(opts Options, start durable.Start, size int, sizes []ChunkSize, began time.Time) Status {
+	st := Status{ID: opts.ID, Process: start.Name, Size: size, Calls: callSizes(sizes), Digest: opts.Digest,
 		Total: max(opts.Total, 0), StartedAt: began.UTC()}
 	if opts.Call.ProviderBatch {
 		st.Provider = &ProviderState{}
@@ -333,21 +420,31 @@ func recordStatus(opts Options, start durable.Start, size int, began time.Time) 
 	return st
 }
 
-// callSizes are the items of each LLM chunk's calls in a group of size
-// items: size, or the most of them the provider's limits let one call
-// hold.
-func callSizes(p *compile.Program, size int, call CallOptions) map[string]int {
-	sizes := map[string]int{}
-	for _, ch := range p.Chunks {
-		if ch.Kind != compile.LLM || ch.Loop != nil {
-			continue
-		}
-		sizes[ch.Name] = size
-		if bs, err := compile.Batches(ch.Schema, size, call.Limits, compile.MultiplexOptions{Inline: call.Inline}); err == nil && len(bs) > 0 {
-			sizes[ch.Name] = bs[0].Count
+// keptSizes are the call sizes a batch's record kept from its first run,
+// in place of sizes, said so.
+func keptSizes(kept map[string]int, sizes []ChunkSize) []ChunkSize {
+	out := make([]ChunkSize, len(sizes))
+	for i, s := range sizes {
+		out[i] = s
+		if k, ok := kept[s.Chunk]; ok && k != s.K {
+			out[i] = ChunkSize{Chunk: s.Chunk, K: k, Why: "kept from the batch's first run"}
 		}
 	}
-	return sizes
+	return out
+}
+
+// minK is the smallest K of sizes (DefaultSize for none).
+func minK(sizes []ChunkSize) int {
+	k := 0
+	for _, s := range sizes {
+		if k == 0 || s.K < k {
+			k = s.K
+		}
+	}
+	if k == 0 {
+		return DefaultSize
+	}
+	return k
 }
 
 // pending is a group in flight, in the writer's queue.
@@ -475,16 +572,19 @@ func (c *Client) prepare(ctx context.Context, opts Options) (durable.Start, erro
 	if err := durable.CheckPayloadSize("the process "+start.Name, start.Program); err != nil {
 		return durable.Start{}, err
 	}
-	if size := groupSize(opts); size > compile.MaxBatchItems {
-		return durable.Start{}, fmt.Errorf("a group of %d items is over the limit of %d", size, compile.MaxBatchItems)
+	if opts.Size > compile.MaxBatchItems {
+		return durable.Start{}, fmt.Errorf("a call of %d items is over the limit of %d", opts.Size, compile.MaxBatchItems)
+	}
+	// A chunk one item of which is past the provider's limits — nesting,
+	// properties that do not shrink with K — can never be asked: refused
+	// before any item is.
+	for _, ch := range start.Program.Chunks {
+		if ch.Kind != compile.LLM || ch.Loop != nil {
+			continue
+		}
+		if _, err := compile.Batches(ch.Schema, 1, opts.Call.Limits, compile.MultiplexOptions{Inline: opts.Call.Inline}); err != nil {
+			return durable.Start{}, fmt.Errorf("%s: %s can never be asked of this provider: %w", start.Name, ch.Name, err)
+		}
 	}
 	return start, nil
-}
-
-// groupSize is K, the items of a group.
-func groupSize(opts Options) int {
-	if opts.Size <= 0 {
-		return DefaultSize
-	}
-	return opts.Size
 }

@@ -57,7 +57,9 @@ func (r *Runner) Start(ctx context.Context, opts Options, in io.Reader) (id stri
 			return "", false, err
 		}
 	}
-	start, err := r.Client.prepare(ctx, opts)
+	unnamed := opts
+	unnamed.Process.Name = "" // a label: the id is the process's, whatever it is called
+	start, err := r.Client.prepare(ctx, unnamed)
 	if err != nil {
 		return "", false, err
 	}

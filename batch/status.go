@@ -44,6 +44,12 @@ type Status struct {
 	// Digest is the input's (Digest) when the first run knew it before
 	// reading: a file's, or a spooled input's.
 	Digest string `json:"digest,omitempty"`
+	// Splits are the chunks whose calls could not be answered whole at
+	// their K: the size asked, the size that passed, and why.
+	Splits []Split `json:"splits,omitempty"`
+	// Audits are what the audit of the items asked alone too came to, by
+	// chunk (Options.Audit); their calls are not in Requests and Usage.
+	Audits []AuditCount `json:"audits,omitempty"`
 	// Total is the input's lines as the first run knew them before reading
 	// (Options.Total): how many items there will be, until Ended says
 	// Items holds them all; 0 when unknown.

@@ -19,13 +19,16 @@ import (
 // the top-level members) leaves no part of the document known to be sound,
 // and is reported alone, as before.
 func compileAll(ctx context.Context, file string, doc jsonv.Value, opts Options) (*Process, error) {
-	p, err := compile(ctx, file, doc, opts)
+	p, err := compile(ctx, file, doc, opts, nil)
 	if err == nil {
 		return p, nil
 	}
 	// Composed again, on this failing path only, to tell the composer's
 	// problems from the compiler's and to go on past the first.
-	partial, perr := compose.FlattenPartial(ctx, file, doc, opts.composeOptions())
+	var sources compose.Sources
+	copts := opts.composeOptions()
+	copts.Sources = &sources
+	partial, perr := compose.FlattenPartial(ctx, file, doc, copts)
 	var composing schema.ErrorList
 	if perr == nil || partial.IsNull() || !errors.As(perr, &composing) {
 		return nil, err
@@ -38,17 +41,28 @@ func compileAll(ctx context.Context, file string, doc jsonv.Value, opts Options)
 		}
 		spoiled[m] = true
 	}
-	_, cerr := compile(ctx, file, partial, opts)
+	// The partial document is compiled as composed (its problems at their
+	// places in it), the spoiled members' left out, then the rest located
+	// in the files they come from.
+	_, cerr := compile(ctx, file, partial, opts, nil)
 	var compiling schema.ErrorList
 	if !errors.As(cerr, &compiling) {
 		return nil, err // it stopped, or compiled: the composer's problems stand alone
 	}
-	all := composing
+	var rest schema.ErrorList
 	for _, e := range compiling {
 		if m, ok := topMember(e.Path); e.File == file && ok && spoiled[m] {
 			continue
 		}
-		all = append(all, e)
+		rest = append(rest, e)
+	}
+	all := composing
+	if len(rest) > 0 {
+		var located schema.ErrorList
+		if !errors.As(sources.LocateAll(partial, rest), &located) {
+			located = rest
+		}
+		all = append(all, located...)
 	}
 	return nil, all
 }

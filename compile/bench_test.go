@@ -62,7 +62,7 @@ func BenchmarkDemultiplex32x4(b *testing.B) {
 	answer := parse(b, sb.String())
 	b.ReportAllocs()
 	for b.Loop() {
-		if parts := Demultiplex(answer, steps, 32); parts[31].Err != nil {
+		if parts := Demultiplex(answer, steps, 32, nil); parts[31].Err != nil {
 			b.Fatal(parts[31].Err)
 		}
 	}

@@ -76,16 +76,22 @@ var defaultBudgetRanOut = budgetRanOut(DefaultBudget)
 func CompilePipeline(ctx context.Context, expr string, opts Options) (*Process, error) {
 	ctx, cancel := opts.withBudget(ctx)
 	defer cancel()
-	doc, err := compose.Pipeline(ctx, expr, opts.composeOptions())
+	var sources compose.Sources
+	copts := opts.composeOptions()
+	copts.Sources = &sources
+	doc, err := compose.Pipeline(ctx, expr, copts)
 	if err != nil {
 		return nil, err
 	}
-	return compile(ctx, compose.PipelineFile, doc, opts)
+	return compile(ctx, compose.PipelineFile, doc, opts, sources)
 }
 
 // Compile compiles a process schema; file names it in errors. The document
 // is flattened first (compose.Flatten). Every problem is reported, as a
-// schema.ErrorList naming the file and JSON path of each.
+// schema.ErrorList naming the file and JSON path of each: where the value
+// is in the file it comes from — an instruction a "$ref" names, a pipeline
+// step's — when it is there as the flattened document has it
+// (compose.Sources).
 //
 // A process has at most Options.MaxSteps steps. Compiling stops when ctx
 // ends, or when it has taken its time budget (Options.Budget): the error
@@ -97,8 +103,39 @@ func Compile(ctx context.Context, file string, doc jsonv.Value, opts Options) (*
 	return compileAll(ctx, file, doc, opts)
 }
 
-func compile(ctx context.Context, file string, doc jsonv.Value, opts Options) (*Process, error) {
-	flat, err := compose.Flatten(ctx, file, doc, opts.composeOptions())
+// Instruction flattens an instruction (compose.Flatten) and checks it as
+// Compile checks a process's steps before anything is sent to a model:
+// every "required" names a property, and the schema is one the validator
+// takes. Its problems are reported as Compile reports them, each at the
+// file it comes from.
+func Instruction(ctx context.Context, file string, doc jsonv.Value, opts Options) (jsonv.Value, error) {
+	ctx, cancel := opts.withBudget(ctx)
+	defer cancel()
+	var sources compose.Sources
+	copts := opts.composeOptions()
+	copts.Sources = &sources
+	flat, err := compose.Flatten(ctx, file, doc, copts)
+	if err != nil {
+		return jsonv.Value{}, err
+	}
+	c := &compiler{ctx: ctx, file: file, doc: flat, opts: opts}
+	for _, pass := range []func(){c.checkRequired, c.checkSchema} {
+		if pass(); c.stopped() {
+			return jsonv.Value{}, stopped(ctx, file)
+		}
+	}
+	if err := c.errs.Err(); err != nil {
+		return jsonv.Value{}, sources.LocateAll(flat, err)
+	}
+	return flat, nil
+}
+
+// compile compiles doc, whose parts come from sources (a pipeline's
+// instructions) besides those its flattening finds.
+func compile(ctx context.Context, file string, doc jsonv.Value, opts Options, sources compose.Sources) (*Process, error) {
+	copts := opts.composeOptions()
+	copts.Sources = &sources
+	flat, err := compose.Flatten(ctx, file, doc, copts)
 	if err != nil {
 		return nil, err
 	}
@@ -117,7 +154,7 @@ func compile(ctx context.Context, file string, doc jsonv.Value, opts Options) (*
 		}
 	}
 	if err := c.errs.Err(); err != nil {
-		return nil, err
+		return nil, sources.LocateAll(flat, err)
 	}
 	p := &Process{Chunks: c.chunks, Prompt: flat.Lookup("prompt").Str()}
 	p.Direct = directCall(p)

@@ -456,3 +456,41 @@ const result = SendInvitation_Activity(approval);`
 		t.Errorf("chunks %q, want %q", chunks, want)
 	}
 }
+
+// TestPipelineName: a pipeline is named by its steps, the first and the
+// last of a long one; a process of its own is not a pipeline.
+func TestPipelineName(t *testing.T) {
+	tests := []struct {
+		expr    string
+		actions []string
+		want    string
+	}{
+		{`"Moderate" | Classify`, nil, "classify"},
+		{`prompt | Classify | Explain`, nil, "classify+explain"},
+		{`"Moderate" | Classify | Explain | Score`, nil, "classify+explain+score"},
+		{`"Moderate" | Classify | Explain | Score | Decide`, nil, "classify+…+decide"},
+		{`"Like Alice's post 42" | ComposeLike | SendLike`, []string{"SendLike"}, "compose-like+send-like"}, // a direct call
+		{`"Write to jane@example.com" | FindUser_Activity | DraftEmail`, []string{"FindUser_Activity"}, "find-user-activity+draft-email"},
+	}
+	for _, tt := range tests {
+		p, err := CompilePipeline(context.Background(), tt.expr, Options{Registry: testRegistry(t), Actions: tt.actions})
+		if err != nil {
+			t.Fatalf("%s: %v", tt.expr, err)
+		}
+		if got := p.PipelineName(); got != tt.want {
+			t.Errorf("%s: %q, want %q", tt.expr, got, tt.want)
+		}
+	}
+	reg := openRegistry(t, example)
+	d, err := reg.Document("aug:processes/schedule-meeting")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := Compile(context.Background(), d.File, d.Value, Options{Registry: reg, Actions: []string{"FetchAvailability_Activity", "sendInvitation"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := p.PipelineName(); got != "" {
+		t.Errorf("a process's own steps named it %q", got)
+	}
+}

@@ -1,6 +1,7 @@
 package compile
 
 import (
+	"slices"
 	"strings"
 
 	"github.com/augceo/vibe/jsonv"
@@ -132,6 +133,28 @@ func (p *Process) Steps() []*Step {
 		steps = append(steps, c.Steps...)
 	}
 	return steps
+}
+
+// PipelineName is a short name for a compiled pipeline, made of its
+// steps' instruction names in kebab case: "triage-ticket+draft-reply". A
+// pipeline of more than three steps is named by its first and last
+// ("identify-participants+…+draft-invitation"). It is "" for a process
+// whose steps are not a pipeline's (step<N>_<name>).
+func (p *Process) PipelineName() string {
+	var names []string
+	for _, s := range p.Steps() {
+		// A blocking step whose input a model fills is in two chunks.
+		if rest, ok := cutStepPrefix(s.Name); ok && !slices.Contains(names, rest) {
+			names = append(names, rest)
+		}
+	}
+	for i, n := range names {
+		names[i] = strings.ToLower(strings.ReplaceAll(n, "_", "-"))
+	}
+	if len(names) > 3 {
+		names = []string{names[0], "…", names[len(names)-1]}
+	}
+	return strings.Join(names, "+")
 }
 
 // Step returns the step of a qualified name ("llmContext1.fetchAvailability"

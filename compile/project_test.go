@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -112,7 +113,9 @@ func TestMultiplex3x4(t *testing.T) {
 		}
 		return nil
 	})
-	// A model's answer validates against the multiplexed schema and splits per item.
+	// A model's answer validates against the multiplexed schema and splits
+	// per item, each part echoing its item's tag.
+	tags := ItemTags([]string{"b-1", "b-2", "b-3"})
 	var b strings.Builder
 	b.WriteString("{")
 	for i, name := range want {
@@ -120,9 +123,11 @@ func TestMultiplex3x4(t *testing.T) {
 			b.WriteString(",")
 		}
 		item := name[len(name)-1:]
+		n, _ := strconv.Atoi(item)
+		tag := tags[n-1]
 		switch {
 		case strings.HasPrefix(name, "a"):
-			fmt.Fprintf(&b, `%q:{"_reading":"comment %s","category":"ok"}`, name, item)
+			fmt.Fprintf(&b, `%q:{"_item":%q,"_reading":"comment %s","category":"ok"}`, name, tag, item)
 		case strings.HasPrefix(name, "b"):
 			fmt.Fprintf(&b, `%q:{"reason":"reason %s"}`, name, item)
 		case strings.HasPrefix(name, "c"):
@@ -140,7 +145,7 @@ func TestMultiplex3x4(t *testing.T) {
 	if err := v.Validate(answer); err != nil {
 		t.Fatalf("answer invalid: %v", err)
 	}
-	items := Demultiplex(answer, steps, 3)
+	items := Demultiplex(answer, steps, 3, tags)
 	for i, it := range items {
 		if it.Err != nil {
 			t.Errorf("item %d: %v", i+1, it.Err)
@@ -150,7 +155,7 @@ func TestMultiplex3x4(t *testing.T) {
 		t.Errorf("item 2 = %s", got)
 	}
 	// An item the answer lacks is that item's error alone.
-	four := Demultiplex(answer, steps, 4)
+	four := Demultiplex(answer, steps, 4, append(slices.Clone(tags), "zzzz"))
 	if err := four[3].Err; err == nil || !strings.Contains(err.Error(), `"a4" (item 4's step1_classify)`) || !strings.Contains(err.Error(), `"d4" (item 4's step4_decide)`) {
 		t.Errorf("a missing item: %v", err)
 	}
@@ -160,18 +165,39 @@ func TestMultiplex3x4(t *testing.T) {
 	// A part missing one step keeps the steps it has.
 	partial := answer.Clone()
 	partial.Object().Delete("b2")
-	two := Demultiplex(partial, steps, 3)[1]
+	two := Demultiplex(partial, steps, 3, tags)[1]
 	if two.Err == nil || !strings.Contains(two.Err.Error(), `"b2" (item 2's step2_explain)`) || strings.Contains(two.Err.Error(), `"a2"`) ||
 		two.Value.Lookup("step1_classify").IsNull() || !two.Value.Lookup("step2_explain").IsNull() {
 		t.Errorf("item 2 without its step2: %v %s", two.Err, jsonv.Marshal(two.Value))
 	}
-	for _, it := range Demultiplex(jsonv.StringValue("no"), steps, 2) {
+	for _, it := range Demultiplex(jsonv.StringValue("no"), steps, 2, nil) {
 		if it.Err == nil || !strings.Contains(it.Err.Error(), "not an object") {
 			t.Errorf("an answer that is no object: %v", it.Err)
 		}
 	}
+	// Two items swapped in the first step, whose part echoes the item's
+	// tag: each holds the other's tag, and neither is written to the other
+	// item.
+	swapped := answer.Clone()
+	a1, a2 := swapped.Lookup("a1"), swapped.Lookup("a2")
+	swapped.Object().Set("a1", a2)
+	swapped.Object().Set("a2", a1)
+	sw := Demultiplex(swapped, steps, 3, tags)
+	for i, it := range sw[:2] {
+		if it.Err == nil || !strings.Contains(it.Err.Error(), "another item's answer") || it.Value.Lookup("step1_classify").Kind() != jsonv.KindNull ||
+			it.Value.Lookup("step2_explain").IsNull() {
+			t.Errorf("swapped item %d: %v %s", i+1, it.Err, jsonv.Marshal(it.Value))
+		}
+	}
+	if sw[2].Err != nil || !jsonv.Equal(sw[2].Value, items[2].Value) {
+		t.Errorf("item 3 beside two swapped: %v", sw[2].Err)
+	}
+	if strings.Contains(string(jsonv.Marshal(items[0].Value)), TagKey) {
+		t.Errorf("the tag stays in the item's value: %s", jsonv.Marshal(items[0].Value))
+	}
 	inline, _ := Multiplex(chunk, 3, MultiplexOptions{Inline: true})
-	if _, ok := inline.Get("$defs"); ok || !jsonv.Equal(inline.Lookup("properties").Lookup("b3"), chunk.Lookup("properties").Lookup("step2_explain")) {
+	if _, ok := inline.Get("$defs"); ok || !jsonv.Equal(inline.Lookup("properties").Lookup("a3"), Tagged(chunk.Lookup("properties").Lookup("step1_classify"))) ||
+		!jsonv.Equal(inline.Lookup("properties").Lookup("b3"), chunk.Lookup("properties").Lookup("step2_explain")) {
 		t.Error("inline multiplexing must copy the step schema into each item")
 	}
 }
@@ -208,9 +234,9 @@ func TestBatches(t *testing.T) {
 		{100, Limits{}, false, "[{0 25} {25 25} {50 25} {75 25}]"},
 		{33, Limits{}, false, "[{0 17} {17 16}]"},
 		{10, Limits{MaxItems: 4}, false, "[{0 4} {4 3} {7 3}]"},
-		{10, Limits{MaxProperties: 3 + 2*4}, false, "[{0 4} {4 3} {7 3}]"}, // 3 shared + 2 per item
-		{10, Limits{MaxProperties: 5 * 4}, true, "[{0 4} {4 3} {7 3}]"},    // 5 per item inline
-		{1, Limits{MaxProperties: 4}, false, "one item needs 5 properties, over the provider's limit of 4"},
+		{10, Limits{MaxProperties: 5 + 2*4}, false, "[{0 4} {4 3} {7 3}]"}, // 3 shared and the first step's tag + 2 per item
+		{10, Limits{MaxProperties: 7 * 4}, true, "[{0 4} {4 3} {7 3}]"},    // 6 per item inline
+		{1, Limits{MaxProperties: 4}, false, "one item needs 6 properties, over the provider's limit of 4"},
 		{1, Limits{MaxDepth: 1}, false, "nests objects 2 deep, over the provider's limit of 1"},
 		{0, Limits{}, false, "0 items"},
 	}

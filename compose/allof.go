@@ -42,8 +42,9 @@ func (a *acc) slotOpen() bool { return a.props().Has(slot) }
 // isMixin reports whether an allOf item is a mixin: it has a slot.
 func isMixin(item jsonv.Value) bool { return schema.Properties(item).Has(slot) }
 
-// allOf folds the items of an "allOf" at pointer at of b into one schema.
-func (f *flattener) allOf(b *base, at jsonv.Pointer, v jsonv.Value) jsonv.Value {
+// allOf folds the items of an "allOf" at pointer at of b into one schema,
+// to go at pointer to of the output.
+func (f *flattener) allOf(b *base, at, to jsonv.Pointer, v jsonv.Value) jsonv.Value {
 	if v.Kind() != jsonv.KindArray {
 		f.errs.Add(b.file, at, "allOf must be an array of schemas, not %s", article(v.Kind()))
 		return jsonv.NewObject(0).Value()
@@ -51,7 +52,8 @@ func (f *flattener) allOf(b *base, at jsonv.Pointer, v jsonv.Value) jsonv.Value 
 	var a *acc
 	for i, raw := range v.Array() {
 		itemAt := at.AppendIndex(i)
-		item := f.flatten(b, itemAt, raw)
+		f.source(to, b, itemAt, raw, nil)
+		item := f.flatten(b, itemAt, to, raw)
 		if item.Object() == nil {
 			if item.Kind() == jsonv.KindBool && item.Bool() {
 				continue // true: no constraint

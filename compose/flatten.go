@@ -24,6 +24,10 @@ type Options struct {
 	// MaxInlined bounds the values one composition inlines; 0 means
 	// MaxInlined.
 	MaxInlined int
+	// Sources, when set, receives where the parts of the composed schema
+	// come from: what a "$ref" inlined, what an allOf merged, the
+	// instruction of each step of a pipeline.
+	Sources *Sources
 }
 
 // Bounds on one composition. Each stops work that grows with its input —
@@ -60,10 +64,11 @@ func Flatten(ctx context.Context, file string, doc jsonv.Value, opts Options) (j
 		f.errs.Add(file, "", "the document must be a schema: a JSON object {\"type\": …, \"properties\": …}, not %s", article(doc.Kind()))
 		return jsonv.Value{}, f.errs
 	}
-	out := f.flatten(&base{file: file, root: doc}, "", doc)
+	out := f.flatten(&base{file: file, root: doc}, "", "", doc)
 	if err := f.err(file); err != nil {
 		return jsonv.Value{}, err
 	}
+	f.report(opts)
 	return out, nil
 }
 
@@ -79,10 +84,11 @@ func FlattenURI(ctx context.Context, uri string, opts Options) (jsonv.Value, err
 		f.errs.Add(r.b.file, r.ptr, "%s names %s, not a schema object", uri, article(r.target.Kind()))
 		return jsonv.Value{}, f.errs
 	}
-	out := f.ref(b, "", jsonv.StringValue(uri))
+	out := f.ref(b, "", "", jsonv.StringValue(uri))
 	if err := f.err(uri); err != nil {
 		return jsonv.Value{}, err
 	}
+	f.report(opts)
 	return out, nil
 }
 
@@ -112,11 +118,20 @@ type flattener struct {
 	big      bool                // the size error was reported
 	visits   int                 // schemas visited, to look at ctx now and then
 	stopped  bool                // ctx ended: stop walking
+	// sources are where the parts of the schema being flattened come
+	// from, at places relative to base, its place in the output; kept
+	// when Options.Sources asks for them (trace).
+	sources Sources
+	base    jsonv.Pointer
+	trace   bool
 }
 
 type memoized struct {
 	v    jsonv.Value
 	size int // the number of values in v
+	// sources are those of v, at places within it, shared by every
+	// "$ref" that inlines v.
+	sources Sources
 }
 
 // refKey is a "$ref" as written in a document: resolving "#name" walks the
@@ -151,6 +166,23 @@ func newFlattener(ctx context.Context, opts Options) *flattener {
 		resolved: make(map[refKey]resolved),
 		limit:    opts.maxInlined(),
 		stopped:  ctx.Err() != nil,
+		trace:    opts.Sources != nil,
+	}
+}
+
+// source notes that the output at to comes from raw, the schema at at of
+// b, whose own parts come from within.
+func (f *flattener) source(to jsonv.Pointer, b *base, at jsonv.Pointer, raw jsonv.Value, within Sources) {
+	if f.trace {
+		rel, _ := cut(to, f.base)
+		f.sources = append(f.sources, Source{At: rel, File: b.file, Path: at, Value: raw, Within: within})
+	}
+}
+
+// report gives the sources found to Options.Sources.
+func (f *flattener) report(opts Options) {
+	if opts.Sources != nil {
+		*opts.Sources = append(*opts.Sources, f.sources...)
 	}
 }
 
@@ -190,8 +222,9 @@ var resourceKeywords = []string{"$schema", "$id", "$anchor"}
 
 const slot = "default" // the mixin slot: a property of this name
 
-// flatten returns a plain copy of schema s found at pointer at of b.
-func (f *flattener) flatten(b *base, at jsonv.Pointer, s jsonv.Value) jsonv.Value {
+// flatten returns a plain copy of schema s found at pointer at of b, to go
+// at pointer to of the output.
+func (f *flattener) flatten(b *base, at, to jsonv.Pointer, s jsonv.Value) jsonv.Value {
 	obj := s.Object()
 	if obj == nil || !f.alive() {
 		return s // a boolean schema, or data that is not a schema
@@ -202,15 +235,15 @@ func (f *flattener) flatten(b *base, at jsonv.Pointer, s jsonv.Value) jsonv.Valu
 	for _, m := range obj.Members() {
 		switch m.Name {
 		case "$ref":
-			target := f.ref(b, at.Append("$ref"), m.Value)
+			target := f.ref(b, at.Append("$ref"), to, m.Value)
 			inherited, hasBase = f.combine(inherited, hasBase, target, b, at), true
 		case "allOf":
-			folded := f.allOf(b, at.Append("allOf"), m.Value)
+			folded := f.allOf(b, at.Append("allOf"), to, m.Value)
 			inherited, hasBase = f.combine(inherited, hasBase, folded, b, at), true
 		case "$defs", "definitions":
 			// Inlined where referenced.
 		default:
-			own.Set(m.Name, f.keyword(b, at, m.Name, m.Value))
+			own.Set(m.Name, f.keyword(b, at, to, m.Name, m.Value))
 		}
 	}
 	if !hasBase {
@@ -230,13 +263,13 @@ func (f *flattener) combine(prev jsonv.Value, has bool, next jsonv.Value, b *bas
 }
 
 // keyword returns a keyword's value with the subschemas inside it flattened.
-func (f *flattener) keyword(b *base, at jsonv.Pointer, kw string, v jsonv.Value) jsonv.Value {
+func (f *flattener) keyword(b *base, at, to jsonv.Pointer, kw string, v jsonv.Value) jsonv.Value {
 	switch schema.KeywordShape(kw) {
 	case schema.SchemaValue:
 		if kw == "items" && v.Kind() == jsonv.KindArray {
-			return f.array(b, at.Append(kw), v)
+			return f.array(b, at.Append(kw), to.Append(kw), v)
 		}
-		return f.flatten(b, at.Append(kw), v)
+		return f.flatten(b, at.Append(kw), to.Append(kw), v)
 	case schema.SchemaMap:
 		if v.Object() == nil {
 			f.errs.Add(b.file, at.Append(kw), "%q must be an object of schemas, not %s", kw, article(v.Kind()))
@@ -244,7 +277,7 @@ func (f *flattener) keyword(b *base, at jsonv.Pointer, kw string, v jsonv.Value)
 		}
 		out := jsonv.NewObject(v.Len())
 		for name, sub := range v.Members() {
-			out.Set(name, f.flatten(b, at.Append(kw).Append(name), sub))
+			out.Set(name, f.flatten(b, at.Append(kw).Append(name), to.Append(kw).Append(name), sub))
 		}
 		return out.Value()
 	case schema.SchemaArray:
@@ -252,15 +285,15 @@ func (f *flattener) keyword(b *base, at jsonv.Pointer, kw string, v jsonv.Value)
 			f.errs.Add(b.file, at.Append(kw), "%q must be an array of schemas, not %s", kw, article(v.Kind()))
 			return v
 		}
-		return f.array(b, at.Append(kw), v)
+		return f.array(b, at.Append(kw), to.Append(kw), v)
 	}
 	return v
 }
 
-func (f *flattener) array(b *base, at jsonv.Pointer, v jsonv.Value) jsonv.Value {
+func (f *flattener) array(b *base, at, to jsonv.Pointer, v jsonv.Value) jsonv.Value {
 	out := make([]jsonv.Value, v.Len())
 	for i, e := range v.Array() {
-		out[i] = f.flatten(b, at.AppendIndex(i), e)
+		out[i] = f.flatten(b, at.AppendIndex(i), to.AppendIndex(i), e)
 	}
 	return jsonv.ArrayValue(out...)
 }
@@ -353,8 +386,9 @@ func union(a, b []string) []string {
 	return out
 }
 
-// ref returns the flattened target of a "$ref" at pointer at of b.
-func (f *flattener) ref(b *base, at jsonv.Pointer, v jsonv.Value) jsonv.Value {
+// ref returns the flattened target of a "$ref" at pointer at of b, to go
+// at pointer to of the output.
+func (f *flattener) ref(b *base, at, to jsonv.Pointer, v jsonv.Value) jsonv.Value {
 	empty := jsonv.NewObject(0).Value()
 	r := f.resolve(b, v)
 	if r.msg != "" {
@@ -382,16 +416,21 @@ func (f *flattener) ref(b *base, at jsonv.Pointer, v jsonv.Value) jsonv.Value {
 	done, ok := f.memo[key]
 	if !ok {
 		f.stack = append(f.stack, key)
-		out := f.flatten(tb, ptr, target)
+		outer, outerBase := f.sources, f.base
+		f.sources, f.base = nil, to
+		out := f.flatten(tb, ptr, to, target)
+		within := f.sources
+		f.sources, f.base = outer, outerBase
 		f.stack = f.stack[:len(f.stack)-1]
 		if o := out.Object(); o != nil {
 			for _, kw := range resourceKeywords {
 				o.Delete(kw)
 			}
 		}
-		done = memoized{v: out, size: count(out)}
+		done = memoized{v: out, size: count(out), sources: within}
 		f.memo[key] = done
 	}
+	f.source(to, tb, ptr, target, done.sources)
 	if f.size += done.size; f.size > f.limit {
 		if !f.big {
 			f.big = true

@@ -149,6 +149,38 @@ func (c *Call) String() string {
 // the call past the bound stands.
 func ParsePipeline(expr string) (Expr, error) { return parsePipeline(expr, MaxSteps) }
 
+// PipelinePrompt says how a pipeline expression takes the person's
+// request: at run time, where it names the bare prompt, or quoted in the
+// expression. An expression that does not parse does neither; compiling
+// it says what is wrong.
+func PipelinePrompt(expr string) (atRunTime, quoted bool) {
+	e, err := ParsePipeline(expr)
+	if err != nil {
+		return false, false
+	}
+	var walk func(e Expr)
+	walk = func(e Expr) {
+		switch e := e.(type) {
+		case *Prompt:
+			atRunTime, quoted = atRunTime || e.Text == "", quoted || e.Text != ""
+		case *Call:
+			for _, a := range e.Args {
+				walk(a.Value)
+			}
+		case *Program:
+			// A *Ref stands for a binding, walked here.
+			for _, b := range e.Bindings {
+				walk(b.Value)
+			}
+			if e.Final != nil {
+				walk(e.Final)
+			}
+		}
+	}
+	walk(e)
+	return atRunTime, quoted
+}
+
 // parsePipeline parses expr, refusing it at its call number maxCalls+1. The
 // bound keeps the parser's recursion, and all that follows, in proportion.
 func parsePipeline(expr string, maxCalls int) (Expr, error) {

@@ -59,6 +59,9 @@ func Pipeline(ctx context.Context, expr string, opts Options) (jsonv.Value, erro
 	}
 	out.Set("properties", props.Value())
 	out.Set("required", schema.StringArray(names))
+	if opts.Sources != nil {
+		*opts.Sources = append(*opts.Sources, l.sources...)
+	}
 	return out.Value(), nil
 }
 
@@ -70,9 +73,10 @@ type step struct {
 // instruction is an instruction a pipeline calls, found and flattened once
 // however many steps call it.
 type instruction struct {
-	flat jsonv.Value // nil (the zero Value) when it cannot be used
-	size int         // the values in flat
-	err  error       // why it was not found, reported at every call
+	flat    jsonv.Value // nil (the zero Value) when it cannot be used
+	size    int         // the values in flat
+	err     error       // why it was not found, reported at every call
+	sources Sources     // where flat comes from, when Options.Sources asks
 }
 
 type lowering struct {
@@ -85,9 +89,10 @@ type lowering struct {
 	size         int // the values of the steps' instructions, together
 	prompt       string
 	errs         schema.ErrorList
-	src          string // the expression, to locate errors
-	cancelled    bool   // ctx ended: lower no more
-	full         bool   // the steps grew too large: lower no more
+	sources      Sources // of the steps, when Options.Sources asks
+	src          string  // the expression, to locate errors
+	cancelled    bool    // ctx ended: lower no more
+	full         bool    // the steps grew too large: lower no more
 }
 
 // lower adds the steps of e, arguments first, and returns e's step (nil
@@ -143,6 +148,10 @@ func (l *lowering) lower(e Expr) *step {
 		}
 		s := &step{prop: fmt.Sprintf("step%d_%s", len(l.steps)+1, SnakeName(e.Name))}
 		s.schema = l.instruction(e, refs)
+		if l.opts.Sources != nil {
+			at := jsonv.Pointer("").Append("properties").Append(s.prop)
+			l.sources = append(l.sources, l.find(e.Name).sources.at(at)...)
+		}
 		l.steps = append(l.steps, s)
 		l.byKey[key] = s
 		return s
@@ -225,7 +234,11 @@ func (l *lowering) find(name string) *instruction {
 		in.err = err
 		return in
 	}
-	flat, err := FlattenURI(l.ctx, doc.URI.String(), l.opts)
+	opts := l.opts
+	if opts.Sources != nil {
+		opts.Sources = &in.sources
+	}
+	flat, err := FlattenURI(l.ctx, doc.URI.String(), opts)
 	if err != nil {
 		if l.ctx.Err() != nil {
 			l.cancelled = true

@@ -409,3 +409,25 @@ func TestPipelineProgramErrors(t *testing.T) {
 		}
 	}
 }
+
+// TestPipelinePrompt: a pipeline takes the person's request at run time
+// where it names the bare prompt, in any of its forms, or holds it quoted.
+func TestPipelinePrompt(t *testing.T) {
+	for _, tt := range []struct {
+		expr              string
+		atRunTime, quoted bool
+	}{
+		{"prompt | A | B", true, false},
+		{`"Meet Bob" | A`, false, true},
+		{"A | B", false, false},
+		{"B(A(prompt))", true, false},
+		{"B(x: A(prompt), y: C)", true, false},
+		{"const a = A(prompt); B(a)", true, false},
+		{`const a = A("Meet"); B(a)`, false, true},
+		{"A |", false, false}, // does not parse
+	} {
+		if r, q := PipelinePrompt(tt.expr); r != tt.atRunTime || q != tt.quoted {
+			t.Errorf("%s: at run time %v, quoted %v", tt.expr, r, q)
+		}
+	}
+}

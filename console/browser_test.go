@@ -205,4 +205,22 @@ func TestControlsInBrowser(t *testing.T) {
 	if got := text(`section.state pre`); !strings.Contains(got, `"room": "B"`) {
 		t.Errorf("the retry's state: %q", got)
 	}
+
+	// Or a pipeline of the registry's instructions, named.
+	if err := chromedp.Do(ctx, chromedp.Navigate(srv.URL+"/start"), chromedp.WaitVisible(`input[name=pipeline]`),
+		chromedp.SendKeys(`input[name=pipeline]`, "prompt | identifyParticipants"),
+		chromedp.SendKeys(`input[name=name]`, "who meets"),
+		chromedp.SendKeys(`textarea[name=prompt]`, "Meet Carol on Friday")); err != nil {
+		t.Fatal(err)
+	}
+	shoot("start-pipeline.png")
+	if err := chromedp.Do(ctx, chromedp.Click(`.start-form button[type=submit]`), chromedp.WaitVisible(`.controls button.danger`)); err != nil {
+		t.Fatal(err)
+	}
+	if len(f.pipelines) != 1 || f.pipelines[0].Pipeline != "prompt | identifyParticipants" || f.pipelines[0].Name != "who meets" {
+		t.Fatalf("started %+v", f.pipelines)
+	}
+	if got := text(`h1`); !strings.Contains(got, "who meets") {
+		t.Errorf("the pipeline's page: %q", got)
+	}
 }

@@ -66,6 +66,8 @@ type fakeProcesses struct {
 	listed   []process.ListOptions
 	started  []string
 	canceled []string
+	// pipelines are the options of the pipelines Start started.
+	pipelines []process.StartOptions
 	// seq numbers the processes started, for their ids.
 	seq int
 }
@@ -101,6 +103,12 @@ func (f *fakeProcesses) List(_ context.Context, opts process.ListOptions) (proce
 // Start starts a process of the example's program, running its first
 // chunk.
 func (f *fakeProcesses) Start(_ context.Context, opts process.StartOptions) (*process.Started, error) {
+	if opts.Pipeline != "" {
+		f.mu.Lock()
+		f.pipelines = append(f.pipelines, opts)
+		f.mu.Unlock()
+		return f.add(cmp.Or(opts.Name, "pipeline"), opts.Input), nil
+	}
 	name, ok := strings.CutPrefix(opts.Process, "aug:processes/")
 	if !ok || name != "schedule-meeting" {
 		return nil, fmt.Errorf("%w: %s", registry.ErrNotFound, opts.Process)

@@ -2,41 +2,80 @@ package console
 
 import (
 	"errors"
+	"fmt"
 	"net/http"
 	"strings"
 
+	"github.com/augceo/vibe/compose"
 	"github.com/augceo/vibe/durable"
 	"github.com/augceo/vibe/jsonv"
 	"github.com/augceo/vibe/process"
 )
 
-// startForm is the page that starts a process: which (a registry URI),
-// the person's request and the input, as posted when a start was refused.
+// startForm is the page that starts a process: which — a registry URI,
+// or a pipeline of the registry's instructions — its name, the person's
+// request and the input, as posted when a start was refused.
 type startForm struct {
-	Process, Prompt, Input string
-	// Processes are the registry's processes, offered in the form.
-	Processes []string
+	Process, Pipeline, Name, Prompt, Input string
+	// Processes and Instructions are the registry's, offered in the form;
+	// the examples in its empty fields are made of them.
+	Processes, Instructions []string
 	// Problem says why the start was refused.
 	Problem string
 }
 
 func (startForm) title() string { return "Start a process" }
 
-// startPage shows the start form, the process filled in from ?process=.
-func (c *console) startPage(r *http.Request) (any, error) {
-	return startForm{Process: r.URL.Query().Get("process"), Processes: c.processNames()}, nil
+// ProcessExample is a process URI to show in the empty field: the
+// registry's first.
+func (f startForm) ProcessExample() string {
+	if len(f.Processes) > 0 {
+		return f.Processes[0]
+	}
+	return "aug:processes/NAME"
 }
 
-// processNames are the registry's processes, as URIs.
-func (c *console) processNames() []string {
+// PipelineExample is a pipeline to show in the empty field: the person's
+// request through the registry's first two instructions.
+func (f startForm) PipelineExample() string {
+	names := f.Instructions[:min(2, len(f.Instructions))]
+	if len(names) == 0 {
+		names = []string{"FirstInstruction", "SecondInstruction"}
+	}
+	return "prompt | " + strings.Join(names, " | ")
+}
+
+// maxListed bounds the instructions the form names.
+const maxListed = 20
+
+// InstructionList names the registry's instructions, the first maxListed
+// of them.
+func (f startForm) InstructionList() string {
+	if len(f.Instructions) <= maxListed {
+		return strings.Join(f.Instructions, ", ")
+	}
+	return fmt.Sprintf("%s and %d more", strings.Join(f.Instructions[:maxListed], ", "), len(f.Instructions)-maxListed)
+}
+
+// startPage shows the start form, the process filled in from ?process=.
+func (c *console) startPage(r *http.Request) (any, error) {
+	f := c.newStartForm()
+	f.Process = r.URL.Query().Get("process")
+	return f, nil
+}
+
+// newStartForm is an empty start form, with the registry's processes and
+// instructions.
+func (c *console) newStartForm() startForm {
+	var f startForm
 	if c.opts.Registry == nil {
-		return nil
+		return f
 	}
-	var out []string
 	for _, name := range c.opts.Registry.Names("processes") {
-		out = append(out, "aug:processes/"+name)
+		f.Processes = append(f.Processes, "aug:processes/"+name)
 	}
-	return out
+	f.Instructions = c.opts.Registry.Names(compose.InstructionsFolder)
+	return f
 }
 
 // postForm reads a form post and checks it is the console's own (the
@@ -62,17 +101,27 @@ func (c *console) start(w http.ResponseWriter, r *http.Request) {
 	if !c.postForm(w, r, durable.MaxPayloadSize) {
 		return
 	}
-	form := startForm{Process: strings.TrimSpace(r.PostFormValue("process")), Prompt: r.PostFormValue("prompt"),
-		Input: strings.TrimSpace(r.PostFormValue("input")), Processes: c.processNames()}
+	form := c.newStartForm()
+	form.Process, form.Pipeline, form.Name = strings.TrimSpace(r.PostFormValue("process")), strings.TrimSpace(r.PostFormValue("pipeline")), strings.TrimSpace(r.PostFormValue("name"))
+	form.Prompt, form.Input = r.PostFormValue("prompt"), strings.TrimSpace(r.PostFormValue("input"))
 	refuse := func(status int, problem string) {
 		form.Problem = problem
 		c.render(w, r, status, "start", form)
 	}
-	if form.Process == "" {
-		refuse(http.StatusUnprocessableEntity, "Name the process to start: a registry URI, such as aug:processes/schedule-meeting.")
+	switch {
+	case form.Process == "" && form.Pipeline == "":
+		refuse(http.StatusUnprocessableEntity, "Name the process to start — a registry URI, such as "+form.ProcessExample()+
+			" — or write a pipeline of the registry's instructions, such as "+form.PipelineExample()+".")
+		return
+	case form.Process != "" && form.Pipeline != "":
+		refuse(http.StatusUnprocessableEntity, "Give a process or a pipeline to start, not both.")
 		return
 	}
-	opts := process.StartOptions{Process: form.Process, Prompt: form.Prompt}
+	if atRunTime, _ := compose.PipelinePrompt(form.Pipeline); atRunTime && strings.TrimSpace(form.Prompt) == "" {
+		refuse(http.StatusUnprocessableEntity, "The pipeline begins with prompt, the person's request: write it under Request.")
+		return
+	}
+	opts := process.StartOptions{Process: form.Process, Pipeline: form.Pipeline, Name: form.Name, Prompt: form.Prompt}
 	if form.Input != "" {
 		v, err := jsonv.Parse([]byte(form.Input))
 		if err != nil {

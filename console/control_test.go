@@ -110,10 +110,27 @@ func TestStartCancelRetry(t *testing.T) {
 	if resp.StatusCode != 200 || !strings.Contains(form, `<option value="aug:processes/schedule-meeting">`) || !strings.Contains(form, `action="/processes"`) {
 		t.Fatalf("the start form: %d\n%s", resp.StatusCode, form)
 	}
+	// The examples in its empty fields are the registry's own.
+	for _, want := range []string{`placeholder="aug:processes/schedule-meeting"`, `placeholder="prompt | identifyParticipants"`, "; the registry has identifyParticipants</span>"} {
+		if !strings.Contains(form, want) {
+			t.Errorf("the start form lacks %s:\n%s", want, form)
+		}
+	}
 	token := csrfOf(t, form)
 
+	// A pipeline of the registry's instructions, with a name.
+	resp, body := do(t, b, "POST", srv.URL+"/processes", url.Values{"csrf": {token}, "pipeline": {"prompt | identifyParticipants"},
+		"name": {"who meets"}, "prompt": {"Meet Carol"}})
+	if resp.StatusCode != http.StatusSeeOther || len(f.pipelines) != 1 || !strings.HasPrefix(resp.Header.Get("Location"), "/processes/who%20meets-") {
+		t.Fatalf("a pipeline's start: %d %v %v\n%s", resp.StatusCode, resp.Header, f.pipelines, body)
+	}
+	if got := f.pipelines[0]; got.Pipeline != "prompt | identifyParticipants" || got.Name != "who meets" || got.Prompt != "Meet Carol" || got.Process != "" {
+		t.Errorf("the pipeline started with %+v", got)
+	}
+	f.started = f.started[:0] // what follows counts the starts of aug:processes/schedule-meeting
+
 	// A start: the browser goes to the new process's page.
-	resp, body := do(t, b, "POST", srv.URL+"/processes", url.Values{"csrf": {token}, "process": {"aug:processes/schedule-meeting"},
+	resp, body = do(t, b, "POST", srv.URL+"/processes", url.Values{"csrf": {token}, "process": {"aug:processes/schedule-meeting"},
 		"prompt": {"Meet Carol"}, "input": {`{"room":"B"}`}})
 	if resp.StatusCode != http.StatusSeeOther || len(f.started) != 1 || resp.Header.Get("Location") != "/processes/"+f.started[0] {
 		t.Fatalf("start: %d %v %v\n%s", resp.StatusCode, resp.Header, f.started, body)
@@ -128,7 +145,9 @@ func TestStartCancelRetry(t *testing.T) {
 		form url.Values
 		want string
 	}{
-		{url.Values{"process": {""}}, "Name the process to start"},
+		{url.Values{"process": {""}}, "Name the process to start — a registry URI, such as aug:processes/schedule-meeting — or write a pipeline of the registry&#39;s instructions, such as prompt | identifyParticipants."},
+		{url.Values{"process": {"aug:processes/schedule-meeting"}, "pipeline": {"prompt | identifyParticipants"}}, "Give a process or a pipeline to start, not both."},
+		{url.Values{"pipeline": {"prompt | identifyParticipants"}}, "The pipeline begins with prompt, the person&#39;s request: write it under Request."},
 		{url.Values{"process": {"aug:processes/schedule-meeting"}, "input": {"{room"}}, "The input is not JSON"},
 		{url.Values{"process": {"aug:processes/nowhere"}, "prompt": {"Meet <b>Dan</b>"}}, "Not started: not found: aug:processes/nowhere"},
 	} {

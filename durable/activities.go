@@ -160,8 +160,9 @@ func (a *Activities) FillChecked(ctx context.Context, in FillInput, check func(j
 // the validator refuses (ErrTypeBadSchema), an answer
 // that kept breaking its schema (ErrTypeInvalidAnswer, with the turns in
 // its details, so that the process shows what the model answered and what
-// was wrong with it, by path), a request the endpoint refuses
-// (ErrTypeModelRefused). Anything else — a transport error, 429 or 5xx
+// was wrong with it, by path), a request the endpoint or the model refuses
+// (ErrTypeModelRefused), an answer cut off at the token limit
+// (ErrTypeCutOff: the same request would be cut off again). Anything else — a transport error, 429 or 5xx
 // that outlasted the client's own retries — is returned as it is, for
 // Temporal to retry.
 func FillError(err error) error {
@@ -177,8 +178,10 @@ func FillError(err error) error {
 	case errors.As(err, &ie):
 		return temporal.NewNonRetryableApplicationError(err.Error(), ErrTypeInvalidAnswer, err,
 			FillOutput{Usage: ie.Usage, Requests: ie.Requests, Turns: ie.Turns})
-	case errors.As(err, &ae) && !ae.Retryable:
+	case errors.As(err, &ae) && !ae.Retryable, errors.Is(err, llm.ErrRefused):
 		return temporal.NewNonRetryableApplicationError(err.Error(), ErrTypeModelRefused, err)
+	case errors.Is(err, llm.ErrCutOff):
+		return temporal.NewNonRetryableApplicationError(err.Error(), ErrTypeCutOff, err)
 	}
 	return err
 }

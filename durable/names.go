@@ -65,6 +65,9 @@ const (
 	// ErrTypeModelRefused: the endpoint refused the request (a 4xx other
 	// than 429).
 	ErrTypeModelRefused = "ModelRefused"
+	// ErrTypeCutOff: the model's answer was cut off at its output token
+	// limit (llm.ErrCutOff).
+	ErrTypeCutOff = "CutOff"
 	// ErrTypeNoAction: no action of the step's name is registered on the
 	// worker.
 	ErrTypeNoAction = "NoAction"

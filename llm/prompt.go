@@ -11,6 +11,11 @@ import (
 // DefaultSystem is the system text of a Task that gives none.
 const DefaultSystem = `You are one step of a workflow. Answer with one JSON value that follows the given JSON Schema, filling its properties in the order they are given: that order is the order to think in. Properties whose names start with "_" are for your own reasoning; properties whose names start with "$" are metrics you estimate.`
 
+// DefaultBatchSystem is the system text of a BatchTask that gives none:
+// DefaultSystem's rules in fewer words, since a multiplexed call's user
+// message says how its answer is laid out.
+const DefaultBatchSystem = `Answer with one JSON value that follows the JSON Schema, its properties filled in the order given. Properties named "_…" are your reasoning; "$…", metrics you estimate.`
+
 // Task is one instruction to fill.
 type Task struct {
 	// Name names the step or chunk: the schema on the wire, and the step in
@@ -96,7 +101,7 @@ func repairMessage(parseErr error, problems []schema.Invalid, checked bool) stri
 // it.
 type BatchTask struct {
 	// Name names the chunk; System is the system text, "" for
-	// DefaultSystem.
+	// DefaultBatchSystem.
 	Name, System string
 	Schema       jsonv.Value
 	// Legend says, in words, where each item's answer goes: "property
@@ -106,23 +111,27 @@ type BatchTask struct {
 	Items []BatchItem
 }
 
-// BatchItem is one item of a BatchTask: its request and its minimal
-// context.
+// BatchItem is one item of a BatchTask: its tag (compile.ItemTags), its
+// request and its minimal context.
 type BatchItem struct {
+	Tag     string
 	Prompt  string
 	Context jsonv.Value
 }
 
 // NewBatchRequest builds the one request of a BatchTask: the system text,
 // one user message, and the schema's bytes once. The message says once
-// which property holds which step, then gives each item on a line that
-// starts with its number in brackets, "[i] ", followed by its request and,
-// on the next line, its context. A request every item shares is said
-// once, before the items.
+// which property holds which step and that each part echoes its item's
+// tag (the task's Legend), then gives each item on a line of its own that
+// starts with its number in brackets — "[i] " — then its tag, its request
+// as a JSON string and its context as JSON. Encoded so, no item's text can
+// pose as another item: a newline or a "[2]" in a request is a character
+// of a JSON string. A request every item shares is said once, before the
+// items.
 func NewBatchRequest(t BatchTask) *Request {
 	system := t.System
 	if system == "" {
-		system = DefaultSystem
+		system = DefaultBatchSystem
 	}
 	shared := len(t.Items) > 1
 	for _, it := range t.Items {
@@ -134,17 +143,15 @@ func NewBatchRequest(t BatchTask) *Request {
 			b.WriteString(p + "\n\n")
 		}
 	}
-	fmt.Fprintf(&b, "Step %s, for %d items at once: answer each item on its own, from its own request and context only. Item i is [i] below; %s.\n", t.Name, len(t.Items), t.Legend)
+	fmt.Fprintf(&b, "Step %s for %d items, each answered from its own line only. Line [i] is item i: its tag, request and context; %s.\n", t.Name, len(t.Items), t.Legend)
 	for i, it := range t.Items {
-		fmt.Fprintf(&b, "[%d]", i+1)
-		sep := byte(' ')
+		fmt.Fprintf(&b, "[%d] %s", i+1, it.Tag)
 		if p := strings.TrimSpace(it.Prompt); !shared && p != "" {
-			b.WriteByte(sep)
-			b.WriteString(p)
-			sep = '\n'
+			b.WriteByte(' ')
+			b.Write(jsonv.Marshal(jsonv.StringValue(p)))
 		}
 		if it.Context.Len() > 0 {
-			b.WriteByte(sep)
+			b.WriteByte(' ')
 			b.Write(jsonv.Marshal(it.Context))
 		}
 		b.WriteByte('\n')

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
+	"strings"
 	"time"
 )
 
@@ -56,7 +57,28 @@ type Request struct {
 	// Go map would sort it. A provider may adapt it to its endpoint (OpenAI's
 	// strict mode) and must then undo that on the answer.
 	Schema json.RawMessage `json:"schema"`
+	// Temperature, when set, is the sampling temperature asked for (0 for
+	// the most repeatable answers, as calibration asks); nil leaves it to
+	// the endpoint. See WithTemperature.
+	Temperature *float64 `json:"temperature,omitempty"`
 }
+
+// WithTemperature wraps p so that every request asks for temperature t.
+func WithTemperature(p Provider, t float64) Provider { return &tempered{Provider: p, t: t} }
+
+type tempered struct {
+	Provider
+	t float64
+}
+
+func (p *tempered) Complete(ctx context.Context, req *Request) (*Response, error) {
+	r := *req
+	r.Temperature = &p.t
+	return p.Provider.Complete(ctx, &r)
+}
+
+// Unwrap is the provider p asks (Wrapper).
+func (p *tempered) Unwrap() Provider { return p.Provider }
 
 // Usage counts the tokens of one request.
 type Usage struct {
@@ -157,6 +179,51 @@ type APIError struct {
 	Message    string // the endpoint's error message, or the transport error
 	Retryable  bool   // a later attempt may succeed (429, 5xx, transport)
 	Err        error  // the SDK's error, for errors.As
+	// TooLarge says the endpoint refused the request for its size: the
+	// context window, or a limit of its structured output (a compiled
+	// grammar too large, too many states). A smaller request may pass
+	// (ErrTooLarge).
+	TooLarge bool
+}
+
+// Is makes an APIError that is TooLarge an ErrTooLarge.
+func (e *APIError) Is(target error) bool { return target == ErrTooLarge && e.TooLarge }
+
+// What a model answers that cannot be taken whole, though a smaller
+// request may be: a batch halves a call that fails so (errors.Is).
+var (
+	// ErrTooLarge: the endpoint refused the request for its size
+	// (APIError.TooLarge).
+	ErrTooLarge = errors.New("the request is too large for the model")
+	// ErrCutOff: the answer was cut off at the output token limit
+	// (OpenAI's finish reason "length", Anthropic's stop reason
+	// "max_tokens"); the same request would be cut off again.
+	ErrCutOff = errors.New("the answer was cut off at the token limit")
+	// ErrRefused: the model refused to answer (OpenAI's refusal,
+	// Anthropic's stop reason "refusal").
+	ErrRefused = errors.New("the model refused to answer")
+)
+
+// tooLargeWords are what endpoints say of a request refused for its size.
+var tooLargeWords = []string{
+	"context_length_exceeded", "maximum context length", "context length", "context window",
+	"prompt is too long", "too many tokens", "compiled grammar is too large", "grammar is too large",
+	"too many states", "schema is too large", "too large", "too many properties",
+}
+
+// TooLargeMessage reports whether an endpoint's error message (of a 400 or
+// 413) says the request is too large for the model, as providers word it.
+func TooLargeMessage(status int, message string) bool {
+	if status != http.StatusBadRequest && status != http.StatusRequestEntityTooLarge {
+		return false
+	}
+	m := strings.ToLower(message)
+	for _, w := range tooLargeWords {
+		if strings.Contains(m, w) {
+			return true
+		}
+	}
+	return status == http.StatusRequestEntityTooLarge
 }
 
 func (e *APIError) Error() string {

@@ -44,7 +44,15 @@ type follower struct {
 	// are asked again.
 	refused string
 	asked   int
+	// unheard is true when progress was sent that the client may not have
+	// handled yet: flush makes sure it has, before the call's result.
+	unheard bool
 }
+
+// flushTimeout bounds how long a call's result waits for the client to
+// answer flush's ping; a client that does not answer gets its result
+// anyway.
+const flushTimeout = 10 * time.Second
 
 // progress sends a progress notification, when the client asked for them.
 func (f *follower) progress(ctx context.Context, done int, msg string) {
@@ -58,12 +66,42 @@ func (f *follower) progress(ctx context.Context, done int, msg string) {
 	}
 	if err := f.req.Session.NotifyProgress(ctx, p); err != nil {
 		f.s.opts.Logger.Debug("mcp: progress not sent", "id", f.id, "err", err)
+		return
+	}
+	f.unheard = true
+}
+
+// flush returns once the client has handled the progress sent so far. A
+// client reads a call's result as soon as it arrives, while it may still
+// be handling earlier notifications (the SDK's client runs their handlers
+// on a queue of their own, and hands the result over at once): written in
+// order is not handled in order. A ping, queued behind them, is answered
+// only after them, so the result that follows its answer comes last.
+func (f *follower) flush(ctx context.Context) {
+	if !f.unheard || ctx.Err() != nil {
+		return
+	}
+	f.unheard = false
+	ctx, cancel := context.WithTimeout(ctx, flushTimeout)
+	defer cancel()
+	if err := f.req.Session.Ping(ctx, nil); err != nil {
+		f.s.opts.Logger.Debug("mcp: the client did not answer the ping after progress", "id", f.id, "err", err)
 	}
 }
 
 // follow reads the process until it completes, fails, or waits for a
-// person who cannot be asked (or is being asked by the client).
+// person who cannot be asked (or is being asked by the client), and
+// returns the call's result once the client has handled the progress
+// sent before it.
 func (f *follower) follow(ctx context.Context) (*mcp.CallToolResult, error) {
+	res, err := f.watch(ctx)
+	f.flush(ctx)
+	return res, err
+}
+
+// watch reads the process until it completes, fails, or waits for a
+// person who cannot be asked (or is being asked by the client).
+func (f *follower) watch(ctx context.Context) (*mcp.CallToolResult, error) {
 	wctx, cancel := f.s.following(ctx, f.req.Session)
 	defer cancel()
 	var last *process.Info

@@ -1,6 +1,7 @@
 package process
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -62,6 +63,12 @@ type StartOptions struct {
 	First jsonv.Value
 	// System is the system text of the process's model calls.
 	System string
+	// Name labels the process in lists and the console, and begins its id,
+	// in place of the name it is known by: a registry URI's last part, a
+	// schema's title, a pipeline's steps (compile.Process.PipelineName).
+	// Left out of JSON when empty, so that options without one marshal as
+	// they did before it existed.
+	Name string `json:",omitempty"`
 }
 
 // Started is a started process.
@@ -97,7 +104,11 @@ func (c *Client) Start(ctx context.Context, opts StartOptions) (*Started, error)
 	if err := durable.CheckPayloadSize("the start of "+in.Name, in); err != nil {
 		return nil, err
 	}
-	id := wfid.New(in.Name)
+	prefix := in.Name
+	if opts.Name != "" || opts.Pipeline != "" {
+		prefix = wfid.Slug(in.Name, "process") // a person's words, or a pipeline's "+"
+	}
+	id := wfid.New(prefix)
 	wf := durable.ProcessWorkflow
 	if direct {
 		wf = durable.DirectCallWorkflow
@@ -173,6 +184,10 @@ func (c *Client) Prepare(ctx context.Context, opts StartOptions) (durable.Start,
 	if p.Prompt != "" && opts.Prompt == "" {
 		opts.Prompt = p.Prompt
 	}
+	if opts.Pipeline != "" {
+		name = cmp.Or(p.PipelineName(), name)
+	}
+	name = cmp.Or(opts.Name, name)
 	return durable.Start{Name: name, Program: p.Program(), Prompt: opts.Prompt, Input: opts.Input, First: opts.First, System: opts.System}, p.Direct != nil, nil
 }
 

@@ -157,6 +157,21 @@ func TestValidator(t *testing.T) {
 		t.Errorf("invalid schema: %v", err)
 	}
 
+	// A keyword of two forms that fits neither is told once, by the first
+	// form: not also "got string, want array".
+	_, err = NewValidator("two.json", mustParse(t, `{"properties":{"a":{"type":"strng"},"b":{"minimum":"3"}},"required":"a"}`), ValidatorOptions{})
+	var got []string
+	for _, e := range Errors(err, "") {
+		got = append(got, e.Error())
+	}
+	if want := []string{
+		"two.json: /properties/a/type: not a valid JSON Schema: value must be one of 'array', 'boolean', 'integer', 'null', 'number', 'object', 'string'",
+		"two.json: /properties/b/minimum: not a valid JSON Schema: got string, want number",
+		"two.json: /required: not a valid JSON Schema: got string, want array",
+	}; strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("two forms:\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+
 	loader := func(uri string) (jsonv.Value, error) {
 		if uri == "aug:instructions/slot" {
 			return mustParse(t, `{"type":"string","minLength":2}`), nil

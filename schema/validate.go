@@ -143,13 +143,21 @@ func (l augLoader) Load(url string) (any, error) {
 	return ToAny(v), nil
 }
 
-// compileError turns the compiler's error into located errors.
+// compileError turns the compiler's error into located errors: the first
+// problem at each place. The metaschema allows some keywords more than one
+// form ("type" is a type name or an array of them), and a value that fits
+// neither breaks both; the first says what was meant ("value must be one
+// of 'array', …"), the others only that it is not the other form ("got
+// string, want array").
 func compileError(file string, err error) error {
 	var sv *jsonschema.SchemaValidationError
 	var ve *jsonschema.ValidationError
 	if errors.As(err, &sv) && errors.As(sv.Err, &ve) {
 		var list ErrorList
 		for _, p := range problems(ve) {
+			if n := len(list); n > 0 && list[n-1].Path == p.Path {
+				continue // problems come sorted by place
+			}
 			list.Add(file, p.Path, "not a valid JSON Schema: %s", p.Message)
 		}
 		return list

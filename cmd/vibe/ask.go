@@ -48,7 +48,7 @@ $VIBE_LLM_RECORD=FILE records every answer, for replay:FILE later.`,
 			if err != nil {
 				return err
 			}
-			flat, err := compose.Flatten(cmd.Context(), inputName(args[0]), doc, compose.Options{Registry: reg})
+			flat, err := compile.Instruction(cmd.Context(), inputName(args[0]), doc, compile.Options{Registry: reg})
 			if err != nil {
 				return err
 			}
@@ -61,10 +61,13 @@ $VIBE_LLM_RECORD=FILE records every answer, for replay:FILE later.`,
 				Name:   llm.WireName(name),
 				System: system,
 				Prompt: prompt,
-				Schema: compile.Project(flat, compile.ProjectOptions{}).Schema,
+				Schema: compile.ForModel(compile.Project(flat, compile.ProjectOptions{}).Schema),
 			}
 			if showPrompt {
 				return writeJSON(io, requestJSON(llm.NewRequest(t)))
+			}
+			if prompt == "" {
+				fmt.Fprintln(io.err, "vibe: no --prompt: the model fills the instruction without a request to fill it for (give --prompt TEXT)")
 			}
 			p, err := lf.provider(io)
 			if err != nil {

@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"runtime/debug"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"text/tabwriter"
@@ -33,29 +34,38 @@ func newBatchCmd(io stdio) *cobra.Command {
 		ef                        engineFlags
 		wf                        workerFlags
 		regDir, pipeline, in, out string
-		id, prompt, system        string
-		size, concurrency         int
+		id, prompt, system, name  string
+		sizeFlag                  string
+		concurrency               int
+		audit                     float64
 		window                    time.Duration
-		inline                    bool
 		maxProps, maxDepth        int
 		pf                        pricesFlag
 		provider, fallback        bool
 		dryRun                    bool
+		bf                        budgetFlags
 		poll                      time.Duration
 	)
 	cmd := &cobra.Command{
-		Use:   "batch PROCESS|--pipeline EXPR --in FILE.jsonl|- [--out FILE.jsonl] [--batch-size K] [--concurrency C] [--id BATCH]",
+		Use:   "batch PROCESS|--pipeline EXPR --in FILE.jsonl|- [--out FILE.jsonl] [--batch-size K|auto] [--concurrency C] [--id BATCH]",
 		Short: "Run a process over a stream of items",
 		Long: `Batch runs a process — a registry URI, a process schema file, or --pipeline
 EXPR — once per line of --in (JSONL; - for stdin). A line is what POST
 /v1/processes takes without the process, {"prompt": …, "input": {…}}, or a bare
 JSON string, the prompt.
 
-Items go in groups of K (--batch-size): each LLM chunk is asked of a group in one
-model call (split further when the provider's limits need it), each item's part
-of the answer checked on its own and, when wrong, repaired on its own. Server
-and person steps run per item. At most C groups (--concurrency) are in flight,
-and the input is read no further ahead than (C+1)×K lines, whatever its size.
+Each LLM chunk is asked of K items in one model call (--batch-size), each item's
+part of the answer checked on its own and, when wrong, repaired on its own; a
+call the model cannot answer whole (too large, cut off, refused) is halved. K is
+auto by default, per chunk: the largest of 1, 2, 4, 8, 16, 32, 64 not above the
+K calibration chose for the model and chunk (vibe calibrate; 32 without), the
+items over the calls that may run at once, and what the output token limit
+allows; the summary says which K each chunk took and why, and a batch keeps the
+K of its first run. Server and person steps run per item. Items go in groups
+(workflows) of 32, or K when it is larger; a group's calls run at once, at most C
+model calls in flight (--concurrency; by default 32 to begin with, growing while
+latency holds and halving on the provider's 429), and the input is read no
+further ahead than the groups that keep them busy.
 
 --provider-batch sends the model calls through the provider's own Batch API
 (OpenAI's Batch API, Anthropic's Message Batches) instead of one HTTP request
@@ -93,6 +103,12 @@ this run did — the results it wrote, the model requests it made — and, for a
 batch that earlier runs began, of the whole batch. The exit status is 1 when
 any item failed, 130 when interrupted.
 
+--audit RATE asks that share of the items alone too while the batch runs, compares
+each with its answer among K others (as vibe calibrate does), and gives an item
+whose answers differ its answer alone; when the running agreement is significantly
+below 0.98 (a sequential test), K halves for the rest of the run. The progress line
+shows the agreement, and the summary the audit's calls, counted apart.
+
 It uses the vibe serve that has --data if one runs (its worker does the work);
 otherwise it starts the embedded engine itself, or joins --temporal.`,
 		Example: `  vibe batch aug:processes/review --registry DIR --in items.jsonl --out results.jsonl --llm openai:gpt-4o-mini
@@ -100,17 +116,32 @@ otherwise it starts the embedded engine itself, or joins --temporal.`,
   vibe batch aug:processes/review --registry DIR --in items.jsonl --provider-batch   # half price, within 24 h`,
 		Args:              fileOrPipeline,
 		ValidArgsFunction: completeProcess(&regDir),
-		RunE: func(cmd *cobra.Command, args []string) error {
+		RunE: func(cmd *cobra.Command, args []string) (err error) {
 			softMemoryLimit()
 			ctx := cmd.Context()
+			pipeline, pipeFile, err := readPipeline(pipeline)
+			if err != nil {
+				return err
+			}
+			defer func() { err = inPipelineFile(err, pipeFile) }()
 			if in == "" {
 				return usageError{errors.New("give the items: --in FILE.jsonl, or --in - for stdin")}
 			}
 			if (provider || fallback) && strings.HasPrefix(wf.llm.spec, "replay:") {
 				return usageError{errors.New("--provider-batch sends the calls through the provider's Batch API, and a recording has none: give --llm openai:MODEL or anthropic:MODEL")}
 			}
-			if size < 0 || concurrency < 0 {
-				return usageError{errors.New("--batch-size and --concurrency are counts: 1 or more (0 for the default)")}
+			size, err := batchSize(sizeFlag)
+			if err != nil {
+				return usageError{err}
+			}
+			if audit < 0 || audit > 1 {
+				return usageError{errors.New("--audit is the share of items asked alone too: from 0 to 1 (0.02 is 2%)")}
+			}
+			if concurrency < 0 {
+				return usageError{errors.New("--concurrency is a count of model calls at once: 1 or more (0 for the default)")}
+			}
+			if concurrency > 0 {
+				wf.llm.concurrency = concurrency // this run's own worker holds to it
 			}
 			reg, err := openRegistry(regDir)
 			if err != nil {
@@ -120,9 +151,9 @@ otherwise it starts the embedded engine itself, or joins --temporal.`,
 			if err != nil {
 				return err
 			}
-			opts := batch.Options{Process: process.StartOptions{Pipeline: pipeline, Prompt: prompt, System: system},
-				ID: id, Size: size, Concurrency: concurrency, Window: window, File: inputName(in),
-				Call: batch.CallOptions{Inline: inline, Limits: compile.Limits{MaxProperties: maxProps, MaxDepth: maxDepth},
+			opts := batch.Options{Process: process.StartOptions{Pipeline: pipeline, Prompt: prompt, System: system, Name: name},
+				ID: id, Size: size, Concurrency: concurrency, Window: window, File: inputName(in), Audit: audit,
+				Call: batch.CallOptions{Inline: wf.llm.inline, Limits: compile.Limits{MaxProperties: maxProps, MaxDepth: maxDepth},
 					ProviderBatch: provider || fallback, ProviderFallback: fallback, ProviderPoll: poll}}
 			spec := pipeline
 			if len(args) == 1 {
@@ -159,7 +190,14 @@ otherwise it starts the embedded engine itself, or joins --temporal.`,
 				}
 			}
 			if dryRun {
-				return dryRunBatch(ctx, io, reg, input, opts, prices, wf.llm.model())
+				var cals batch.Calibrations
+				if wf.llm.spec != "" {
+					cals = calibrationStore(ef.data, &wf.llm)
+				}
+				if in != "-" {
+					opts.Total = countLines(in)
+				}
+				return dryRunBatch(ctx, io, reg, wf.actionsFile, input, opts, prices, &wf.llm, bf, cals)
 			}
 			// The first Ctrl-C stops the reading and lets the groups in
 			// flight finish; the second ends ctx.
@@ -240,6 +278,7 @@ otherwise it starts the embedded engine itself, or joins --temporal.`,
 				now, _ = c.Status(ctx, opts.ID)
 			}
 			if sum != nil {
+				reportSizes(io.err, sum, c.Limiter, now)
 				report(io.err, sum, err, out, opts.After, before, now, func(u llm.Usage) string {
 					model := wf.llm.model()
 					if model == "" && now != nil {
@@ -271,11 +310,13 @@ otherwise it starts the embedded engine itself, or joins --temporal.`,
 	wf.add(cmd)
 	pf.add(cmd)
 	registryFlag(cmd, &regDir)
-	cmd.Flags().StringVar(&pipeline, "pipeline", "", "run this pipeline expression over the items")
+	cmd.Flags().StringVar(&pipeline, "pipeline", "", "run this pipeline expression (or @FILE) over the items")
+	cmd.Flags().StringVar(&name, "name", "", "label the batch and its items with `NAME` (default: the process's name; a pipeline's steps'); the batch's id does not depend on it")
 	cmd.Flags().StringVar(&in, "in", "", "the items: a JSONL `FILE`, or - for stdin")
 	cmd.Flags().StringVar(&out, "out", "", "write the result lines to `FILE` (continued on a rerun); default stdout")
-	cmd.Flags().IntVar(&size, "batch-size", 0, fmt.Sprintf("K, items per group: one model call per LLM chunk per group (default %d)", batch.DefaultSize))
-	cmd.Flags().IntVar(&concurrency, "concurrency", 0, fmt.Sprintf("C, groups in flight (default %d)", batch.DefaultConcurrency))
+	cmd.Flags().StringVar(&sizeFlag, "batch-size", "auto", "K, items per model call of each LLM chunk, or auto: chosen per chunk from calibration, the items and the calls at once")
+	cmd.Flags().Float64Var(&audit, "audit", 0, "ask this share of the items alone too (0.02: 2%), compare, give a disagreeing item its answer alone, and halve K when the agreement is significantly below 0.98")
+	cmd.Flags().IntVar(&concurrency, "concurrency", 0, fmt.Sprintf("C, model calls at once (default: %d to begin with, adapting to the provider)", llm.DefaultConcurrency))
 	cmd.Flags().StringVar(&id, "id", "", "the batch's id (default: derived from the process and the input file; fresh for stdin)")
 	cmd.Flags().StringVar(&prompt, "prompt", "", "the prompt of items that give none")
 	cmd.Flags().StringVar(&system, "system", "", "the system text of the model calls")
@@ -285,8 +326,8 @@ otherwise it starts the embedded engine itself, or joins --temporal.`,
 	cmd.Flags().BoolVar(&provider, "provider-batch", false, "send the model calls through the provider's Batch API (OpenAI, Anthropic): half price, answered within 24 hours")
 	cmd.Flags().BoolVar(&fallback, "provider-batch-fallback", false, "with --provider-batch: send a call a provider batch did not answer (failed, expired, cancelled) directly, not in the next provider batch")
 	cmd.Flags().DurationVar(&poll, "provider-batch-poll", 0, fmt.Sprintf("with --provider-batch: the first wait between looks at a provider batch, growing by half each time up to %s (default %s)", batch.MaxProviderPoll, batch.DefaultProviderPoll))
+	bf.add(cmd)
 	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "estimate the batch's model requests, prompt tokens and cost (with --prices) without running it")
-	cmd.Flags().BoolVar(&inline, "inline-schemas", false, "copy the step schemas into every item's property instead of sharing them with $ref, for providers without $ref")
 	return cmd
 }
 
@@ -319,6 +360,38 @@ func report(w goio.Writer, sum *batch.Summary, err error, out string, after int,
 	fmt.Fprintf(w, "vibe: batch %s: %s; %s\n", sum.ID, counts, sum.Elapsed.Round(time.Millisecond))
 	if len(sum.Unread) > 0 {
 		fmt.Fprintf(w, "vibe: batch %s: warning: %s\n", sum.ID, strings.Replace(unreadText(sum.Unread), "the input", "the items' input", 1))
+	}
+}
+
+// reportSizes says the K each LLM chunk's calls took and why, the calls
+// halved because the model could not answer them whole, and what the
+// limiter of model calls did (lim: this machine's worker's; nil through a
+// serve).
+func reportSizes(w goio.Writer, sum *batch.Summary, lim *llm.Limiter, now *batch.Status) {
+	if sum.Lines == 0 {
+		return
+	}
+	var ks []string
+	for _, s := range sum.Sizes {
+		ks = append(ks, fmt.Sprintf("%s K=%d, %s", s.Chunk, s.K, s.Why))
+	}
+	if len(ks) > 0 {
+		fmt.Fprintf(w, "vibe: batch %s: %s\n", sum.ID, strings.Join(ks, "; "))
+	}
+	for _, a := range sum.Audits {
+		fmt.Fprintf(w, "vibe: batch %s: audit of %s: %d items asked alone too, %d answered otherwise among others (agreement %.2f), given their answers alone; %d LLM requests apart, %s\n",
+			sum.ID, a.Chunk, a.Audited, a.Disagreed, a.Agreement(), a.Requests, tokens(a.Usage))
+	}
+	for _, h := range sum.Halved {
+		fmt.Fprintf(w, "vibe: batch %s: audit: %s\n", sum.ID, h)
+	}
+	if now != nil {
+		for _, sp := range now.Splits {
+			fmt.Fprintf(w, "vibe: batch %s: %s: calls of %d items could not be answered whole (%s); halved down to %d, which passed\n", sum.ID, sp.Chunk, sp.From, sp.Reason, sp.To)
+		}
+	}
+	if lim != nil && lim.Stats().MaxCalls > 0 {
+		fmt.Fprintf(w, "vibe: batch %s: model calls: %s\n", sum.ID, lim)
 	}
 }
 
@@ -444,14 +517,34 @@ func batchClient(ctx context.Context, io stdio, ef *engineFlags, wf *workerFlags
 	if err != nil {
 		return nil, nil, err
 	}
+	if wf.llm.spec != "" {
+		l.Batches.Calibrations = calibrationStore(ef.data, &wf.llm) // vibe calibrate's choices
+	}
 	return l.Batches, func() { l.Close() }, nil
 }
 
 // dryRunBatch prints what the batch would ask of the model — requests and
 // prompt tokens per LLM chunk, and their cost at prices — without running
 // anything or starting an engine.
-func dryRunBatch(ctx context.Context, io stdio, reg *registry.Registry, in goio.Reader, opts batch.Options, prices *llm.Prices, model string) error {
-	c := batch.NewClient(&process.Client{Registry: reg})
+func dryRunBatch(ctx context.Context, io stdio, reg *registry.Registry, actionsFile string, in goio.Reader, opts batch.Options, prices *llm.Prices, lf *llmFlags, bf budgetFlags, cals batch.Calibrations) error {
+	model := lf.model()
+	pc := &process.Client{Registry: reg}
+	if actionsFile != "" {
+		names, err := actionNames(actionsFile)
+		if err != nil {
+			return err
+		}
+		pc.Actions = names
+	}
+	c := batch.NewClient(pc)
+	c.Calibrations = cals
+	if opts.ID == "" && opts.Digest != "" {
+		id, err := c.ID(ctx, opts, opts.Digest)
+		if err != nil {
+			return err
+		}
+		opts.ID = id
+	}
 	est, err := c.Estimate(ctx, in, opts)
 	if err != nil {
 		return err
@@ -460,7 +553,10 @@ func dryRunBatch(ctx context.Context, io stdio, reg *registry.Registry, in goio.
 	if opts.Call.ProviderBatch {
 		how = "through the provider's Batch API"
 	}
-	fmt.Fprintf(io.out, "batch %s: %d items in %d groups of up to %d; the model calls go %s\n", opts.ID, est.Items, est.Groups, cmp.Or(opts.Size, batch.DefaultSize), how)
+	fmt.Fprintf(io.out, "batch %s: %d items in %d groups of up to %d; the model calls go %s\n", opts.ID, est.Items, est.Groups, est.Group, how)
+	for _, s := range est.Sizes {
+		fmt.Fprintf(io.out, "%s: K=%d, %s\n", s.Chunk, s.K, s.Why)
+	}
 	tw := tabwriter.NewWriter(io.out, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "CHUNK\tREQUESTS\tPROMPT TOKENS (est.)")
 	for _, ch := range est.Chunks {
@@ -486,5 +582,38 @@ func dryRunBatch(ctx context.Context, io stdio, reg *registry.Registry, in goio.
 			fmt.Fprintf(io.out, "No cost: %s has no price for %s.\n", prices.File, model)
 		}
 	}
-	return nil
+	// Each chunk's call at K against the model's limits, as vibe compile
+	// --budget says it: what cannot fit is refused here too.
+	start, _, err := pc.Prepare(ctx, opts.Process)
+	if err != nil {
+		return err
+	}
+	models, sizes, err := bf.load(start.Program)
+	if err != nil {
+		return err
+	}
+	name, strict := budgetModel(lf.spec, lf.baseURL)
+	k := cmp.Or(opts.Size, batch.DefaultSize)
+	b, err := llm.NewBudget(start.Program, llm.BudgetOptions{Model: name, Models: models, K: k, Limits: opts.Call.Limits,
+		System: start.System, Prompt: start.Prompt, Strict: strict || lf.strict, Inline: opts.Call.Inline, Sizes: sizes})
+	if err != nil {
+		return err
+	}
+	fmt.Fprintln(io.out)
+	if err := printBudget(io.out, b, k); err != nil {
+		return err
+	}
+	return b.Err()
+}
+
+// batchSize reads --batch-size: auto (0), or K, 1 or more.
+func batchSize(s string) (int, error) {
+	if s == "" || s == "auto" {
+		return 0, nil
+	}
+	k, err := strconv.Atoi(s)
+	if err != nil || k < 1 {
+		return 0, fmt.Errorf("--batch-size %q: give auto, or K, the items of one model call (1 or more)", s)
+	}
+	return k, nil
 }

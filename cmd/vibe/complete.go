@@ -93,18 +93,45 @@ func completeBatchIDs(ef *engineFlags) cobra.CompletionFunc {
 // completeProcess completes a process to run: the processes of the
 // registry --registry names (aug:processes/NAME), and files.
 func completeProcess(regDir *string) cobra.CompletionFunc {
+	return completeSchema(regDir, "processes")
+}
+
+// completeSchema completes a command's one argument, a schema: the
+// documents of the registry --registry names under folders, and files.
+func completeSchema(regDir *string, folders ...string) cobra.CompletionFunc {
 	return func(cmd *cobra.Command, args []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
 		if len(args) > 0 {
 			return nil, cobra.ShellCompDirectiveNoFileComp
 		}
-		return registryURIs(*regDir, "processes", toComplete)
+		return registryURIs(*regDir, toComplete, folders...)
 	}
 }
 
-// registryURIs are the URIs of the documents under folder of the registry
-// in dir that start with toComplete; files too, unless toComplete is a
-// URI already.
-func registryURIs(dir, folder, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
+// completeProcessURIs completes a flag that names processes of the
+// registry (--processes): their URIs, no files.
+func completeProcessURIs(regDir *string) cobra.CompletionFunc {
+	return func(cmd *cobra.Command, args []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
+		uris, _ := registryURIs(*regDir, toComplete, "processes")
+		return uris, cobra.ShellCompDirectiveNoFileComp
+	}
+}
+
+// completeLLM completes --llm with the kinds of model it takes; the model
+// or file is the person's to type.
+func completeLLM(cmd *cobra.Command, args []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
+	var out []cobra.Completion
+	for _, kind := range []string{"openai:", "anthropic:", "replay:"} {
+		if strings.HasPrefix(kind, toComplete) {
+			out = append(out, kind)
+		}
+	}
+	return out, cobra.ShellCompDirectiveNoFileComp | cobra.ShellCompDirectiveNoSpace
+}
+
+// registryURIs are the URIs of the documents under folders of the
+// registry in dir that start with toComplete; files too, unless
+// toComplete is a URI already.
+func registryURIs(dir, toComplete string, folders ...string) ([]cobra.Completion, cobra.ShellCompDirective) {
 	directive := cobra.ShellCompDirectiveDefault // and files
 	if registry.IsURI(toComplete) {
 		directive = cobra.ShellCompDirectiveNoFileComp
@@ -114,9 +141,11 @@ func registryURIs(dir, folder, toComplete string) ([]cobra.Completion, cobra.She
 		return nil, directive
 	}
 	var out []cobra.Completion
-	for _, name := range reg.Names(folder) {
-		if uri := registry.Scheme + ":" + folder + "/" + name; strings.HasPrefix(uri, toComplete) {
-			out = append(out, uri)
+	for _, folder := range folders {
+		for _, name := range reg.Names(folder) {
+			if uri := registry.Scheme + ":" + folder + "/" + name; strings.HasPrefix(uri, toComplete) {
+				out = append(out, uri)
+			}
 		}
 	}
 	return out, directive

@@ -2,7 +2,10 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"os"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -22,7 +25,8 @@ func newComposeCmd(io stdio) *cobra.Command {
 folded, property order kept. FILE "-" reads standard input; an aug: URI
 (aug:processes/schedule-meeting) reads the document from --registry.
 
-With --pipeline it composes a pipeline expression instead:
+With --pipeline it composes a pipeline expression instead (@FILE reads it from
+a file):
   vibe compose --registry DIR --pipeline '"Schedule a meeting" | IdentifyParticipants | FetchAvailability'
   vibe compose --registry DIR --pipeline 'FetchAvailability(IdentifyParticipants(prompt))'
 
@@ -30,7 +34,8 @@ On bad input it prints every error, one per line, as FILE: /json/path: message
 (or FILE:LINE:COLUMN: message for a pipeline expression), and exits with status 1.`,
 		Example: `  vibe compose --registry examples/schedule-meeting/registry examples/schedule-meeting/tool.json
   vibe compose --registry DIR --pipeline 'IdentifyParticipants | FetchAvailability'`,
-		Args: fileOrPipeline,
+		Args:              fileOrPipeline,
+		ValidArgsFunction: completeSchema(&regDir, "instructions", "processes"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			reg, err := openRegistry(regDir)
 			if err != nil {
@@ -39,7 +44,12 @@ On bad input it prints every error, one per line, as FILE: /json/path: message
 			opts := compose.Options{Registry: reg}
 			var out jsonv.Value
 			if cmd.Flags().Changed("pipeline") {
-				out, err = compose.Pipeline(cmd.Context(), pipeline, opts)
+				expr, file, perr := readPipeline(pipeline)
+				if perr != nil {
+					return perr
+				}
+				out, err = compose.Pipeline(cmd.Context(), expr, opts)
+				err = inPipelineFile(err, file)
 			} else {
 				out, err = composeFile(cmd.Context(), io, args[0], opts)
 			}
@@ -50,7 +60,7 @@ On bad input it prints every error, one per line, as FILE: /json/path: message
 		},
 	}
 	registryFlag(cmd, &regDir)
-	cmd.Flags().StringVar(&pipeline, "pipeline", "", "compose this pipeline expression instead of a file")
+	cmd.Flags().StringVar(&pipeline, "pipeline", "", "compose this pipeline expression (or @FILE) instead of a file")
 	return cmd
 }
 
@@ -112,6 +122,42 @@ func writeJSON(io stdio, v jsonv.Value) error {
 	b := jsonv.MarshalIndent(v, "  ")
 	_, err := io.out.Write(append(b, '\n'))
 	return err
+}
+
+// readPipeline reads the value of --pipeline: an expression, or @FILE for
+// the expression FILE holds (as --input and --answer read @FILE). file is
+// how errors name it: compose.PipelineFile, or FILE.
+func readPipeline(flag string) (expr, file string, err error) {
+	name, ok := strings.CutPrefix(flag, "@")
+	if !ok {
+		return flag, compose.PipelineFile, nil
+	}
+	b, err := os.ReadFile(name)
+	if err != nil {
+		return "", "", fmt.Errorf("--pipeline @%s: %w", name, err)
+	}
+	return string(b), name, nil
+}
+
+// inPipelineFile is err with its errors located in a pipeline expression
+// (compose.PipelineFile) named by file, which the expression was read
+// from; other errors are left as they are.
+func inPipelineFile(err error, file string) error {
+	var list schema.ErrorList
+	var located *schema.Error
+	if file == compose.PipelineFile || !errors.As(err, &list) && !errors.As(err, &located) {
+		return err
+	}
+	var out schema.ErrorList
+	for _, e := range schema.Errors(err, "") {
+		if e.File == compose.PipelineFile {
+			c := *e
+			c.File = file
+			e = &c
+		}
+		out = append(out, e)
+	}
+	return out
 }
 
 // fileOrPipeline accepts one FILE argument, or none with --pipeline.

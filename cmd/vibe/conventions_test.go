@@ -38,6 +38,20 @@ func TestVersion(t *testing.T) {
 	if status, flag, _ := run(t, "", "--version"); status != 0 || flag != out {
 		t.Errorf("--version: %d\n%s\nwant\n%s", status, flag, out)
 	}
+	// --json says the same as JSON.
+	status, js, stderr := run(t, "", "version", "--json")
+	var v buildVersions
+	if err := json.Unmarshal([]byte(js), &v); status != 0 || err != nil {
+		t.Fatalf("version --json: %d %v %s\n%s", status, err, stderr, js)
+	}
+	if !strings.HasPrefix(out, "vibe "+v.Vibe+" ("+v.Go+")\n") || len(v.Modules) != len(versionModules) {
+		t.Errorf("version --json %+v, the text:\n%s", v, out)
+	}
+	for _, m := range v.Modules {
+		if !strings.Contains(out, m.Path) || !strings.Contains(out, m.Version) || m.Version == "" {
+			t.Errorf("version --json: %+v is not in the text", m)
+		}
+	}
 }
 
 // TestHelp: the root's help documents the environment and the exit
@@ -230,7 +244,7 @@ func TestListings(t *testing.T) {
 		}
 		return out
 	}
-	if out := complete("show", ""); !strings.Contains(out, failed+"\tpipeline, failed") || !strings.Contains(out, waiting+"\t") {
+	if out := complete("show", ""); !strings.Contains(out, failed+"\tidentify-participants, failed") || !strings.Contains(out, waiting+"\t") {
 		t.Errorf("show's ids:\n%s", out)
 	}
 	if out := complete("answer", ""); !strings.Contains(out, waiting) || strings.Contains(out, failed) {

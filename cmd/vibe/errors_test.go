@@ -76,3 +76,24 @@ func TestErrorSaidOnce(t *testing.T) {
 		t.Errorf("vibe vessel's failure takes %d bytes:\n%s", len(stderr), stderr)
 	}
 }
+
+// TestFlagSuggestions: an unknown flag is answered with the command's
+// flags nearest to it, as an unknown command is with commands.
+func TestFlagSuggestions(t *testing.T) {
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"run", "--promt", "x"}, "vibe: unknown flag: --promt\n\nDid you mean this?\n\t--prompt\n\nRun 'vibe help' for usage.\n"},
+		{[]string{"ask", "x.json", "--prmpt=x"}, "vibe: unknown flag: --prmpt\n\nDid you mean this?\n\t--prompt\n\nRun 'vibe help' for usage.\n"},
+		{[]string{"ps", "--stat", "waiting"}, "vibe: unknown flag: --stat\n\nDid you mean this?\n\t--status\n\nRun 'vibe help' for usage.\n"},
+		{[]string{"compile", "--action-file", "a.json", "x.json"}, "vibe: unknown flag: --action-file\n\nDid you mean this?\n\t--actions-file\n\nRun 'vibe help' for usage.\n"},
+		{[]string{"run", "--zzzzzz"}, "vibe: unknown flag: --zzzzzz\nRun 'vibe help' for usage.\n"},
+		{[]string{"run", "-z"}, "vibe: unknown shorthand flag: 'z' in -z\nRun 'vibe help' for usage.\n"},
+	} {
+		status, stdout, stderr := run(t, "", tt.args...)
+		if status != exitUsage || stdout != "" || stderr != tt.want {
+			t.Errorf("vibe %s: %d %q, want\n%s", strings.Join(tt.args, " "), status, stderr, tt.want)
+		}
+	}
+}

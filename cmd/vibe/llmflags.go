@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"net/http"
 	"os"
 	"strings"
 
@@ -24,7 +25,11 @@ import (
 type llmFlags struct {
 	spec, baseURL string
 	tools, strict bool
+	inline        bool        // --inline-schemas
 	flag          *pflag.Flag // --llm, to tell a given flag from $VIBE_LLM
+	// concurrency, when set, fixes the model calls at once to the
+	// endpoint (vibe batch --concurrency); else the limiter adapts.
+	concurrency int
 }
 
 // given reports whether --llm was on the command line.
@@ -43,9 +48,11 @@ func (f *llmFlags) model() string {
 func (f *llmFlags) add(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&f.spec, "llm", os.Getenv("VIBE_LLM"), "the model: openai:MODEL, anthropic:MODEL or replay:FILE (default $VIBE_LLM)")
 	f.flag = cmd.Flags().Lookup("llm")
+	cmd.RegisterFlagCompletionFunc("llm", completeLLM)
 	cmd.Flags().StringVar(&f.baseURL, "llm-base-url", os.Getenv("VIBE_LLM_BASE_URL"), "the endpoint of an OpenAI-compatible server (vLLM, Ollama, llama.cpp) or an Anthropic proxy (default $VIBE_LLM_BASE_URL)")
 	cmd.Flags().BoolVar(&f.strict, "llm-strict", false, "openai: send schemas in OpenAI's strict structured-output form (every property required, additionalProperties false, optional ones nullable) to any OpenAI-compatible endpoint, not only OpenAI's own")
 	cmd.Flags().BoolVar(&f.tools, "llm-tools", false, "openai: send the schema as a forced function call instead of response_format json_schema, for servers without structured outputs")
+	cmd.Flags().BoolVar(&f.inline, "inline-schemas", false, "send each schema whole, a repeated subschema written out wherever it is, instead of once under $defs with $ref: for providers without $ref")
 }
 
 // provider builds the selected provider. Replayed answers are announced on
@@ -59,6 +66,9 @@ func (f *llmFlags) provider(io stdio) (llm.Provider, error) {
 		return nil, usageError{fmt.Errorf("--llm %q: want openai:MODEL, anthropic:MODEL or replay:FILE", f.spec)}
 	}
 	key := os.Getenv("VIBE_LLM_API_KEY")
+	// One limiter paces every call to the endpoint, and sees each 429
+	// through the client's transport, the SDK's own retries included.
+	lim := limiter{llm.NewLimiter(llm.LimiterOptions{Start: f.concurrency, Fixed: f.concurrency > 0})}
 	var p llm.Provider
 	switch kind {
 	case "openai":
@@ -71,12 +81,12 @@ func (f *llmFlags) provider(io stdio) (llm.Provider, error) {
 		}
 		// Strict structured outputs are OpenAI's own; other servers get the
 		// schema as written unless --llm-strict says they take it too.
-		p = openai.New(openai.Options{Model: arg, BaseURL: f.baseURL, APIKey: key, Mode: mode, Strict: f.baseURL == "" || f.strict})
+		p = openai.New(openai.Options{Model: arg, BaseURL: f.baseURL, APIKey: key, Mode: mode, Strict: f.baseURL == "" || f.strict, HTTPClient: lim.client(), Inline: f.inline})
 	case "anthropic":
 		if key == "" {
 			key = os.Getenv("ANTHROPIC_API_KEY")
 		}
-		p = anthropic.New(anthropic.Options{Model: arg, BaseURL: f.baseURL, APIKey: key})
+		p = anthropic.New(anthropic.Options{Model: arg, BaseURL: f.baseURL, APIKey: key, HTTPClient: lim.client(), Inline: f.inline})
 	case "replay":
 		rp, err := replay.Open(arg)
 		if err != nil {
@@ -87,6 +97,7 @@ func (f *llmFlags) provider(io stdio) (llm.Provider, error) {
 	default:
 		return nil, usageError{fmt.Errorf("--llm %q: unknown provider %q; want openai, anthropic or replay", f.spec, kind)}
 	}
+	p = lim.Provider(p)
 	if rec := os.Getenv("VIBE_LLM_RECORD"); rec != "" {
 		r, err := replay.Record(p, rec)
 		if err != nil {
@@ -96,4 +107,12 @@ func (f *llmFlags) provider(io stdio) (llm.Provider, error) {
 		return r, nil
 	}
 	return p, nil
+}
+
+// limiter is the llm.Limiter of a provider the flags make.
+type limiter struct{ *llm.Limiter }
+
+// client is an HTTP client whose transport tells the limiter of each 429.
+func (l limiter) client() *http.Client {
+	return &http.Client{Transport: l.Transport(nil)}
 }

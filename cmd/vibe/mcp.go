@@ -61,13 +61,14 @@ HTTP at /mcp.`,
 	ef.add(cmd)
 	wf.add(cmd)
 	registryFlag(cmd, &regDir)
-	processesFlag(cmd, &processes)
+	processesFlag(cmd, &processes, &regDir)
 	return cmd
 }
 
 // processesFlag adds --processes: which processes MCP clients see as tools.
-func processesFlag(cmd *cobra.Command, list *[]string) {
+func processesFlag(cmd *cobra.Command, list *[]string, regDir *string) {
 	cmd.Flags().StringSliceVar(list, "processes", nil, "the processes MCP clients see as tools, as registry URIs (default: every process in the registry)")
+	cmd.RegisterFlagCompletionFunc("processes", completeProcessURIs(regDir))
 }
 
 // newMCPServer is the MCP server of the processes p runs.

@@ -13,8 +13,10 @@ import (
 	"syscall"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	"go.temporal.io/sdk/worker"
 
+	"github.com/augceo/vibe/compose"
 	"github.com/augceo/vibe/durable"
 	"github.com/augceo/vibe/llm"
 	"github.com/augceo/vibe/registry"
@@ -240,6 +242,31 @@ func isCobraUsage(err error) bool {
 
 type flagError struct{ err error }
 
+// suggestFlags is err, pflag's complaint about an unknown flag of cmd,
+// with the flags of cmd nearest to it suggested, as cobra suggests
+// commands; any other error as it is.
+func suggestFlags(cmd *cobra.Command, err error) error {
+	name, ok := strings.CutPrefix(err.Error(), "unknown flag: --")
+	if !ok {
+		return err
+	}
+	var known []string
+	cmd.Flags().VisitAll(func(f *pflag.Flag) {
+		if !f.Hidden {
+			known = append(known, f.Name)
+		}
+	})
+	near := compose.Suggest(name, known, 3)
+	if len(near) == 0 {
+		return err
+	}
+	msg := err.Error() + "\n\nDid you mean this?\n"
+	for _, n := range near {
+		msg += "\t--" + n + "\n"
+	}
+	return errors.New(msg)
+}
+
 func (e *flagError) Error() string { return e.err.Error() }
 
 func newRoot(io stdio) *cobra.Command {
@@ -282,10 +309,10 @@ arguments, 130 interrupted (Ctrl-C), 143 stopped by SIGTERM.`,
 		SilenceErrors: true,
 	}
 	root.SetVersionTemplate("{{.Version}}")
-	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &flagError{err} })
+	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error { return &flagError{suggestFlags(cmd, err)} })
 	root.AddCommand(newComposeCmd(io), newCompileCmd(io), newAskCmd(io),
 		newServeCmd(io), newWorkerCmd(io), newRunCmd(io), newAnswerCmd(io), newShowCmd(io), newPsCmd(io),
-		newVesselCmd(io), newPlanCmd(io), newMCPCmd(io), newBatchCmd(io), newBatchesCmd(io), newDoctorCmd(io), newVersionCmd(io), newRequestsCmd(io))
+		newVesselCmd(io), newPlanCmd(io), newMCPCmd(io), newBatchCmd(io), newBatchesCmd(io), newCalibrateCmd(io), newDoctorCmd(io), newVersionCmd(io), newRequestsCmd(io))
 	return root
 }
 

@@ -18,7 +18,6 @@ import (
 	"github.com/augceo/vibe/api"
 	"github.com/augceo/vibe/durable"
 	"github.com/augceo/vibe/jsonv"
-	"github.com/augceo/vibe/llm"
 	"github.com/augceo/vibe/process"
 	"github.com/augceo/vibe/registry"
 	"github.com/augceo/vibe/schema"
@@ -46,13 +45,18 @@ func newRunCmd(io stdio) *cobra.Command {
 		ef                                      engineFlags
 		wf                                      workerFlags
 		regDir, prompt, input, answer, pipeline string
+		name                                    string
 		waitActions                             time.Duration
 	)
 	cmd := &cobra.Command{
-		Use:   "run PROCESS [--prompt T] [--input J] [--answer J]",
+		Use:   "run PROCESS|--pipeline EXPR [--prompt T] [--input J] [--answer J] [--name N]",
 		Short: "Start a process and follow it",
 		Long: `Run starts a process — a registry URI (aug:processes/schedule-meeting), a process
-schema file, or --pipeline EXPR — and shows each chunk as it finishes.
+schema file, or --pipeline EXPR (or @FILE) — and shows each chunk as it finishes.
+--name labels it in vibe ps and the console; a pipeline's label is made of its
+steps' names (triage-ticket+draft-reply). A pipeline that begins with the bare
+name prompt needs --prompt; a process started without --prompt or --input is
+warned of.
 
 It uses the vibe serve that has --data if one runs; otherwise it starts the
 embedded engine itself. When the process waits for a person it asks on the
@@ -78,7 +82,11 @@ J is JSON, or @FILE.`,
 			if err != nil {
 				return err
 			}
-			opts := process.StartOptions{Prompt: prompt, Pipeline: pipeline}
+			expr, pipeFile, err := readPipeline(pipeline)
+			if err != nil {
+				return err
+			}
+			opts := process.StartOptions{Prompt: prompt, Pipeline: expr, Name: name}
 			if len(args) == 1 {
 				if registry.IsURI(args[0]) {
 					opts.Process = args[0]
@@ -100,6 +108,9 @@ J is JSON, or @FILE.`,
 					return err
 				}
 			}
+			if err := checkPrompt(io, opts, reg); err != nil {
+				return err
+			}
 			p, done, err := connect(ctx, io, &ef, &wf, reg)
 			if err != nil {
 				return err
@@ -107,7 +118,7 @@ J is JSON, or @FILE.`,
 			defer done()
 			started, err := p.Start(ctx, opts)
 			if err != nil {
-				return err
+				return inPipelineFile(err, pipeFile)
 			}
 			fmt.Fprintf(io.err, "vibe: started %s\n", started.ID)
 			if len(started.Unread) > 0 {
@@ -125,7 +136,8 @@ J is JSON, or @FILE.`,
 	cmd.Flags().StringVar(&prompt, "prompt", "", "the person's request")
 	cmd.Flags().StringVar(&input, "input", "", "data the process starts with (JSON or @FILE)")
 	cmd.Flags().StringVar(&answer, "answer", "", "the answer to give when the process waits for a person (JSON or @FILE)")
-	cmd.Flags().StringVar(&pipeline, "pipeline", "", "run this pipeline expression")
+	cmd.Flags().StringVar(&pipeline, "pipeline", "", "run this pipeline expression (or @FILE)")
+	cmd.Flags().StringVar(&name, "name", "", "label the process with `NAME` in vibe ps and the console (default: the process's name; a pipeline's steps')")
 	cmd.Flags().DurationVar(&waitActions, "wait-actions", time.Minute, "on its own engine, wait up to `D` after the process completes for its fire-and-forget actions to settle (0: do not wait)")
 	return cmd
 }
@@ -181,51 +193,6 @@ and waits for its fire-and-forget actions as vibe run does (--wait-actions).`,
 	wf.add(cmd)
 	cmd.Flags().DurationVar(&waitActions, "wait-actions", time.Minute, "on its own engine, wait up to `D` after the process completes for its fire-and-forget actions to settle (0: do not wait)")
 	return cmd
-}
-
-func newShowCmd(io stdio) *cobra.Command {
-	var pf pricesFlag
-	cmd := readCmd(io, "show ID", "Print a process: status, what it waits for, state, usage", exactArgs(1),
-		func(ctx context.Context, p processes, args []string) error {
-			prices, err := pf.load()
-			if err != nil {
-				return err
-			}
-			info, err := p.Get(ctx, args[0])
-			if err != nil {
-				return err
-			}
-			if err := writeAny(io, info); err != nil {
-				return err
-			}
-			if prices != nil {
-				fmt.Fprintf(io.err, "vibe: %s: %s\n", info.ID, callsCost(prices, info.Calls))
-			}
-			return nil
-		})
-	cmd.Example = `  vibe show meeting-1a2b3c4d
-  vibe show meeting-1a2b3c4d | jq .state`
-	pf.add(cmd)
-	return cmd
-}
-
-// callsCost says what a process's model calls cost at p, each by the model
-// that answered it, and which models p has no price for.
-func callsCost(p *llm.Prices, calls []process.ModelCall) string {
-	var total float64
-	var unpriced []string
-	for _, c := range calls {
-		if cost, ok := p.Cost(c.Model, c.Usage, false); ok {
-			total += cost
-		} else if !slices.Contains(unpriced, c.Model) {
-			unpriced = append(unpriced, c.Model)
-		}
-	}
-	s := fmt.Sprintf("%d model calls cost %s (prices: %s)", len(calls), p.Format(total), p.File)
-	if len(unpriced) > 0 {
-		s += fmt.Sprintf("; no price for %s, left out", strings.Join(unpriced, ", "))
-	}
-	return s
 }
 
 func newPsCmd(io stdio) *cobra.Command {

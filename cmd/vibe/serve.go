@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"syscall"
 
 	"github.com/spf13/cobra"
 
@@ -44,8 +45,8 @@ func newServeCmd(io stdio) *cobra.Command {
 engine persisted to --data (or a client to --temporal HOST:PORT), a worker with
 the model and the server actions, and the HTTP API on --addr:
 
-  POST /v1/processes                 start a process: {"process": URI or schema, "prompt",
-                                     "input", "first"}; 201 {"id"}
+  POST /v1/processes                 start a process: {"process": URI or schema, or
+                                     "pipeline"; "name", "prompt", "input", "first"}; 201 {"id"}
   GET  /v1/processes?limit=N&cursor=C  a page of processes, newest first (limit 1-1000,
                                      default 100): {"processes": [...], "next": C or null}
   GET  /v1/processes/{id}            a process: status, what it waits for, state, usage
@@ -141,6 +142,25 @@ another matter: the client certificate that reaches a --temporal cluster.)`,
 			if err != nil {
 				return err
 			}
+			// The addresses are taken before the engine starts: one in use
+			// is told at once, with the flag that picks another.
+			ln, err := listen("--addr", addr)
+			if err != nil {
+				return err
+			}
+			defer ln.Close() // vibe.Serve closes it too; this when it is not reached
+			var uiLn net.Listener
+			uiExplicit := cmd.Flags().Changed("ui-listen")
+			if uiListen != "" && (ef.temporal == "" || uiExplicit) {
+				if uiLn, err = listen("--ui-listen", uiListen); err != nil {
+					if uiExplicit {
+						return err
+					}
+					fmt.Fprintf(io.err, "vibe: Temporal's UI is not served: %v\n", err)
+				} else {
+					defer uiLn.Close()
+				}
+			}
 			logger := serverLogger()
 			ctx := cmd.Context()
 			ef.serve = true
@@ -161,13 +181,16 @@ another matter: the client certificate that reaches a --temporal cluster.)`,
 			context.AfterFunc(ctx, mcpSrv.Close) // calls that follow processes stop; the processes go on
 			// Batches given over the API are spooled in the data directory
 			// and resumed at the next start.
+			if wf.llm.spec != "" {
+				l.Batches.Calibrations = calibrationStore(ef.data, &wf.llm) // vibe calibrate's choices
+			}
 			batches := &batch.Runner{Client: l.Batches, Dir: filepath.Join(ef.data, "batches"), Logger: logger}
 			if err := batches.Resume(ctx); err != nil {
 				logger.Error("resume batches", "err", err)
 			}
 			var ui string
-			if uiListen != "" && (l.Engine.Embedded() || cmd.Flags().Changed("ui-listen")) {
-				if ui, err = serveTemporalUI(ctx, io, &ef, l.Engine, uiListen, cmd.Flags().Changed("ui-listen"), logger); err != nil {
+			if uiLn != nil {
+				if ui, err = serveTemporalUI(ctx, &ef, l.Engine, uiLn, logger); err != nil {
 					return err
 				}
 			}
@@ -175,7 +198,7 @@ another matter: the client certificate that reaches a --temporal cluster.)`,
 				Namespace: l.Engine.Namespace(), Logger: logger, Stop: ctx.Done(), Prices: prices})
 			h := api.Handler(l.Processes, api.Options{Token: ef.token, Logger: logger, Requests: l.Requests, Batches: batches,
 				Mounts: map[string]http.Handler{"/mcp": mcpSrv.Handler(), "/": web}})
-			return vibe.Serve(ctx, h, vibe.ServeOptions{Addr: addr, DataDir: dataDir, TLS: tlsConfig, Ready: func(a net.Addr) {
+			return vibe.Serve(ctx, h, vibe.ServeOptions{Listener: ln, DataDir: dataDir, TLS: tlsConfig, Ready: func(a net.Addr) {
 				mode := "embedded engine in " + ef.data
 				if ef.temporal != "" {
 					mode = "Temporal at " + ef.temporal
@@ -204,7 +227,7 @@ another matter: the client certificate that reaches a --temporal cluster.)`,
 	wf.add(cmd)
 	bounds.add(cmd)
 	registryFlag(cmd, &regDir)
-	processesFlag(cmd, &processes)
+	processesFlag(cmd, &processes, &regDir)
 	cmd.Flags().StringVar(&addr, "addr", "127.0.0.1:8080", "address of the HTTP API and the console")
 	cmd.Flags().StringVar(&httpsCert, "https-cert", os.Getenv("VIBE_HTTPS_CERT"), "serve the API and the console over HTTPS with this certificate (`FILE`, PEM: the server's, then any intermediate ones), with --https-key (default $VIBE_HTTPS_CERT)")
 	cmd.Flags().StringVar(&httpsKey, "https-key", os.Getenv("VIBE_HTTPS_KEY"), "the private key (`FILE`, PEM) of --https-cert (default $VIBE_HTTPS_KEY)")
@@ -317,23 +340,15 @@ whichever worker runs the call.`,
 	return cmd
 }
 
-// serveTemporalUI serves Temporal's Web UI for eng on addr until ctx ends,
-// and returns its URL. A taken address is an error when the person chose
-// it (explicit), and otherwise only a warning: a second vibe serve on the
-// machine still runs, without the UI.
-func serveTemporalUI(ctx context.Context, io stdio, ef *engineFlags, eng *engine.Engine, addr string, explicit bool, logger *slog.Logger) (string, error) {
+// serveTemporalUI serves Temporal's Web UI for eng on ln until ctx ends,
+// and returns its URL. (serve listens before the engine starts: a taken
+// address is an error when the person chose it, and otherwise only a
+// warning — a second vibe serve on the machine still runs, without the UI.)
+func serveTemporalUI(ctx context.Context, ef *engineFlags, eng *engine.Engine, ln net.Listener, logger *slog.Logger) (string, error) {
 	cert, key, ca := ef.tlsFiles()
 	h, err := temporalui.Handler(temporalui.Options{Frontend: eng.HostPort(), Namespace: eng.Namespace(), CertFile: cert, KeyFile: key, CAFile: ca})
 	if err != nil {
 		return "", err
-	}
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		if explicit {
-			return "", fmt.Errorf("--ui-listen: %w", err)
-		}
-		fmt.Fprintf(io.err, "vibe: Temporal's UI is not served: %v (--ui-listen HOST:PORT chooses another address)\n", err)
-		return "", nil
 	}
 	go func() {
 		if err := vibe.Serve(ctx, h, vibe.ServeOptions{Listener: ln}); err != nil {
@@ -341,6 +356,19 @@ func serveTemporalUI(ctx context.Context, io stdio, ef *engineFlags, eng *engine
 		}
 	}()
 	return "http://" + ln.Addr().String(), nil
+}
+
+// listen listens on addr, which flag gave. An address in use is an error
+// that names the flag that picks another.
+func listen(flag, addr string) (net.Listener, error) {
+	ln, err := net.Listen("tcp", addr)
+	switch {
+	case errors.Is(err, syscall.EADDRINUSE):
+		return nil, fmt.Errorf("%s %s: the address is in use (by another vibe serve, or another program): give %s HOST:PORT to pick another", flag, addr, flag)
+	case err != nil:
+		return nil, fmt.Errorf("%s %s: %w", flag, addr, err)
+	}
+	return ln, nil
 }
 
 // serverLogger logs Vibe's own records on stderr as text; $VIBE_LOG=debug

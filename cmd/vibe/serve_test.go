@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -134,5 +135,33 @@ func TestServeHTTPS(t *testing.T) {
 	// HTTPS, by its pin.
 	if status, stdout, stderr := run(t, "", "ps", "--data", data, "--token", testToken); status != 0 {
 		t.Errorf("vibe ps: %d\n%s%s\n%s", status, stdout, stderr, out)
+	}
+}
+
+// TestServeAddressInUse: an address another program listens on is told
+// before the engine starts — nothing is created in the data directory —
+// with the flag that picks another.
+func TestServeAddressInUse(t *testing.T) {
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer taken.Close()
+	addr := taken.Addr().String()
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--addr", addr}, "vibe: --addr " + addr + ": the address is in use (by another vibe serve, or another program): give --addr HOST:PORT to pick another\n"},
+		{[]string{"--addr", "127.0.0.1:0", "--ui-listen", addr}, "vibe: --ui-listen " + addr + ": the address is in use (by another vibe serve, or another program): give --ui-listen HOST:PORT to pick another\n"},
+	} {
+		data := filepath.Join(t.TempDir(), "data")
+		status, stdout, stderr := run(t, "", append([]string{"serve", "--data", data}, tt.args...)...)
+		if status != 1 || stdout != "" || stderr != tt.want {
+			t.Errorf("%v: %d %q\n%s\nwant %q", tt.args, status, stdout, stderr, tt.want)
+		}
+		if _, err := os.Stat(data); !os.IsNotExist(err) {
+			t.Errorf("%v: the engine started in %s (%v)", tt.args, data, err)
+		}
 	}
 }

@@ -34,6 +34,13 @@ type Anthropic struct {
 // each prompt it reports read from and written to its prompt cache.
 func NewAnthropic(t testing.TB, answer func(name, body string) string, opts Options) *Anthropic {
 	s := &Anthropic{model: newModel(answer, opts)}
+	s.fail = func(w http.ResponseWriter, status int, msg string) {
+		kind := "invalid_request_error"
+		if status == http.StatusTooManyRequests {
+			kind = "rate_limit_error"
+		}
+		anthropicError(w, status, kind, msg)
+	}
 	s.Batches = newBatches(wireAnthropic, opts.OnEvent, s.batchAnswer)
 	s.Server = httptest.NewServer(http.HandlerFunc(s.route))
 	t.Cleanup(s.Close)
@@ -77,6 +84,7 @@ func (s *Anthropic) batchAnswer(body []byte) (int, []byte) {
 // object.
 func (s *Anthropic) message(body []byte, answer string) ([]byte, int) {
 	name := schemaName(body)
+	answer, cut := s.cut(answer)
 	var content, stop string
 	if trimmed := strings.TrimSpace(answer); name != "" && strings.HasPrefix(trimmed, "{") && json.Valid([]byte(trimmed)) {
 		n, _ := json.Marshal(name)
@@ -85,8 +93,14 @@ func (s *Anthropic) message(body []byte, answer string) ([]byte, int) {
 		t, _ := json.Marshal(answer)
 		content, stop = fmt.Sprintf(`[{"type":"text","text":%s}]`, t), "end_turn"
 	}
+	if cut {
+		stop = "max_tokens"
+	}
 	prompt, completion := s.tokens(body, answer)
 	cached, written := int(s.opts.Cached*float64(prompt)), int(s.opts.CacheWrite*float64(prompt))
+	if s.opts.PrefixCache {
+		cached, written = s.cacheAnthropic(body)
+	}
 	model, _ := json.Marshal(cmp.Or(s.opts.Model, "test-model"))
 	return fmt.Appendf(nil, `{"id":"msg_test","type":"message","role":"assistant","model":%s,"content":%s,"stop_reason":%q,"stop_sequence":null,`+
 		`"usage":{"input_tokens":%d,"output_tokens":%d,"cache_read_input_tokens":%d,"cache_creation_input_tokens":%d}}`,

@@ -7,9 +7,12 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/augceo/vibe/jsonv"
 )
 
 // Server is an OpenAI-compatible test model. It answers each chat request
@@ -33,11 +36,19 @@ type model struct {
 	opts   Options
 
 	slots chan struct{} // a slot per request served at once (MaxConcurrent)
+	// fail writes the wire's error answer.
+	fail func(w http.ResponseWriter, status int, msg string)
 
-	mu     sync.Mutex
-	bodies []string
-	asked  map[string]int
-	prompt int // the prompt tokens answered so far
+	mu       sync.Mutex
+	bodies   []string
+	asked    map[string]int
+	prompt   int // the prompt tokens answered so far
+	inflight int // the requests being answered now
+	peak     int // the most at once
+	refused  int // the requests answered 429 or 400
+	// prompts are the prompts a PrefixCache holds: OpenAI's whole, or
+	// Anthropic's prefixes up to a breakpoint.
+	prompts []string
 }
 
 // New starts a test model; it is closed when the test ends.
@@ -77,6 +88,27 @@ type Options struct {
 	// CacheWrite is the share of each prompt's tokens an Anthropic server
 	// reports as written to its prompt cache (cache_creation_input_tokens).
 	CacheWrite float64
+	// RateLimit, when set, answers 429 with a Retry-After of RetryAfter
+	// (default 1s) to a request that arrives while RateLimit others are
+	// being answered, as a provider over its rate does.
+	RateLimit  int
+	RetryAfter time.Duration
+	// MaxProperties, when set, refuses with 400 a request whose schema
+	// holds more object properties, all levels counted (its $defs
+	// included), as a provider's strict structured outputs refuse a
+	// grammar too large to compile.
+	MaxProperties int
+	// MaxOutputTokens, when set, cuts an answer off past that many
+	// completion tokens (its bytes / 4), with the finish reason "length"
+	// (Anthropic's stop reason "max_tokens").
+	MaxOutputTokens int
+	// PrefixCache, instead of Cached and CacheWrite, caches prompts as
+	// the provider of the server's wire does (cache.go): what a request
+	// shares from its start with an earlier one is read from the cache —
+	// past 1,024 tokens, in steps of 128, for OpenAI; up to its
+	// cache_control breakpoint, once an earlier request wrote that
+	// prefix, for Anthropic. Tokens are counted as with Tokens.
+	PrefixCache bool
 	// OnEvent, when set, is told of each step of a client through the
 	// Batch API (an upload, a batch created, polled, cancelled, its
 	// results read) once the server has made it and before it answers:
@@ -87,6 +119,7 @@ type Options struct {
 // NewServer starts a test model with opts.
 func NewServer(t testing.TB, answer func(name, body string) string, opts Options) *Server {
 	s := &Server{model: newModel(answer, opts)}
+	s.fail = openAIError
 	s.Batches = newBatches(wireOpenAI, opts.OnEvent, s.batchAnswer)
 	s.Server = httptest.NewServer(http.HandlerFunc(s.route))
 	t.Cleanup(s.Close)
@@ -117,6 +150,10 @@ func ByName(answers map[string]string) func(string) string {
 func (m *model) serve(w http.ResponseWriter, r *http.Request, render func(body []byte, answer string) ([]byte, int)) {
 	body, _ := io.ReadAll(r.Body)
 	name := schemaName(body)
+	if m.refuse(w, body) {
+		return
+	}
+	defer m.done()
 	if !m.admit(r, name, body) {
 		return
 	}
@@ -133,6 +170,79 @@ func (m *model) serve(w http.ResponseWriter, r *http.Request, render func(body [
 	w.Write(out)
 }
 
+// refuse answers a request the server will not take — past RateLimit
+// (429), a schema past MaxProperties (400) — and counts it; else it counts
+// the request in flight (done ends it).
+func (m *model) refuse(w http.ResponseWriter, body []byte) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.opts.RateLimit > 0 && m.inflight >= m.opts.RateLimit {
+		m.refused++
+		w.Header().Set("Retry-After", strconv.FormatFloat(cmp.Or(m.opts.RetryAfter, time.Second).Seconds(), 'f', -1, 64))
+		m.fail(w, http.StatusTooManyRequests, "Rate limit reached: too many requests at once. Please try again later.")
+		return true
+	}
+	if m.opts.MaxProperties > 0 {
+		var req wireBody
+		json.Unmarshal(body, &req)
+		_, s := req.schema()
+		if n := countProperties(s); n > m.opts.MaxProperties {
+			m.refused++
+			m.fail(w, http.StatusBadRequest, fmt.Sprintf("Invalid schema: the compiled grammar is too large (%d properties, at most %d).", n, m.opts.MaxProperties))
+			return true
+		}
+	}
+	m.inflight++
+	m.peak = max(m.peak, m.inflight)
+	return false
+}
+
+func (m *model) done() {
+	m.mu.Lock()
+	m.inflight--
+	m.mu.Unlock()
+}
+
+// countProperties counts the object properties of a schema's JSON, all
+// levels.
+func countProperties(schema []byte) int {
+	v, err := jsonv.Parse(schema)
+	if err != nil {
+		return 0
+	}
+	n := 0
+	jsonv.Walk(v, func(p jsonv.Pointer, x jsonv.Value) error {
+		if props, ok := x.Get("properties"); ok && props.Object() != nil {
+			n += props.Len()
+		}
+		return nil
+	})
+	return n
+}
+
+// cut is answer cut off past MaxOutputTokens, and whether it was.
+func (m *model) cut(answer string) (string, bool) {
+	if m.opts.MaxOutputTokens > 0 && len(answer)/4 > m.opts.MaxOutputTokens {
+		return answer[:m.opts.MaxOutputTokens*4], true
+	}
+	return answer, false
+}
+
+// Peak is the most requests the server answered at once.
+func (m *model) Peak() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.peak
+}
+
+// Refused counts the requests the server refused (RateLimit,
+// MaxProperties).
+func (m *model) Refused() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.refused
+}
+
 // batchAnswer is the response body of a batch's chat request: the one a
 // direct request with that body gets.
 func (s *Server) batchAnswer(body []byte) (int, []byte) {
@@ -146,6 +256,7 @@ func (s *Server) batchAnswer(body []byte) (int, []byte) {
 func (m *model) completion(body []byte, answer string) ([]byte, int) {
 	var req wireBody
 	json.Unmarshal(body, &req)
+	answer, cut := m.cut(answer)
 	message, finish := []byte(nil), "stop"
 	if len(req.Tools) > 0 && req.Tools[0].Function.Name != "" {
 		name, _ := json.Marshal(req.Tools[0].Function.Name)
@@ -156,18 +267,25 @@ func (m *model) completion(body []byte, answer string) ([]byte, int) {
 		content, _ := json.Marshal(answer)
 		message = fmt.Appendf(nil, `{"role":"assistant","content":%s}`, content)
 	}
+	if cut {
+		finish = "length"
+	}
 	prompt, completion := m.tokens(body, answer)
+	cached := int(m.opts.Cached * float64(prompt))
+	if m.opts.PrefixCache {
+		cached = m.cacheOpenAI(body)
+	}
 	model, _ := json.Marshal(cmp.Or(m.opts.Model, "test-model"))
 	return fmt.Appendf(nil, `{"id":"chatcmpl-test","object":"chat.completion","created":1,"model":%s,`+
 		`"choices":[{"index":0,"message":%s,"finish_reason":%q}],`+
 		`"usage":{"prompt_tokens":%d,"completion_tokens":%d,"total_tokens":%d,"prompt_tokens_details":{"cached_tokens":%d}}}`,
-		model, message, finish, prompt, completion, prompt+completion, int(m.opts.Cached*float64(prompt))), prompt
+		model, message, finish, prompt, completion, prompt+completion, cached), prompt
 }
 
 // tokens are the prompt and completion tokens of a request of body
 // answered with answer.
 func (m *model) tokens(body []byte, answer string) (prompt, completion int) {
-	if m.opts.Tokens {
+	if m.opts.Tokens || m.opts.PrefixCache {
 		return len(body) / 4, len(answer) / 4
 	}
 	return 100, 30

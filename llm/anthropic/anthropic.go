@@ -15,6 +15,7 @@ import (
 	"github.com/anthropics/anthropic-sdk-go/option"
 	"github.com/tidwall/sjson"
 
+	"github.com/augceo/vibe/compile"
 	"github.com/augceo/vibe/jsonv"
 	"github.com/augceo/vibe/llm"
 )
@@ -38,6 +39,9 @@ type Options struct {
 	Timeout time.Duration
 	// HTTPClient replaces the client's HTTP client (tests, proxies).
 	HTTPClient *http.Client
+	// Inline sends every schema with its "$ref"s replaced by what they
+	// name (compile.Inline), for proxies that take no "$ref".
+	Inline bool
 	// CacheMinTokens is the shortest prefix of a request — its tool (the
 	// schema) and system text, in tokens estimated as bytes / 4 — that is
 	// marked for Anthropic's prompt cache (cache_control); 0 is
@@ -131,7 +135,7 @@ func (p *Provider) build(req *llm.Request) (*call, error) {
 	if p.opts.Model == "" {
 		return nil, errors.New("anthropic: no model given (Options.Model)")
 	}
-	schema, err := objectSchema(req.Schema)
+	schema, err := objectSchema(req.Schema, p.opts.Inline)
 	if err != nil {
 		return nil, err
 	}
@@ -146,6 +150,9 @@ func (p *Provider) build(req *llm.Request) (*call, error) {
 	}
 	if req.System != "" {
 		params.System = []sdk.TextBlockParam{{Text: req.System}}
+	}
+	if req.Temperature != nil {
+		params.Temperature = sdk.Float(*req.Temperature)
 	}
 	for _, m := range req.Messages {
 		block := sdk.NewTextBlock(m.Content)
@@ -211,10 +218,15 @@ func read(msg *sdk.Message, name string) (*llm.Response, error) {
 // answer returns the input of msg's tool call, or an error saying why there
 // is none. These are not APIErrors: the endpoint answered, the model did not.
 func answer(msg *sdk.Message, name string) (string, error) {
-	if msg.StopReason == sdk.StopReasonMaxTokens {
+	switch msg.StopReason {
+	case sdk.StopReasonMaxTokens:
 		// The tool input is cut off; asking again with the same cap would
 		// be cut off too.
-		return "", fmt.Errorf("anthropic: model %s hit the token limit before the answer was complete (stop reason \"max_tokens\"); raise the max tokens", msg.Model)
+		return "", fmt.Errorf("anthropic: model %s hit the token limit before the answer was complete (stop reason \"max_tokens\"); raise the max tokens or ask for less: %w", msg.Model, llm.ErrCutOff)
+	case sdk.StopReasonModelContextWindowExceeded:
+		return "", fmt.Errorf("anthropic: model %s ran out of its context window (stop reason %q): %w", msg.Model, msg.StopReason, llm.ErrCutOff)
+	case sdk.StopReasonRefusal:
+		return "", fmt.Errorf("anthropic: model %s refused (stop reason \"refusal\"): %w", msg.Model, llm.ErrRefused)
 	}
 	var input json.RawMessage
 	for _, b := range msg.Content {
@@ -235,13 +247,18 @@ func answer(msg *sdk.Message, name string) (string, error) {
 	return string(input), nil
 }
 
-// objectSchema returns the schema's bytes, with "type": "object" put first
-// when the schema names no type: the Messages API requires an object schema
-// for a tool's input.
-func objectSchema(raw []byte) ([]byte, error) {
+// objectSchema returns the schema's bytes (its references replaced by
+// what they name when inline), with "type": "object" put first when the
+// schema names no type: the Messages API requires an object schema for a
+// tool's input.
+func objectSchema(raw []byte, inline bool) ([]byte, error) {
 	s, err := jsonv.Parse(raw)
 	if err != nil {
 		return nil, fmt.Errorf("anthropic: the schema is not valid JSON: %w", err)
+	}
+	if inline {
+		s = compile.Inline(s)
+		raw = jsonv.Marshal(s)
 	}
 	o := s.Object()
 	if o == nil {
@@ -277,6 +294,7 @@ func apiError(ctx context.Context, err error) error {
 			Message:    msg,
 			Retryable:  ae.StatusCode == http.StatusTooManyRequests || ae.StatusCode >= 500,
 			Err:        err,
+			TooLarge:   llm.TooLargeMessage(ae.StatusCode, msg),
 		}
 	}
 	var ne net.Error
