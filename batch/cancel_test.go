@@ -2,7 +2,9 @@ package batch_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
@@ -12,10 +14,28 @@ import (
 	"testing"
 	"time"
 
+	"github.com/augceo/vibe/api"
 	"github.com/augceo/vibe/batch"
-	"github.com/augceo/vibe/compile"
 	"github.com/augceo/vibe/internal/llmtest"
 )
+
+// getJSON reads url's JSON answer into v, and returns its status code.
+func getJSON(t *testing.T, ctx context.Context, url string, v any) int {
+	t.Helper()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if err := json.NewDecoder(resp.Body).Decode(v); err != nil {
+		t.Errorf("GET %s: %v", url, err)
+	}
+	return resp.StatusCode
+}
 
 // heldAfter is a model at the OpenAI wire that answers its first n
 // requests (through model) and holds every later one until the client
@@ -72,7 +92,9 @@ func TestCancelledBatch(t *testing.T) {
 		prompt   int64
 	}{
 		{"items waiting for a person", batch.Options{Size: 4}, 1, true, 1, 100},
-		{"a fill in flight, one of its two calls answered", batch.Options{Size: 4, Call: batch.CallOptions{Limits: compile.Limits{MaxItems: 2}}}, 1, false, 2, 100},
+		// Auto K: 4 items over 2 calls at once are K = 2, one group of
+		// them, whose fill is two calls.
+		{"a fill in flight, one of its two calls answered", batch.Options{Total: 4, Concurrency: 2}, 1, false, 2, 100},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			model := llmtest.NewServer(t, llmtest.Multiplexed(verdict), llmtest.Options{})
@@ -94,8 +116,18 @@ func TestCancelledBatch(t *testing.T) {
 					}
 					time.Sleep(20 * time.Millisecond)
 				}
-				st, err := c.Status(ctx, "cancelled")
-				if err != nil || st.Requests != 1 || st.Usage.PromptTokens != 100 {
+				// The group's report of what its fill spent reaches the
+				// record as a signal, a moment after the items wait: the
+				// status is read until it has come (a record that never
+				// counts it fails here, at the bound).
+				wctx, cancel := context.WithTimeout(ctx, time.Minute)
+				st, err := c.Status(wctx, "cancelled")
+				for err == nil && st.Requests == 0 && wctx.Err() == nil {
+					time.Sleep(20 * time.Millisecond)
+					st, err = c.Status(wctx, "cancelled")
+				}
+				cancel()
+				if err != nil || st.Waiting != 4 || st.Requests != 1 || st.Usage.PromptTokens != 100 {
 					t.Errorf("while its items wait: %+v %v; want the request that filled them and its tokens", st, err)
 				}
 			} else {
@@ -122,6 +154,28 @@ func TestCancelledBatch(t *testing.T) {
 				if r.Status != batch.StatusFailed || !strings.Contains(r.Error, "cancel") {
 					t.Errorf("line %d: %+v", r.Line, r)
 				}
+			}
+			// Through a server, as vibe serve answers it: the status and
+			// the results, which end with their last line.
+			srv := httptest.NewServer(api.Handler(c.Processes, api.Options{Logger: quiet(),
+				Batches: &batch.Runner{Client: c, Dir: t.TempDir(), Logger: quiet()}}))
+			defer srv.Close()
+			var got batch.Status
+			if code := getJSON(t, rctx, srv.URL+"/v1/batches/cancelled", &got); code != http.StatusOK || got.Status != "canceled" || got.Requests != tt.requests || got.Usage.PromptTokens != tt.prompt || got.Failed != 4 {
+				t.Errorf("GET /v1/batches/cancelled: %d %+v", code, got)
+			}
+			req, err := http.NewRequestWithContext(rctx, http.MethodGet, srv.URL+"/v1/batches/cancelled/results", nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			body, err := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if err != nil || resp.StatusCode != http.StatusOK || strings.Count(string(body), "\n") != 4 || strings.Count(string(body), `"status":"failed"`) != 4 {
+				t.Errorf("GET /v1/batches/cancelled/results: %d %v\n%s", resp.StatusCode, err, body)
 			}
 		})
 	}
