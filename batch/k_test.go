@@ -90,7 +90,7 @@ func TestItemsApart(t *testing.T) {
 }
 
 // TestSplitOnRefusal: a provider that refuses schemas past 40 properties,
-// and one that cuts answers off past 200 output tokens: a group of 32
+// and one that cuts answers off past 300 output tokens: a group of 32
 // items of a two-step chunk completes by halving its call, and the batch
 // says the size that passed.
 func TestSplitOnRefusal(t *testing.T) {
@@ -104,7 +104,7 @@ func TestSplitOnRefusal(t *testing.T) {
 		reason string
 	}{
 		{"properties", llmtest.Options{MaxProperties: 40}, 16, "refused for its size"},
-		{"output tokens", llmtest.Options{MaxOutputTokens: 200}, 8, "cut off at the output token limit"},
+		{"output tokens", llmtest.Options{MaxOutputTokens: 300}, 16, "cut off at the output token limit"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			model := llmtest.NewServer(t, llmtest.Multiplexed(verdict), tc.opts)

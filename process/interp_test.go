@@ -11,6 +11,7 @@ import (
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/testsuite"
+	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/augceo/vibe/durable"
@@ -82,6 +83,7 @@ func TestInterpretersSideBySide(t *testing.T) {
 	var s testsuite.WorkflowTestSuite
 	s.SetLogger(log.NewStructuredLogger(slog.New(slog.DiscardHandler)))
 	env := s.NewTestWorkflowEnvironment()
+	env.SetWorkerOptions(worker.Options{DeadlockDetectionTimeout: time.Minute}) // a busy machine may hold the workflow goroutine past the 1 s default
 	env.RegisterWorkflowWithOptions(sideBySide, workflow.RegisterOptions{Name: "sideBySide"})
 	env.RegisterActivityWithOptions(durable.CheckValue, activity.RegisterOptions{Name: durable.CheckName})
 	answer := func(item, decision string) {

@@ -16,6 +16,7 @@ import (
 	"go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
+	"go.temporal.io/sdk/worker"
 
 	"github.com/augceo/vibe/action"
 	"github.com/augceo/vibe/compile"
@@ -116,6 +117,7 @@ func newEnv(t *testing.T, p llm.Provider, acts *action.Registry) *testsuite.Test
 	var s testsuite.WorkflowTestSuite
 	s.SetLogger(log.NewStructuredLogger(slog.New(slog.DiscardHandler)))
 	env := s.NewTestWorkflowEnvironment()
+	env.SetWorkerOptions(worker.Options{DeadlockDetectionTimeout: time.Minute}) // a busy machine may hold the workflow goroutine past the 1 s default
 	register(env, &durable.Activities{Provider: p, Actions: acts, Logger: quietLogger()})
 	return env
 }

@@ -19,6 +19,7 @@ import (
 
 	"go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/testsuite"
+	"go.temporal.io/sdk/worker"
 
 	"github.com/augceo/vibe/action"
 	"github.com/augceo/vibe/durable"
@@ -90,6 +91,7 @@ func execute(t *testing.T, in Input, model string, acts *action.Registry, loader
 	var s testsuite.WorkflowTestSuite
 	s.SetLogger(log.NewStructuredLogger(slog.New(slog.DiscardHandler)))
 	env := s.NewTestWorkflowEnvironment()
+	env.SetWorkerOptions(worker.Options{DeadlockDetectionTimeout: time.Minute}) // a busy machine may hold the workflow goroutine past the 1 s default
 	if acts == nil {
 		acts = &action.Registry{}
 	}

@@ -187,7 +187,8 @@ func TestInterceptor(t *testing.T) {
 	}
 	var s testsuite.WorkflowTestSuite
 	env := s.NewTestWorkflowEnvironment()
-	env.SetWorkerOptions(worker.Options{Interceptors: []interceptor.WorkerInterceptor{in.(interceptor.WorkerInterceptor)}})
+	env.SetWorkerOptions(worker.Options{Interceptors: []interceptor.WorkerInterceptor{in.(interceptor.WorkerInterceptor)},
+		DeadlockDetectionTimeout: time.Minute}) // a busy machine may hold the workflow goroutine past the 1 s default
 	wf := func(ctx workflow.Context) (int, error) {
 		n := 0
 		if err := workflow.SetQueryHandler(ctx, "count", func() (int, error) { return n, nil }); err != nil {

@@ -40,7 +40,7 @@ func TestCalibrateThenBatch(t *testing.T) {
 		{"steady", llmtest.Multiplexed(verdict), 32, 64},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			model := llmtest.NewServer(t, tc.model, llmtest.Options{})
+			model := llmtest.NewServer(t, tc.model, llmtest.Options{Tokens: true}) // tokens of the request's size, for the table
 			llmArgs := []string{"--llm", "openai:test-model-" + tc.name, "--llm-base-url", model.URL}
 			status, stdout, stderr := run(t, "", append([]string{"calibrate", filepath.Join(dir, "moderate.json"), "--in", filepath.Join(dir, "items.jsonl"),
 				"--data", data, "--json"}, llmArgs...)...)
@@ -64,6 +64,7 @@ func TestCalibrateThenBatch(t *testing.T) {
 				t.Fatalf("vibe calibrate --json: %v\n%s", err, stdout)
 			}
 			cc := cal.Chunks[0]
+			t.Logf("vibe calibrate --json (%s model):\n%s", tc.name, stdout)
 			if cc.ChosenK < tc.low || cc.ChosenK > tc.top {
 				t.Errorf("chose K=%d, want %d to %d", cc.ChosenK, tc.low, tc.top)
 			}

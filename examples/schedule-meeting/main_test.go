@@ -15,6 +15,7 @@ import (
 
 	"go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/testsuite"
+	"go.temporal.io/sdk/worker"
 
 	"github.com/augceo/vibe/action"
 	"github.com/augceo/vibe/compile"
@@ -70,6 +71,7 @@ func runInTestEnv(t *testing.T, model llm.Provider) process.View {
 	var s testsuite.WorkflowTestSuite
 	s.SetLogger(log.NewStructuredLogger(slog.New(slog.DiscardHandler)))
 	env := s.NewTestWorkflowEnvironment()
+	env.SetWorkerOptions(worker.Options{DeadlockDetectionTimeout: time.Minute}) // a busy machine may hold the workflow goroutine past the 1 s default
 	shared := &durable.Activities{Provider: model, Actions: acts}
 	durable.Register(env, shared)
 	process.RegisterWorkflows(env, shared.Actions)
