@@ -167,14 +167,15 @@ func (c *Client) Start(ctx context.Context, opts process.StartOptions) (*process
 		body.Set("system", jsonv.StringValue(opts.System))
 	}
 	var out struct {
-		ID      string `json:"id"`
-		Process string `json:"process"`
-		Direct  bool   `json:"direct"`
+		ID      string   `json:"id"`
+		Process string   `json:"process"`
+		Direct  bool     `json:"direct"`
+		Unread  []string `json:"unread"`
 	}
 	if err := c.do(ctx, http.MethodPost, "/v1/processes", jsonv.Marshal(body.Value()), &out, process.ErrNotFound); err != nil {
 		return nil, err
 	}
-	return &process.Started{ID: out.ID, Name: out.Process, Direct: out.Direct}, nil
+	return &process.Started{ID: out.ID, Name: out.Process, Direct: out.Direct, Unread: out.Unread}, nil
 }
 
 // Get returns a process.

@@ -146,6 +146,19 @@ func TestOnTheEngine(t *testing.T) {
 		}
 	})
 
+	t.Run("an input no step reads is named", func(t *testing.T) {
+		for _, tt := range []struct{ input, want string }{
+			{`{"k": 1, "j": 2}`, `[k j]`},
+			{`null`, `<nil>`},
+		} {
+			code, out := post(t, "/v1/processes", `{"process":`+greetDoc+`,"first":{"greet":{"text":"hello"}},"input":`+tt.input+`}`)
+			if code != 201 || fmt.Sprint(out["unread"]) != tt.want {
+				t.Errorf("input %s: %d %v, want unread %s", tt.input, code, out, tt.want)
+			}
+			eng.Client().GetWorkflow(ctx, out["id"].(string), "").Get(ctx, nil)
+		}
+	})
+
 	t.Run("answers to finished processes", func(t *testing.T) {
 		for _, tc := range []struct {
 			doc    string

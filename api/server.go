@@ -300,7 +300,11 @@ func (s *server) start(w http.ResponseWriter, r *http.Request) {
 		s.failed(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusCreated, map[string]any{"id": started.ID, "process": started.Name, "direct": started.Direct})
+	out := map[string]any{"id": started.ID, "process": started.Name, "direct": started.Direct}
+	if len(started.Unread) > 0 {
+		out["unread"] = started.Unread
+	}
+	writeJSON(w, http.StatusCreated, out)
 }
 
 // listPage is the answer of GET /v1/processes.

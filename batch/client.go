@@ -162,8 +162,9 @@ func (c *Client) provider(ctx context.Context, id string) *ProviderState {
 
 // Cancel cancels batch id: its groups (their items fail as cancelled),
 // its provider batches (each one the provider still runs is cancelled
-// there, CancelBatch), and its record. A batch that already finished is
-// no error.
+// there, CancelBatch), and its record — last, once the groups have ended
+// (or CancelWait has passed), so that it counts what they did and spent
+// to the end. A batch that already finished is no error.
 func (c *Client) Cancel(ctx context.Context, id string) error {
 	if _, err := execution.Describe(ctx, c.temporal(), id, ErrNotFound, BatchName); err != nil {
 		return err
@@ -176,11 +177,43 @@ func (c *Client) Cancel(ctx context.Context, id string) error {
 		}
 	}
 	cancel(ProviderID(id))
+	var groups []string
+	if err := c.runningGroups(ctx, id, func(wid string) { groups = append(groups, wid); cancel(wid) }); err != nil {
+		return fmt.Errorf("cancel batch %s: list its groups: %w", id, err)
+	}
+	c.awaitEnded(ctx, groups)
+	cancel(id)
+	// A group that started while the others ended reported to a record
+	// that still ran: it is cancelled too.
 	if err := c.runningGroups(ctx, id, cancel); err != nil {
 		return fmt.Errorf("cancel batch %s: list its groups: %w", id, err)
 	}
-	cancel(id)
 	return errors.Join(errs...)
+}
+
+// CancelWait bounds how long Cancel waits for a batch's cancelled groups
+// to end: a fill in flight says what it spent at its next heartbeat.
+var CancelWait = 30 * time.Second
+
+// awaitEnded waits until the workflows ids are no longer running, or
+// CancelWait has passed.
+func (c *Client) awaitEnded(ctx context.Context, ids []string) {
+	ctx, cancel := context.WithTimeout(ctx, CancelWait)
+	defer cancel()
+	for _, id := range ids {
+		for ctx.Err() == nil {
+			desc, err := c.temporal().DescribeWorkflowExecution(ctx, id, "")
+			if err != nil || desc.GetWorkflowExecutionInfo().GetStatus() != enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
+				break
+			}
+			t := time.NewTimer(50 * time.Millisecond)
+			select {
+			case <-ctx.Done():
+			case <-t.C:
+			}
+			t.Stop()
+		}
+	}
 }
 
 // isDone reports whether err says the workflow already finished.
@@ -274,7 +307,8 @@ func (c *Client) awaitGroup(ctx context.Context, id string, g int, poll time.Dur
 		if err != nil {
 			return false, err
 		}
-		if st.Ended && g >= st.Groups {
+		if (st.Ended || st.Status != "running") && g >= st.Groups {
+			// Its input ended, or it was cancelled: no group starts now.
 			return false, nil
 		}
 		_, err := c.temporal().DescribeWorkflowExecution(ctx, GroupID(id, g), "")

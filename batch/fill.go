@@ -455,7 +455,7 @@ func (a *Activities) Fill(ctx context.Context, in FillInput) (*FillOutput, error
 	defer durable.KeepAliveWith(ctx, sent.Details)()
 	out, err := Fill(ctx, sent, in, llm.Options{Logger: logger, Metrics: a.Metrics, Process: in.Group, MaxRepairs: a.MaxRepairs})
 	if err != nil {
-		return nil, durable.FillError(err)
+		return nil, fillFailed(ctx, sent, err)
 	}
 	out.Requests += sent.Earlier()
 	logger.Info("batch call", "group", in.Group, "chunk", in.Chunk, "items", len(in.Items), "requests", out.Requests,

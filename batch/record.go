@@ -17,6 +17,9 @@ type RecordInput struct {
 	End      *End  `json:"end,omitempty"`
 	// Lines are the groups' line ranges as they reported them, by group.
 	Lines []Lines `json:"lines,omitempty"`
+	// Live are the last reports of what running groups spent so far
+	// (GroupReport.Spent), by group.
+	Live []GroupReport `json:"live,omitempty"`
 }
 
 // Lines is the range of input lines a group holds.
@@ -49,8 +52,8 @@ func (w *Workflows) Batch(ctx workflow.Context, in RecordInput) (Status, error) 
 	if st.Status == "" {
 		st.Status = "running"
 	}
-	started, finished, lines := in.Started, in.Finished, in.Lines
-	if err := workflow.SetQueryHandler(ctx, QueryStatus, func() (Status, error) { return st, nil }); err != nil {
+	started, finished, lines, live := in.Started, in.Finished, in.Lines, in.Live
+	if err := workflow.SetQueryHandler(ctx, QueryStatus, func() (Status, error) { return spentSoFar(st, live), nil }); err != nil {
 		return st, err
 	}
 	// QueryGroup: the group that holds an input line, -1 for none
@@ -69,6 +72,12 @@ func (w *Workflows) Batch(ctx workflow.Context, in RecordInput) (Status, error) 
 	reports := workflow.GetSignalChannel(ctx, SignalGroup)
 	ends := workflow.GetSignalChannel(ctx, SignalEnd)
 	take := func(r GroupReport) {
+		if r.Spent {
+			if _, done := slices.BinarySearch(finished, r.Index); !done {
+				live = takeSpent(live, r)
+			}
+			return
+		}
 		if add(&started, r.Index) {
 			st.Items += r.Items
 			st.Groups++
@@ -77,6 +86,7 @@ func (w *Workflows) Batch(ctx workflow.Context, in RecordInput) (Status, error) 
 			}
 		}
 		if r.Finished && add(&finished, r.Index) {
+			live = dropSpent(live, r.Index)
 			st.Done += r.Done
 			st.Failed += r.Failed
 			st.Usage = st.Usage.Add(r.Usage)
@@ -101,8 +111,25 @@ func (w *Workflows) Batch(ctx workflow.Context, in RecordInput) (Status, error) 
 		st.Ended = true
 	})
 	sel.AddReceive(ctx.Done(), func(workflow.ReceiveChannel, bool) {})
+	queued := func() { // take what is queued
+		for {
+			var r GroupReport
+			if !reports.ReceiveAsync(&r) {
+				break
+			}
+			take(r)
+		}
+		var e End
+		if ends.ReceiveAsync(&e) {
+			in.End, st.Ended = &e, true
+		}
+	}
 	for in.End == nil || len(finished) < in.End.Groups {
 		if ctx.Err() != nil { // cancelled (Client.Cancel): it ends with what it counted
+			// The groups' last reports came before the cancellation
+			// (Client.Cancel cancels them first): they count.
+			queued()
+			st = spentSoFar(st, live)
 			st.Status = "canceled"
 			now := workflow.Now(ctx)
 			st.FinishedAt = &now
@@ -110,21 +137,12 @@ func (w *Workflows) Batch(ctx workflow.Context, in RecordInput) (Status, error) 
 		}
 		if info := workflow.GetInfo(ctx); info.GetContinueAsNewSuggested() || info.GetCurrentHistoryLength() >= ContinueAfter {
 			// Take what is queued, then start afresh with the counts.
-			for {
-				var r GroupReport
-				if !reports.ReceiveAsync(&r) {
-					break
-				}
-				take(r)
-			}
-			var e End
-			if ends.ReceiveAsync(&e) {
-				in.End, st.Ended = &e, true
-			}
-			return st, workflow.NewContinueAsNewError(ctx, BatchName, RecordInput{Status: st, Started: started, Finished: finished, End: in.End, Lines: lines})
+			queued()
+			return st, workflow.NewContinueAsNewError(ctx, BatchName, RecordInput{Status: st, Started: started, Finished: finished, End: in.End, Lines: lines, Live: live})
 		}
 		sel.Select(ctx)
 	}
+	st = spentSoFar(st, live)
 	st.Status = StatusCompleted
 	if st.Failed > 0 {
 		st.Status = StatusFailed

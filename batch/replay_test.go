@@ -2,6 +2,7 @@ package batch_test
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -30,12 +31,12 @@ func TestReplayHistories(t *testing.T) {
 	golden.ReplayHistories(t, "./batch", r)
 }
 
-// recordHistories runs three batches on the embedded engine — the moderate
+// recordHistories runs four batches on the embedded engine — the moderate
 // process over six comments and a line that is not JSON, in groups of
 // four; the review process, whose person's step one item has refused
-// before the four are answered; and moderate again through the provider's
-// Batch API — and writes their groups', records' and provider batches'
-// histories.
+// before the four are answered; moderate again through the provider's
+// Batch API; and review again, cancelled while its items wait — and
+// writes their groups', records' and provider batches' histories.
 func recordHistories(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -97,6 +98,30 @@ func recordHistories(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, id := range []string{"provider", batch.ProviderID("provider"), batch.GroupID("provider", 0), batch.GroupID("provider", 1)} {
+		save(id)
+	}
+
+	// The review process again, cancelled while its items wait for a
+	// person: the group has reported what its call spent, and its record
+	// takes the group's last report before it ends.
+	cancelled := make(chan error, 1)
+	go func() {
+		_, err := c.Run(ctx, strings.NewReader(comments(4)), func(batch.Result) error { return nil }, batch.Options{Process: review, ID: "cancelled", Size: 4})
+		cancelled <- err
+	}()
+	for {
+		if ids, err := c.Waiting(ctx, "cancelled"); err == nil && len(ids) == 4 {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if err := c.Cancel(ctx, "cancelled"); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-cancelled; !errors.Is(err, batch.ErrCancelled) {
+		t.Fatal(err)
+	}
+	for _, id := range []string{"cancelled", batch.GroupID("cancelled", 0)} {
 		save(id)
 	}
 }

@@ -135,6 +135,10 @@ type Summary struct {
 	Requests int           `json:"requests"`
 	Usage    llm.Usage     `json:"usage"`
 	Elapsed  time.Duration `json:"elapsed"`
+	// Unread names what of the items' inputs no step reads, in the order
+	// first met (compile.Program.UnreadInput): "" for inputs that are no
+	// object.
+	Unread []string `json:"unread,omitempty"`
 }
 
 // Run runs a batch over in, a JSONL stream (ParseLine), and emits one
@@ -278,6 +282,7 @@ func (c *Client) Run(ctx context.Context, in io.Reader, emit func(Result) error,
 	lr := newLineReader(in, opts.File)
 	groups, lines := 0, 0
 	var readErr error
+	var unread []string
 	stopping := func() bool {
 		select {
 		case <-opts.Stop:
@@ -302,6 +307,7 @@ func (c *Client) Run(ctx context.Context, in io.Reader, emit func(Result) error,
 				it.Audit = aud.audits(it.Line)
 			}
 			items = append(items, *it)
+			unread = addUnread(unread, start.Program, *it)
 		}
 		// A group cut short by the stop does not start: its id would name
 		// lines it does not hold.
@@ -346,7 +352,7 @@ func (c *Client) Run(ctx context.Context, in io.Reader, emit func(Result) error,
 	}
 	close(queue)
 	wg.Wait()
-	sum.Elapsed = time.Since(began)
+	sum.Elapsed, sum.Unread = time.Since(began), unread
 	switch {
 	case writeErr != nil:
 		return sum, writeErr
@@ -541,8 +547,8 @@ func Unreachable(err error) bool {
 }
 
 // Check checks what Run checks before it reads a line: that the process
-// opts name compiles, fits the worker's actions, is no direct server call
-// and is within the engine's payload limit, and that the group size is
+// opts name compiles, fits the worker's actions and is within the engine's
+// payload limit, and that the group size is
 // within compile.MaxBatchItems. Its errors are Run's (a schema.ErrorList
 // for a process that does not compile). Runner.Start checks so before it
 // takes a batch, so that one Run would refuse is refused at once.
@@ -551,14 +557,17 @@ func (c *Client) Check(ctx context.Context, opts Options) error {
 	return err
 }
 
-// prepare is the process every item of a batch runs.
+// prepare is the process every item of a batch runs: a direct server call
+// runs as a process whose action is awaited (compile.Program.AwaitedDirect).
 func (c *Client) prepare(ctx context.Context, opts Options) (durable.Start, error) {
 	start, direct, err := c.Processes.Prepare(ctx, opts.Process)
 	if err != nil {
 		return durable.Start{}, err
 	}
 	if direct {
-		return durable.Start{}, fmt.Errorf("%s is a direct server call, not a process: run it with vibe run", start.Name)
+		// Each item's model fill goes in the group's multiplexed calls, and
+		// its action is called once, awaited, under the item's key.
+		start.Program = start.Program.AwaitedDirect()
 	}
 	if err := durable.CheckPayloadSize("the process "+start.Name, start.Program); err != nil {
 		return durable.Start{}, err

@@ -23,8 +23,9 @@ type Status struct {
 	Done    int `json:"done"`
 	Failed  int `json:"failed"`
 	Waiting int `json:"waiting"`
-	// Usage totals the model calls; Requests counts them (repair turns
-	// included).
+	// Usage totals the model calls answered so far; Requests counts them
+	// (repair turns included): a running group's as it last reported them
+	// (GroupReport.Spent), a cancelled fill's as far as it went.
 	Usage    llm.Usage `json:"usage"`
 	Requests int       `json:"requests"`
 	// Model is the model that answered, as the provider named it: what

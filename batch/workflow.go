@@ -93,6 +93,10 @@ type GroupReport struct {
 	Model    string       `json:"model,omitempty"`
 	Splits   []Split      `json:"splits,omitempty"`
 	Audits   []AuditCount `json:"audits,omitempty"`
+	// Spent marks a report of what a running group's calls have spent so
+	// far (Usage, Requests, Model), sent after each fill: the record shows
+	// it until the group's final report takes its place.
+	Spent bool `json:"spent,omitempty"`
 }
 
 // Workflows holds the batch runtime's workflow functions; they need the
@@ -141,6 +145,9 @@ type group struct {
 	// by key; pseq numbers them.
 	prov map[string]*provFill
 	pseq int
+	// live: the group reports what its calls spend as they are answered
+	// (liveUsage).
+	live bool
 }
 
 // member is one line of a group: its item's process and where it stands.
@@ -184,6 +191,7 @@ func (w *Workflows) Group(ctx workflow.Context, in GroupInput) (GroupResult, err
 	if in.Window <= 0 {
 		g.in.Window = DefaultWindow
 	}
+	g.live = workflow.GetVersion(ctx, liveUsage, workflow.DefaultVersion, 1) >= 1
 	g.slots = workflow.NewBufferedChannel(ctx, g.actions())
 	if err := g.handlers(ctx); err != nil {
 		return g.res, err
@@ -560,10 +568,11 @@ func (g *group) fill(ctx workflow.Context, c int, items []int) {
 // direct fills in for items with one activity (FillName) that calls the
 // model itself.
 func (g *group) direct(ctx workflow.Context, in FillInput, items []int) {
-	actx := workflow.WithActivityOptions(ctx, durable.FillOptions())
+	actx := workflow.WithActivityOptions(ctx, g.fillOptions())
 	g.sel.AddFuture(workflow.ExecuteActivity(actx, FillName, in), func(f workflow.Future) {
 		var out FillOutput
 		err := f.Get(ctx, &out)
+		g.spent(err, &out)
 		g.deliver(ctx, items, &out, err)
 	})
 }
@@ -599,6 +608,7 @@ func (g *group) deliver(ctx workflow.Context, items []int, out *FillOutput, err 
 		m.reply.Set(part, perr)
 		m.reply = nil
 	}
+	g.progress(ctx)
 }
 
 // handOver hands the fill in for items to the batch's provider batches

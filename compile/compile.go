@@ -100,7 +100,7 @@ func CompilePipeline(ctx context.Context, expr string, opts Options) (*Process, 
 func Compile(ctx context.Context, file string, doc jsonv.Value, opts Options) (*Process, error) {
 	ctx, cancel := opts.withBudget(ctx)
 	defer cancel()
-	return compile(ctx, file, doc, opts, nil)
+	return compileAll(ctx, file, doc, opts)
 }
 
 // Instruction flattens an instruction (compose.Flatten) and checks it as

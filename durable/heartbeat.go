@@ -3,6 +3,7 @@ package durable
 import (
 	"context"
 	"net/http/httptrace"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -76,13 +77,29 @@ type Sent struct {
 	ctx     context.Context
 	earlier int64 // sent by the activity's earlier attempts
 	n       atomic.Int64
+	mu      sync.Mutex
+	usage   llm.Usage // of the answers this attempt got
+}
+
+// SentDetails is what the heartbeats of an activity that asks a model
+// carry (Sent.Details): the requests sent by all its attempts, and the
+// usage of the answers this attempt got — what the activity spent so far,
+// which a cancelled activity gives back in its CanceledError.
+type SentDetails struct {
+	Requests int64     `json:"requests"`
+	Usage    llm.Usage `json:"usage,omitzero"`
 }
 
 // CountSent wraps p for the activity of ctx.
 func CountSent(ctx context.Context, p llm.Provider) *Sent {
 	s := &Sent{Provider: p, ctx: ctx}
 	if activity.IsActivity(ctx) && activity.HasHeartbeatDetails(ctx) {
-		_ = activity.GetHeartbeatDetails(ctx, &s.earlier)
+		var d SentDetails
+		if activity.GetHeartbeatDetails(ctx, &d) == nil {
+			s.earlier = d.Requests
+		} else {
+			_ = activity.GetHeartbeatDetails(ctx, &s.earlier) // a count alone, as attempts before SentDetails beat
+		}
 	}
 	return s
 }
@@ -98,14 +115,17 @@ func (s *Sent) Complete(ctx context.Context, req *llm.Request) (*llm.Response, e
 		if !counted.CompareAndSwap(false, true) {
 			return
 		}
-		n := s.n.Add(1)
+		s.n.Add(1)
 		if activity.IsActivity(s.ctx) {
-			activity.RecordHeartbeat(s.ctx, s.earlier+n)
+			activity.RecordHeartbeat(s.ctx, s.Details())
 		}
 	}
 	ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{WroteRequest: func(httptrace.WroteRequestInfo) { count() }})
 	resp, err := s.Provider.Complete(ctx, req)
 	if err == nil {
+		s.mu.Lock()
+		s.usage = s.usage.Add(resp.Usage)
+		s.mu.Unlock()
 		count()
 	}
 	return resp, err
@@ -130,9 +150,18 @@ func (s *Sent) Model() string {
 // Unwrap is the provider s counts for (llm.Wrapper).
 func (s *Sent) Unwrap() llm.Provider { return s.Provider }
 
-// Details is what the activity's heartbeats carry: the requests sent so
-// far, by every attempt.
-func (s *Sent) Details() any { return s.earlier + s.n.Load() }
+// Details is what the activity's heartbeats carry: a SentDetails, the
+// requests sent so far by every attempt and the usage of this attempt's
+// answers.
+func (s *Sent) Details() any { return s.Spent() }
+
+// Spent is what the activity has spent so far: the requests sent by every
+// attempt, and the usage of the answers this attempt got.
+func (s *Sent) Spent() SentDetails {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return SentDetails{Requests: s.earlier + s.n.Load(), Usage: s.usage}
+}
 
 // Earlier is how many requests the activity's earlier attempts sent:
 // counted for the model received them, though their answers were lost.

@@ -76,6 +76,11 @@ type Started struct {
 	ID     string // the workflow id: <name>-<8 hex digits>
 	Name   string
 	Direct bool // a direct server call, not a process
+	// Unread names what of the input no step reads
+	// (compile.Program.UnreadInput): a model is sent only what its steps
+	// reference, so such an input is kept in the state and shown to no
+	// one.
+	Unread []string
 }
 
 // Start compiles the process and starts its workflow. A process that does
@@ -117,7 +122,7 @@ func (c *Client) Start(ctx context.Context, opts StartOptions) (*Started, error)
 	if err != nil {
 		return nil, fmt.Errorf("start %s: %w", in.Name, err)
 	}
-	return &Started{ID: id, Name: in.Name, Direct: direct}, nil
+	return &Started{ID: id, Name: in.Name, Direct: direct, Unread: in.Program.UnreadInput(in.Input)}, nil
 }
 
 // Prepare compiles the process opts names and checks its steps against the

@@ -329,7 +329,9 @@ func (c *Client) Get(ctx context.Context, id string) (*Info, error) {
 }
 
 // joinParts is a split request's view with its parts' — as far as each
-// has run — joined in.
+// has run — joined in (vessel.MergeResults): their calls in the parts'
+// order, which is the decision's, and each instance's state as its part
+// wrote it.
 func (c *Client) joinParts(ctx context.Context, v View) (View, error) {
 	parts := make([]*vessel.Result, len(v.Parts))
 	var instances []string
@@ -346,8 +348,10 @@ func (c *Client) joinParts(ctx context.Context, v View) (View, error) {
 		parts[i] = &pv.Result
 		instances = append(instances, pv.Instances...)
 	}
+	// The parts' usage and unanswered instances, as far as each has run:
+	// the request's own are theirs, summed once every part has ended.
 	merged := vessel.MergeResults(parts)
-	merged.Parts, merged.Usage, merged.Unanswered, merged.Replayed = v.Parts, v.Usage, v.Unanswered, v.Replayed || merged.Replayed
+	merged.Parts, merged.Replayed = v.Parts, v.Replayed || merged.Replayed
 	return View{Result: *merged, Instances: instances}, nil
 }
 

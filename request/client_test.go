@@ -15,7 +15,6 @@ import (
 
 	"github.com/augceo/vibe/action"
 	"github.com/augceo/vibe/durable"
-	"github.com/augceo/vibe/engine"
 	"github.com/augceo/vibe/jsonv"
 	"github.com/augceo/vibe/llm/replay"
 	"github.com/augceo/vibe/process"
@@ -49,15 +48,8 @@ func await(t *testing.T, c *Client, id string) *Info {
 // delegate's sub-request is shown as its call's run and read like any
 // request, but is not listed; a request with problems starts nothing.
 func TestClient(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts the embedded engine")
-	}
+	eng := embedded(t)
 	ctx := context.Background()
-	eng, err := engine.Start(ctx, engine.Options{SearchAttributes: durable.SearchAttributes, DataDir: t.TempDir(), Logger: quiet()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer eng.Close()
 
 	release := make(chan struct{})
 	var acts action.Registry

@@ -191,27 +191,7 @@ func instances(n int) jsonv.Value {
 // answerFor decides a call for each instance the request's schema offers,
 // but only the first `share` of them.
 func answerFor(body string, share float64) string {
-	var req struct {
-		ResponseFormat struct {
-			JSONSchema struct {
-				Schema struct {
-					Properties struct {
-						Calls struct {
-							Items struct {
-								AnyOf []struct {
-									Properties struct {
-										Instance struct{ Enum []string } `json:"_instance"`
-									} `json:"properties"`
-								} `json:"anyOf"`
-							} `json:"items"`
-						} `json:"calls"`
-					} `json:"properties"`
-				} `json:"schema"`
-			} `json:"json_schema"`
-		} `json:"response_format"`
-	}
-	json.Unmarshal([]byte(body), &req)
-	ids := req.ResponseFormat.JSONSchema.Schema.Properties.Calls.Items.AnyOf[0].Properties.Instance.Enum
+	ids := offered(body)
 	var calls []string
 	for _, id := range ids[:int(float64(len(ids))*share)] {
 		calls = append(calls, fmt.Sprintf(`{"_tool": "note", "_instance": %q, "n": 1, "_outputPath": "state.note"}`, id))

@@ -505,8 +505,8 @@ func TestSpeakerEN(t *testing.T) {
 		t.Errorf("system %q", c[0].System)
 	}
 	// A delegate without tools fills its _output: it is not told to answer
-	// a decision (issue 26, 8).
-	if strings.Contains(c[0].System, `"_reasoning"`) || strings.Contains(c[0].System, `"calls"`) || !strings.Contains(c[0].System, `fills the given schema (your "_output")`) {
+	// a decision, nor of calls it has none of.
+	if strings.Contains(c[0].System, `"_reasoning"`) || strings.Contains(c[0].System, "calls") || !strings.Contains(c[0].System, `fills the given schema (your "_output")`) {
 		t.Errorf("the delegate is told:\n%s", c[0].System)
 	}
 	if got := string(jsonv.Marshal(res.Calls[0].Result)); got != `{"recipientId":"u_123","messageBody":"Hello, world!"}` || res.Calls[0].Error != "" {
@@ -961,25 +961,42 @@ const speakerDoc = `{"name": "speaker_EN", "context": [{"type": "system", "messa
 
 // startScheduling is seed 001's composed StartProcess tool
 // (examples/schedule-meeting/tool.json) listed as a Vessel's tool.
-func startScheduling(t *testing.T) *vessel.Toolset { return startSchedulingFrom(t, "2") }
+func startScheduling(t *testing.T) *vessel.Toolset {
+	t.Helper()
+	raw, err := os.ReadFile("../examples/schedule-meeting/tool.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return schedulingTool(t, string(raw))
+}
 
-// startSchedulingFrom is that tool with its fetchAvailability composed
-// from schedule-meeting version v: with "1" (organizerId, attendeeId) it
-// launches the registry's latest, schedule-meeting@2, whose entry chunk
-// takes organizerEmail and attendeeEmail — a hand-composed tool that no
-// longer fits the process it launches.
-func startSchedulingFrom(t *testing.T, version string) *vessel.Toolset {
+// looseScheduling is a StartProcess tool written by hand whose
+// fetchAvailability offers the model the emails that schedule-meeting's
+// entry chunk requires, but does not require them itself: a call may fit
+// the process or not, which only the call's check can tell.
+func looseScheduling(t *testing.T) *vessel.Toolset {
+	return schedulingTool(t, `{"type": "object", "properties": {
+		"name": {"const": "ScheduleMeeting"},
+		"llmContext1": {"type": "object", "properties": {
+			"identifyParticipants": {"$ref": "aug:processes/schedule-meeting:2#identifyParticipants"},
+			"fetchAvailability": {"type": "object", "properties": {
+				"organizerId": {"type": "string"}, "attendeeId": {"type": "string"},
+				"organizerEmail": {"type": "string"}, "attendeeEmail": {"type": "string"},
+				"timeRange": {"$ref": "aug:processes/schedule-meeting:2#/properties/llmContext1/properties/fetchAvailability/properties/timeRange"}},
+				"required": ["timeRange"]}},
+			"required": ["identifyParticipants", "fetchAvailability"]}},
+		"required": ["name", "llmContext1"]}`)
+}
+
+// schedulingTool is the toolset of a Vessel whose one tool,
+// aug:tools/startScheduling, is doc, over the schedule-meeting registry.
+func schedulingTool(t *testing.T, doc string) *vessel.Toolset {
 	t.Helper()
 	reg, err := registry.Open("../examples/schedule-meeting/registry")
 	if err != nil {
 		t.Fatal(err)
 	}
-	raw, err := os.ReadFile("../examples/schedule-meeting/tool.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	raw = []byte(strings.Replace(string(raw), "aug:processes/schedule-meeting:2#", "aug:processes/schedule-meeting:"+version+"#", 1))
-	tool, err := schema.Parse("tool.json", raw)
+	tool, err := schema.Parse("tool.json", []byte(doc))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -994,9 +1011,8 @@ func startSchedulingFrom(t *testing.T, version string) *vessel.Toolset {
 	return ts
 }
 
-// A tool composed from schedule-meeting:1 (startSchedulingFrom "1")
-// launches schedule-meeting@2: llmContext1 as that tool alone asks for
-// it, and as the process takes it too.
+// llmContext1 as looseScheduling lets a model fill it — with the ids of
+// schedule-meeting@1, without the emails — and as the process takes it.
 const (
 	entryAsTool = `{
 		"_considerations": "Alice and Bob, working hours", "_previousAttempt": "первая попытка", "_loopDone": true,
@@ -1011,14 +1027,15 @@ const (
 		"_feedback": "ready"}`
 )
 
-// TestStartProcessTool: seed 001's composed StartProcess tool — the
-// LaunchProcess macro filled by hand, {name: "ScheduleMeeting",
-// llmContext1: …} — listed as a Vessel tool launches schedule-meeting with
-// the model's llmContext1 as its first chunk, like a "processes" entry;
-// an llmContext1 the process's entry chunk does not take is refused before
-// anything runs, naming the call's path.
+// TestStartProcessTool: a StartProcess tool — the LaunchProcess macro
+// filled by hand, {name: "ScheduleMeeting", llmContext1: …}, as seed 001
+// composes one — listed as a Vessel tool launches schedule-meeting with the
+// model's llmContext1 as its first chunk, like a "processes" entry; an
+// llmContext1 the process's entry chunk does not take is refused before
+// anything runs, naming the call's path. (A tool that can never fit is
+// refused when the toolset is built: vessel TestHandMadeLaunches.)
 func TestStartProcessTool(t *testing.T) {
-	ts := startSchedulingFrom(t, "1")
+	ts := looseScheduling(t)
 	st := ts.Tool("startScheduling")
 	if st == nil || st.Kind != vessel.Launch || st.Entry != "llmContext1" || st.ProcessName != "schedule-meeting" || st.Program == nil {
 		t.Fatalf("tool %+v: a launch of schedule-meeting", st)
@@ -1044,12 +1061,12 @@ func TestStartProcessTool(t *testing.T) {
 	}
 }
 
-// TestStartProcessToolRepair (issue 26, 1): a model that fills the
+// TestStartProcessToolRepair: a model that fills the
 // hand-composed tool's llmContext1 in a way the process's entry chunk does
 // not take is told so in a repair turn — the check POST /v1/processes
 // answers 422 with — and the process is launched with its corrected answer.
 func TestStartProcessToolRepair(t *testing.T) {
-	ts := startSchedulingFrom(t, "1")
+	ts := looseScheduling(t)
 	model := scriptedDecisions(t,
 		`{"_reasoning": "schedule", "calls": [{"_tool": "startScheduling", "name": "ScheduleMeeting", "llmContext1": `+entryAsTool+`}]}`,
 		`{"_reasoning": "schedule", "calls": [{"_tool": "startScheduling", "name": "ScheduleMeeting", "llmContext1": `+entryAsProcess+`}]}`)

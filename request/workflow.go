@@ -66,7 +66,10 @@ func (w *Workflows) Request(ctx workflow.Context, req vessel.Request) (vessel.Re
 		return res, nil
 	default:
 		if parts := req.Split(); len(parts) > 1 {
-			return w.parts(ctx, parts, res)
+			// res is the query's: it lists each part as it starts, and the
+			// readers join the parts' calls and states (Client.Get).
+			err := w.parts(ctx, parts, &res)
+			return res, err
 		}
 		var err error
 		if graph, err = decideAll(ctx, &req, &res); err != nil {
@@ -219,8 +222,11 @@ func repair(ctx workflow.Context, req *vessel.Request, run *requestRun, res *ves
 }
 
 // parts runs a split request's parts as requests of their own, at most
-// MaxParallelParts at once; the result lists them (Result.Parts).
-func (w *Workflows) parts(ctx workflow.Context, parts []*vessel.Request, res vessel.Result) (vessel.Result, error) {
+// MaxParallelParts at once; res lists each as it starts (Result.Parts),
+// and takes their usage and unanswered instances once they end. Their
+// calls and states stay theirs: each instance is in one part, and only the
+// first may make global calls, so no two parts write one state.
+func (w *Workflows) parts(ctx workflow.Context, parts []*vessel.Request, res *vessel.Result) error {
 	id := workflow.GetInfo(ctx).WorkflowExecution.ID
 	results := make([]vessel.Result, len(parts))
 	errs := make([]error, len(parts))
@@ -250,9 +256,9 @@ func (w *Workflows) parts(ctx workflow.Context, parts []*vessel.Request, res ves
 		res.Replayed = res.Replayed || r.Replayed
 	}
 	if len(failed) > 0 {
-		return res, fmt.Errorf("%d of %d parts failed: %s", len(failed), len(parts), strings.Join(failed, "; "))
+		return fmt.Errorf("%d of %d parts failed: %s", len(failed), len(parts), strings.Join(failed, "; "))
 	}
-	return res, nil
+	return nil
 }
 
 // requestRun is one request's calls as they run.

@@ -307,21 +307,30 @@ type Result struct {
 }
 
 // MergeResults joins the results of a request's parts (Result.Parts) into
-// one: the decisions' calls in order, re-numbered, each instance's state,
-// the usage summed.
+// one: the decisions' calls in order, each numbered after the calls of the
+// parts before it, each instance's state, the usage summed. No two parts
+// write one state — each instance is in one part (Request.Split), and only
+// the first part may make calls without an instance — so an instance's
+// state is its part's, and the global state the first part's.
 func MergeResults(parts []*Result) *Result {
 	out := &Result{States: map[string]jsonv.Value{}}
 	var calls []jsonv.Value
 	var reasons []string
+	base := 0 // the calls the parts before ran, replaced ones included
 	for _, p := range parts {
 		if r := p.Decision.Lookup("_reasoning").Str(); r != "" {
 			reasons = append(reasons, r)
 		}
 		calls = append(calls, p.Decision.Lookup("calls").Array()...)
 		for _, c := range p.Calls {
-			c.Index = len(out.Calls)
+			c.Index += base
 			out.Calls = append(out.Calls, c)
 		}
+		for _, c := range p.Replaced {
+			c.Index += base
+			out.Replaced = append(out.Replaced, c)
+		}
+		base += len(p.Calls) + len(p.Replaced)
 		for k, s := range p.States {
 			if _, seen := out.States[k]; !seen || k != "" {
 				out.States[k] = s
@@ -329,7 +338,6 @@ func MergeResults(parts []*Result) *Result {
 		}
 		out.FollowUps = append(out.FollowUps, p.FollowUps...)
 		out.Repairs = append(out.Repairs, p.Repairs...)
-		out.Replaced = append(out.Replaced, p.Replaced...)
 		out.Unanswered = append(out.Unanswered, p.Unanswered...)
 		out.Usage = out.Usage.Add(p.Usage)
 		out.Replayed = out.Replayed || p.Replayed

@@ -220,11 +220,16 @@ func InputFor(msgs []*Message, instance string) jsonv.Value {
 // Guidance is the part of a Vessel's system text that explains calls.
 const Guidance = `Answer with your decision: {"_reasoning", "calls": [...]}. Each call names its tool in "_tool" and fills the tool's parameters. When the context holds messages with "_instance" ids, give each call the "_instance" it is for; a message without one applies to every instance. An instance that needs nothing gets no call: it stays as it is. To keep a call's result, set "_outputPath" to where it goes in that instance's state ("state" or "state.a.b"). A parameter written "†state.a.b" takes that value from the call's instance's state when the call runs.`
 
-// OutputGuidance is the part of the system text that asks a request's
-// model for its result: a delegate's sub-request fills its _output (one
-// without tools at once, one with tools once its calls are done), and
-// makes no decision there.
-const OutputGuidance = `Answer with the result of the task the context gives you: one JSON value that fills the given schema (your "_output"), its properties in order. Make no tool calls here: when a "results" message is in the context, it holds what your calls gave.`
+// ResultGuidance is the part of the system text that asks a request
+// without tools — a delegate's sub-request that only fills its _output —
+// for its result: it has no calls to make nor results of calls to read.
+const ResultGuidance = `Answer with the result of the task the context gives you: one JSON value that fills the given schema (your "_output"), its properties in order.`
+
+// OutputGuidance is the part of the system text that asks a request with
+// tools for its result once its calls are done: a delegate's sub-request
+// fills its _output with what its calls gave in view, and makes no
+// decision there.
+const OutputGuidance = ResultGuidance + ` Make no tool calls here: when a "results" message is in the context, it holds what your calls gave.`
 
 // Prompt renders a request for the model: the person's request, then
 // every context message but the system ones, one per line, as given.
@@ -381,8 +386,12 @@ func (r *Request) System() string { return System(r.Toolset.System, r.Context) }
 
 // OutputSystem is the system text the request's model is sent to fill its
 // Output: the Vessel's, the context's system messages, and
-// OutputGuidance — not the decision's Guidance, for it decides nothing.
+// OutputGuidance, or ResultGuidance for a request without tools — not the
+// decision's Guidance, for it decides nothing.
 func (r *Request) OutputSystem() string {
+	if len(r.Toolset.Tools) == 0 {
+		return systemText(r.Toolset.System, r.Context, ResultGuidance)
+	}
 	return systemText(r.Toolset.System, r.Context, OutputGuidance)
 }
 

@@ -203,6 +203,19 @@ func Build(ctx context.Context, v *Vessel, opts BuildOptions) (*Toolset, error) 
 				continue
 			}
 			tool.Kind, tool.Program, tool.ProcessName, tool.Entry = Launch, p.Program(), path.Base(d.URI.Path), entry
+			// What the two schemas prove never fits is refused now, not
+			// after a model call per attempt.
+			have, _ := schema.Properties(t.Schema).Get(entry)
+			if misfit := entryMisfits(have, tool.Program.FirstChunk()); len(misfit) > 0 {
+				for _, m := range misfit {
+					errs.Add(v.File, toolAt(v, t.URI), "tool %s: parameter %s: %s, so no call of it can launch process %s (chunk %s)",
+						t.Name, jsonv.PointerTo(entry)+m.Path, m.Message, tool.ProcessName, tool.Program.FirstChunk().Name)
+				}
+				continue
+			}
+		} else if msg := unknownLaunch(t.Name, t.Schema, opts.Registry); msg != "" {
+			errs.Add(v.File, toolAt(v, t.URI), "%s", msg)
+			continue
 		} else if a, ok := compile.MatchAction(t.Name, opts.Actions); ok {
 			tool.Kind, tool.Action = Action, a
 		}
@@ -472,13 +485,8 @@ const ProcessesFolder = "processes"
 // tool, {"name": {"const": P}, "<entry>": {…}} — and P names a process in
 // the registry (as ProcessName names it): its URI and the entry member.
 func launchMacro(s jsonv.Value, reg *registry.Registry) (uri, entry string, ok bool) {
-	props := schema.Properties(s)
-	if reg == nil || props.Len() != 2 || props.Members()[0].Name != "name" {
-		return "", "", false
-	}
-	name := props.Members()[0].Value.Lookup("const").Str()
-	entry = props.Members()[1].Name
-	if name == "" || schema.Properties(props.Members()[1].Value) == nil {
+	name, entry, ok := launchShape(s)
+	if !ok || reg == nil {
 		return "", "", false
 	}
 	for _, n := range reg.Names(ProcessesFolder) {
@@ -487,6 +495,15 @@ func launchMacro(s jsonv.Value, reg *registry.Registry) (uri, entry string, ok b
 		}
 	}
 	return "", "", false
+}
+
+// toolAt is where the Vessel file lists the tool of uri: its entry of
+// "tools".
+func toolAt(v *Vessel, uri string) jsonv.Pointer {
+	if i := slices.Index(v.Tools, uri); i >= 0 {
+		return jsonv.PointerTo("tools").AppendIndex(i)
+	}
+	return jsonv.PointerTo("tools")
 }
 
 // launchTool expands LaunchProcess for one process: {name: {const: Name},

@@ -38,6 +38,9 @@ func report(w goio.Writer, sum *batch.Summary, err error, out string, after int,
 		counts += fmt.Sprintf("; %d new LLM requests; %s%s", requests, tokens(usage), cost(usage))
 	}
 	fmt.Fprintf(w, "vibe: batch %s: %s; %s\n", sum.ID, counts, sum.Elapsed.Round(time.Millisecond))
+	if len(sum.Unread) > 0 {
+		fmt.Fprintf(w, "vibe: batch %s: warning: %s\n", sum.ID, strings.Replace(unreadText(sum.Unread), "the input", "the items' input", 1))
+	}
 }
 
 // reportSizes says the K each LLM chunk's calls took and why, the calls

@@ -121,6 +121,9 @@ J is JSON, or @FILE.`,
 				return inPipelineFile(err, pipeFile)
 			}
 			fmt.Fprintf(io.err, "vibe: started %s\n", started.ID)
+			if len(started.Unread) > 0 {
+				fmt.Fprintf(io.err, "vibe: warning: %s\n", unreadText(started.Unread))
+			}
 			if err := follow(ctx, io, p, started.ID, ans, true); err != nil {
 				return err
 			}
@@ -137,6 +140,16 @@ J is JSON, or @FILE.`,
 	cmd.Flags().StringVar(&name, "name", "", "label the process with `NAME` in vibe ps and the console (default: the process's name; a pipeline's steps')")
 	cmd.Flags().DurationVar(&waitActions, "wait-actions", time.Minute, "on its own engine, wait up to `D` after the process completes for its fire-and-forget actions to settle (0: do not wait)")
 	return cmd
+}
+
+// unreadText says that no step reads what of the input names names
+// (compile.Program.UnreadInput), and why.
+func unreadText(names []string) string {
+	what := "the input"
+	if len(names) > 1 || names[0] != "" {
+		what = "the input's " + strings.Join(names, ", ")
+	}
+	return "no step reads " + what + ": a model is sent only what its steps reference, and only a server step that references nothing is given the input"
 }
 
 func newAnswerCmd(io stdio) *cobra.Command {

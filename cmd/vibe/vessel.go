@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -38,7 +39,9 @@ process it may launch, all wrapped in its mixins), sends the request — the
 context messages and the prompt — to its model in one call, and runs the calls
 the model decides on, durably, on the engine: instructions give their filled
 values, launches start processes, actions run. It prints the decision, what
-each call did, and each instance's state.
+each call did, each instance's state and the usage, and — when there are
+any — the follow-ups, repairs, replaced calls, instances left without a call
+and the parts of a request split by the Vessel's decisionSize.
 
 A tool with "_delegate" runs its call in an isolated sub-request (SPEC §8): the
 delegate's own context (a stored Request from the registry, a file, an http(s)
@@ -389,25 +392,52 @@ func printResult(io stdio, res *request.Info) error {
 		}
 		fmt.Fprintln(io.err, line)
 	}
-	calls := make([]jsonv.Value, len(res.Calls))
-	for i, c := range res.Calls {
-		calls[i] = c.Summary()
-		if c.Run != "" {
-			calls[i].Object().Set("run", jsonv.StringValue(c.Run))
-		}
+	if len(res.Unanswered) > 0 {
+		fmt.Fprintf(io.err, "vibe: %d instance(s) without a call: %s\n", len(res.Unanswered), strings.Join(res.Unanswered, ", "))
 	}
-	err := writeJSON(io, jsonv.ObjectValue(
-		jsonv.Member{Name: "request", Value: jsonv.StringValue(res.ID)},
-		jsonv.Member{Name: "decision", Value: res.Decision},
-		jsonv.Member{Name: "calls", Value: jsonv.ArrayValue(calls...)},
-		jsonv.Member{Name: "states", Value: res.States},
-		jsonv.Member{Name: "usage", Value: jsonv.ObjectValue(
-			jsonv.Member{Name: "promptTokens", Value: jsonv.IntValue(res.Usage.PromptTokens)},
-			jsonv.Member{Name: "completionTokens", Value: jsonv.IntValue(res.Usage.CompletionTokens)})}))
+	out := jsonv.NewObject(10)
+	out.Set("request", jsonv.StringValue(res.ID))
+	out.Set("decision", res.Decision)
+	out.Set("calls", callSummaries(res.Calls))
+	out.Set("states", res.States)
+	out.Set("usage", jsonv.ObjectValue(
+		jsonv.Member{Name: "promptTokens", Value: jsonv.IntValue(res.Usage.PromptTokens)},
+		jsonv.Member{Name: "completionTokens", Value: jsonv.IntValue(res.Usage.CompletionTokens)}))
+	// What the HTTP API says of the decision beside its calls, when there
+	// is any of it, in the API's order.
+	if len(res.FollowUps) > 0 {
+		out.Set("followUps", jsonv.ArrayValue(res.FollowUps...))
+	}
+	if len(res.Repairs) > 0 {
+		out.Set("repairs", jsonv.ArrayValue(res.Repairs...))
+	}
+	if len(res.Replaced) > 0 {
+		out.Set("replaced", callSummaries(res.Replaced))
+	}
+	if len(res.Unanswered) > 0 {
+		out.Set("unanswered", schema.StringArray(res.Unanswered))
+	}
+	if len(res.Parts) > 0 {
+		out.Set("parts", schema.StringArray(res.Parts))
+	}
+	err := writeJSON(io, out.Value())
 	if err == nil && failed > 0 {
 		err = fmt.Errorf("%d of %d calls failed", failed, len(res.Calls))
 	}
 	return err
+}
+
+// callSummaries is what calls did (CallResult.Summary), each with the run
+// of its delegate.
+func callSummaries(calls []vessel.CallResult) jsonv.Value {
+	out := make([]jsonv.Value, len(calls))
+	for i, c := range calls {
+		out[i] = c.Summary()
+		if c.Run != "" {
+			out[i].Object().Set("run", jsonv.StringValue(c.Run))
+		}
+	}
+	return jsonv.ArrayValue(out...)
 }
 
 // delegateBounds bound a request's delegation.

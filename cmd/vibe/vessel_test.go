@@ -17,6 +17,7 @@ import (
 	"github.com/augceo/vibe/jsonv"
 	"github.com/augceo/vibe/process"
 	"github.com/augceo/vibe/request"
+	"github.com/augceo/vibe/vessel"
 )
 
 const manager = "../../examples/manager-employees"
@@ -70,6 +71,95 @@ func TestPlanAndVesselRun(t *testing.T) {
 	}
 	if !strings.Contains(stderr, "vibe: 3. moderateComment [c003] → state.moderation") || model.Requests() != 1 {
 		t.Errorf("stderr %s, %d model requests", stderr, model.Requests())
+	}
+}
+
+// TestPrintResult: vibe vessel prints what the HTTP API gives of a
+// request's decisions — follow-ups, repairs, the calls they replaced, the
+// instances left without a call, the parts — when there is any, after the
+// calls, states and usage.
+func TestPrintResult(t *testing.T) {
+	call := func(i int, tool, errText string) vessel.CallResult {
+		return vessel.CallResult{Index: i, Tool: tool, Instance: "c1", Params: jsonv.NewObject(0).Value(), Result: jsonv.NullValue(), Error: errText}
+	}
+	decision := jsonv.ObjectValue(jsonv.Member{Name: "calls", Value: jsonv.ArrayValue()})
+	for _, tt := range []struct {
+		name string
+		info request.Info
+		want string
+	}{
+		{"a request decided at once", request.Info{ID: "r", Decision: decision, Calls: []vessel.CallResult{call(0, "note", "")}, States: jsonv.NewObject(0).Value()},
+			"request,decision,calls,states,usage"},
+		{"one repaired, followed up and split", request.Info{ID: "r", Decision: decision, Calls: []vessel.CallResult{call(1, "note", "")}, States: jsonv.NewObject(0).Value(),
+			FollowUps: []jsonv.Value{decision}, Repairs: []jsonv.Value{decision}, Replaced: []vessel.CallResult{call(0, "count", "count: parameters break the tool's schema")},
+			Unanswered: []string{"c2"}, Parts: []string{"r-part-1", "r-part-2"}},
+			"request,decision,calls,states,usage,followUps,repairs,replaced,unanswered,parts"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var out, errs strings.Builder
+			if err := printResult(stdio{out: &out, err: &errs}, &tt.info); err != nil {
+				t.Fatal(err)
+			}
+			v, err := jsonv.Parse([]byte(out.String()))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := strings.Join(v.Object().Names(), ","); got != tt.want {
+				t.Errorf("members %s, want %s", got, tt.want)
+			}
+			if r := v.Lookup("replaced"); len(tt.info.Replaced) > 0 && r.Array()[0].Lookup("error").Str() != tt.info.Replaced[0].Error {
+				t.Errorf("replaced %s", jsonv.Marshal(r))
+			}
+		})
+	}
+}
+
+// TestVesselSplit: vibe vessel on seed 002's manager and employees with
+// one employee per decision ("decisionSize": 1): the request runs as two
+// parts, and what it prints joins them — B's call and B's new state, A's
+// state as it was — and says, as the HTTP API does, the follow-up that
+// asked again about A, that A is left without a call, and the parts.
+func TestVesselSplit(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts the embedded engine")
+	}
+	// The seed's decision, in the part that holds employee_B; nothing for
+	// employee_A, asked or asked again.
+	model := llmtest.NewWith(t, func(name, body string) string {
+		if strings.Contains(body, `\"employee_B\"`) {
+			return `{"_reasoning":"B gets the report","calls":[{"_tool":"updateTask","_instance":"employee_B","newTask":"Finalize the quarterly report","newStatus":"High Priority","output":"†state"}]}`
+		}
+		return `{"_reasoning":"A keeps its task","calls":[]}`
+	})
+	dir := t.TempDir()
+	file := filepath.Join(dir, "manager.vessel.json")
+	os.WriteFile(file, []byte(`{"name": "Manager", "system": "You manage a small team. Each state message is one employee's current work.", "tools": ["aug:instructions/updateTask"], "decisionSize": 1}`), 0o600)
+	status, stdout, stderr := run(t, "", "vessel", file, "--registry", manager+"/registry", "--context", manager+"/context.json",
+		"--data", t.TempDir(), "--llm", "openai:m", "--llm-base-url", model.URL)
+	if status != 0 {
+		t.Fatalf("vessel: %d %s", status, stderr)
+	}
+	out, err := jsonv.Parse([]byte(stdout))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(out.Object().Names(), ","); got != "request,decision,calls,states,usage,followUps,unanswered,parts" {
+		t.Errorf("members %s", got)
+	}
+	id := out.Lookup("request").Str()
+	for _, c := range []struct{ what, got, want string }{
+		{"calls", string(jsonv.Marshal(out.Lookup("calls"))), `[{"tool":"updateTask","instance":"employee_B","params":{"newTask":"Finalize the quarterly report","newStatus":"High Priority"},"output":"state","result":{"newTask":"Finalize the quarterly report","newStatus":"High Priority"}}]`},
+		{"states", string(jsonv.Marshal(out.Lookup("states"))), `{"employee_A":{"task":"Draft initial proposal","status":"In Progress"},"employee_B":{"task":"Review team submissions","status":"Blocked","newTask":"Finalize the quarterly report","newStatus":"High Priority"}}`},
+		{"follow-ups", string(jsonv.Marshal(out.Lookup("followUps"))), `[{"_reasoning":"A keeps its task","calls":[]}]`},
+		{"unanswered", string(jsonv.Marshal(out.Lookup("unanswered"))), `["employee_A"]`},
+		{"parts", string(jsonv.Marshal(out.Lookup("parts"))), `["` + id + `-part-1","` + id + `-part-2"]`},
+	} {
+		if c.got != c.want {
+			t.Errorf("%s: %s, want %s", c.what, c.got, c.want)
+		}
+	}
+	if !strings.Contains(stderr, "vibe: 1. updateTask [employee_B] → state") || !strings.Contains(stderr, "vibe: 1 instance(s) without a call: employee_A") {
+		t.Errorf("stderr:\n%s", stderr)
 	}
 }
 
