@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"go.temporal.io/api/serviceerror"
 	"golang.org/x/term"
 
 	"github.com/augceo/vibe/api"
@@ -534,8 +535,8 @@ func settleActions(ctx context.Context, io stdio, p processes, id string, bound 
 			if ctx.Err() != nil {
 				return ctx.Err()
 			}
-			if wctx.Err() != nil && last != nil {
-				break // the bound, reached
+			if last != nil && (wctx.Err() != nil || wait && deadlineError(err)) {
+				break // the bound, reached (the engine may say so a moment before wctx does)
 			}
 			return err
 		}
@@ -616,4 +617,12 @@ func actionRunText(r process.ActionRun) string {
 		s += ", next attempt at " + r.NextAttempt.Local().Format(time.TimeOnly)
 	}
 	return s
+}
+
+// deadlineError reports whether err is a deadline's: the context's own,
+// or the engine's answer that the call's deadline passed, which may come
+// a moment before the context says so.
+func deadlineError(err error) bool {
+	var de *serviceerror.DeadlineExceeded
+	return errors.Is(err, context.DeadlineExceeded) || errors.As(err, &de)
 }

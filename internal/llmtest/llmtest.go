@@ -148,7 +148,16 @@ func ByName(answers map[string]string) func(string) string {
 // render turns the answer into the wire's response body and its prompt
 // tokens.
 func (m *model) serve(w http.ResponseWriter, r *http.Request, render func(body []byte, answer string) ([]byte, int)) {
-	body, _ := io.ReadAll(r.Body)
+	body, err := io.ReadAll(r.Body)
+	if err != nil || !json.Valid(body) {
+		// A client stopped mid-request (a vibe killed or drained) leaves its
+		// body cut short: answered as a provider answers a body that is no
+		// JSON, never given to the answer function.
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusBadRequest)
+		io.WriteString(w, `{"error":{"message":"the request body is not JSON","type":"invalid_request_error"}}`)
+		return
+	}
 	name := schemaName(body)
 	if m.refuse(w, body) {
 		return
