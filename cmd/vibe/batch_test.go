@@ -180,6 +180,10 @@ func TestBatchCommand(t *testing.T) {
 		!strings.Contains(stderr, "2 of 70 items failed") || strings.Contains(stderr, "in all") {
 		t.Fatalf("status %d, stderr:\n%s", status, stderr)
 	}
+	// Every item's prompt and answer is in the results: the owner's alone.
+	if fi, err := os.Stat(out); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Errorf("%s: mode %v (%v), want 0600", out, fi.Mode().Perm(), err)
+	}
 	// The provider said half of each prompt came from its cache, and the
 	// prices file says what that costs: (450 × 1 + 450 × 0.5 + 270 × 2) / 1e6.
 	if !strings.Contains(stderr, "900 prompt + 270 completion tokens (450 of the prompt's from the provider's cache, 50%); cost 0.001215 USD (prices: "+prices+")") {

@@ -78,6 +78,9 @@ J is JSON, or @FILE.`,
 		ValidArgsFunction: completeProcess(&regDir),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
+			if err := checkWait("wait-actions", waitActions); err != nil {
+				return err
+			}
 			reg, err := openRegistry(regDir)
 			if err != nil {
 				return err
@@ -157,6 +160,9 @@ and waits for its fire-and-forget actions as vibe run does (--wait-actions).`,
 		Args:              exactArgs(2),
 		ValidArgsFunction: completeProcessIDs(&ef, process.Waiting),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := checkWait("wait-actions", waitActions); err != nil {
+				return err
+			}
 			ans, err := parseJSONArg("answer", args[1])
 			if err != nil {
 				return err
@@ -221,7 +227,7 @@ func (f *listFlags) add(cmd *cobra.Command, what string) {
 	cmd.Flags().BoolVar(&f.all, "all", false, "show every one of the "+what)
 	cmd.Flags().BoolVar(&f.json, "json", false, "print a JSON array (the API's fields), not a table")
 	// Checked before the engine starts.
-	cmd.PreRunE = func(cmd *cobra.Command, args []string) error {
+	beforeRun(cmd, func() error {
 		if f.limit < 1 {
 			return usageError{fmt.Errorf("--limit %d: give a number of %s from 1 up", f.limit, what)}
 		}
@@ -234,7 +240,7 @@ func (f *listFlags) add(cmd *cobra.Command, what string) {
 			return usageError{fmt.Errorf("--status %q: give running, waiting, completed or failed", f.status)}
 		}
 		return nil
-	}
+	})
 }
 
 // listPages prints a list, newest first, following the cursors: pages of
