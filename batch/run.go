@@ -146,6 +146,9 @@ func (c *Client) Run(ctx context.Context, in io.Reader, emit func(Result) error,
 	if err := CheckID(opts.ID); err != nil {
 		return nil, err
 	}
+	if err := c.CheckInput(ctx, opts); err != nil {
+		return nil, err
+	}
 	calls := c.limiterCalls(opts)
 	sizes := c.sizes(opts, start, calls)
 	size := groupOf(opts, sizes)

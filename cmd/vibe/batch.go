@@ -213,6 +213,21 @@ otherwise it starts the embedded engine itself, or joins --temporal.`,
 				fmt.Fprintf(io.err, "vibe: batch %s (give --id %s to resume it)\n", opts.ID, opts.ID)
 			}
 			opts.Note = func(s string) { fmt.Fprintln(io.err, "vibe: "+s) }
+			// Another input under the id of a batch is refused before its
+			// results file is touched.
+			if err := c.CheckInput(ctx, opts); err != nil {
+				if _, ok := errors.AsType[*batch.InputChangedError](err); ok {
+					return usageError{err}
+				}
+				return err
+			}
+			if opts.Digest == "" && id != "" {
+				// stdin, whose digest is known only once it is read: a
+				// batch made from a file is resumed from that file.
+				if d := c.RecordedDigest(ctx, opts.ID); d != "" {
+					return usageError{&batch.InputChangedError{ID: opts.ID, Recorded: d}}
+				}
+			}
 			w, flush, closeOut, err := openResults(ctx, io, c, out, &opts)
 			if err != nil {
 				return err

@@ -328,6 +328,39 @@ func TestBatchIDAgrees(t *testing.T) {
 	if model.Requests() != requests {
 		t.Errorf("the server asked the model %d more times for batches that had run", model.Requests()-requests)
 	}
+
+	// An id that names a batch, given with another input, is refused —
+	// exit 2, 409 — naming both inputs' digests, and nothing of that batch
+	// is read back for it.
+	other := filepath.Join(dir, "other.jsonl")
+	os.WriteFile(other, []byte(`"another item"`+"\n"), 0o600)
+	otherDigest, _ := batch.InputDigest(strings.NewReader(`"another item"` + "\n"))
+	resp, err := http.Get(base + "/v1/batches/" + cli["uri"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rec batch.Status
+	json.NewDecoder(resp.Body).Decode(&rec)
+	resp.Body.Close()
+	if rec.Digest == "" {
+		t.Fatalf("batch %s keeps no digest: %+v", cli["uri"], rec)
+	}
+	status, stdout, stderr := run(t, "", "batch", "aug:processes/moderate", "--id", cli["uri"], "--in", other, "--registry", reg, "--data", data)
+	if status != exitUsage || stdout != "" || !strings.Contains(stderr, "batch "+cli["uri"]+" was made from another input: its input's digest is "+rec.Digest+", this input's is "+otherDigest) {
+		t.Errorf("vibe batch --id with another input: status %d\n%s%s", status, stdout, stderr)
+	}
+	resp, err = http.Post(base+"/v1/batches?process=aug:processes/moderate&id="+cli["uri"], "application/x-ndjson", strings.NewReader(`"another item"`+"\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusConflict || !strings.Contains(string(body), rec.Digest) || !strings.Contains(string(body), otherDigest) {
+		t.Errorf("POST /v1/batches with the id and another input: %d %s", resp.StatusCode, body)
+	}
+	if model.Requests() != requests {
+		t.Errorf("the model was asked %d more times for a refused batch", model.Requests()-requests)
+	}
 }
 
 // TestBatchDrain interrupts vibe batch (a child process) with Ctrl-C: the
