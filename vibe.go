@@ -129,6 +129,7 @@ func StartOn(ctx context.Context, eng *engine.Engine, opts Options) (_ *Runtime,
 	rt.Batches = batch.NewClient(rt.Processes)
 	rt.Processes.Hosts = rt.Batches // a batch's items run in their groups' workflows
 	rt.Batches.Limiter = llm.LimiterOf(opts.Provider)
+	rt.Batches.OutputLimit = llm.DefaultModels().Limits(llm.ModelOf(opts.Provider)).Output
 	if opts.Telemetry != nil {
 		if rt.telemetry, err = telemetry.Setup(ctx, *opts.Telemetry); err != nil {
 			return nil, err

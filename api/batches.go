@@ -243,6 +243,15 @@ func batchParam(opts *batch.Options, at, name string, v jsonv.Value, fromQuery b
 		return num(&opts.Size, 10_000)
 	case "concurrency":
 		return num(&opts.Concurrency, 1_000)
+	case "audit":
+		f, err := strconv.ParseFloat(v.Literal(), 64)
+		if fromQuery {
+			f, err = strconv.ParseFloat(v.Str(), 64)
+		}
+		if err != nil || f < 0 || f > 1 {
+			return []detail{{Path: at, Message: "audit must be the share of items asked alone too, from 0 to 1"}}
+		}
+		opts.Audit = f
 	case "providerBatch", "providerBatchFallback":
 		on := v.Kind() == jsonv.KindBool && v.Bool()
 		switch {

@@ -31,6 +31,10 @@ type Client struct {
 	// worker's model (package calibrate's Store), which Run takes for
 	// --batch-size auto.
 	Calibrations Calibrations
+	// OutputLimit is the most tokens one answer of the worker's model may
+	// have (llm.Models), which K answers of a chunk must fit; 0 means
+	// DefaultOutputTokens.
+	OutputLimit int
 	// Limiter, when set, is the worker's limiter of model calls, on this
 	// machine: Run plans its groups in flight for as many calls as it
 	// lets run at once, and its summary says what it did.
@@ -51,7 +55,7 @@ func (c *Client) Status(ctx context.Context, id string) (*Status, error) {
 	var st Status
 	switch ex.GetStatus() {
 	case enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING:
-		v, err := c.temporal().QueryWorkflow(ctx, id, "", QueryStatus)
+		v, err := durable.Query(ctx, c.temporal(), id, QueryStatus)
 		if err != nil {
 			return nil, fmt.Errorf("read batch %s: %w", id, err)
 		}
@@ -97,7 +101,7 @@ func (c *Client) waiting(ctx context.Context, id string) ([]string, error) {
 		errs []error
 	)
 	err := c.runningGroups(ctx, id, func(wid string) {
-		v, err := c.temporal().QueryWorkflow(ctx, wid, "", QueryWaiting)
+		v, err := durable.Query(ctx, c.temporal(), wid, QueryWaiting)
 		var some []string
 		if err == nil {
 			err = v.Get(&some)
@@ -142,7 +146,7 @@ func (c *Client) provider(ctx context.Context, id string) *ProviderState {
 	var ps ProviderState
 	switch ex.GetStatus() {
 	case enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING:
-		v, err := c.temporal().QueryWorkflow(ctx, ProviderID(id), "", QueryProvider)
+		v, err := durable.Query(ctx, c.temporal(), ProviderID(id), QueryProvider)
 		if err != nil || v.Get(&ps) != nil {
 			return nil
 		}
@@ -364,7 +368,7 @@ func (c *Client) Host(ctx context.Context, id string) (string, bool, error) {
 		}
 		return "", false, err
 	}
-	resp, err := c.temporal().QueryWorkflow(ctx, b, "", QueryGroup, line)
+	resp, err := durable.Query(ctx, c.temporal(), b, QueryGroup, line)
 	if err != nil {
 		return "", false, fmt.Errorf("find the group of %s: %w", id, err)
 	}

@@ -16,8 +16,9 @@ type Estimate struct {
 	// Groups the groups they make.
 	Items  int `json:"items"`
 	Groups int `json:"groups"`
-	// Sizes are each LLM chunk's K, and why.
+	// Sizes are each LLM chunk's K, and why; Group the items of a group.
 	Sizes []ChunkSize `json:"sizes,omitempty"`
+	Group int         `json:"group"`
 	// Chunks are the process's LLM chunks in program order, each with the
 	// requests its multiplexed calls make and their prompt tokens. The
 	// first chunk's are exact but for the tokens' count; a later chunk's
@@ -53,7 +54,7 @@ func (c *Client) Estimate(ctx context.Context, in io.Reader, opts Options) (*Est
 	sizes := c.sizes(opts, start, c.limiterCalls(opts))
 	size := groupOf(opts, sizes)
 	opts.Call.Sizes = callSizes(sizes)
-	est := &Estimate{Sizes: sizes}
+	est := &Estimate{Sizes: sizes, Group: size}
 	var llmChunks []int
 	for i, ch := range start.Program.Chunks {
 		if ch.Kind == compile.LLM {

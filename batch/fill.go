@@ -65,6 +65,9 @@ type FillItem struct {
 	ID      string      `json:"id"`
 	Prompt  string      `json:"prompt,omitempty"`
 	Context jsonv.Value `json:"context,omitzero"`
+	// Audit asks the item alone too, and keeps that answer when the two
+	// differ (Options.Audit).
+	Audit bool `json:"audit,omitempty"`
 }
 
 // FillOutput is a filled chunk per item: the item's value, its share of
@@ -79,6 +82,9 @@ type FillOutput struct {
 	// halved; Passed is the size of the largest call that was answered.
 	Splits []Split `json:"splits,omitempty"`
 	Passed int     `json:"passed,omitempty"`
+	// Audit is what the audit of the items asked alone too came to, its
+	// calls counted apart from Requests and Usage.
+	Audit AuditCount `json:"audit,omitzero"`
 }
 
 // ItemFill is one item's part of a FillOutput.
@@ -88,6 +94,9 @@ type ItemFill struct {
 	// Unanswered says the item's call went through a provider batch that
 	// did not answer it (Activities.Collect): it may be sent again.
 	Unanswered bool `json:"unanswered,omitempty"`
+	// Disagreed says the item was audited and its answer alone differed
+	// from its answer among others: Output is the one alone.
+	Disagreed bool `json:"disagreed,omitempty"`
 }
 
 // Fill fills one LLM chunk for many items: the items go to p in calls of
@@ -152,7 +161,11 @@ func (f *filling) run(ctx context.Context, c call) error {
 	resp, err := f.complete(ctx, c)
 	switch {
 	case err == nil:
-		return absorb(ctx, f.p, f.t, c, resp, f.opts, f.out, &f.mu)
+		if err := absorb(ctx, f.p, f.t, c, resp, f.opts, f.out, &f.mu); err != nil {
+			return err
+		}
+		f.audit(ctx, c)
+		return nil
 	case !splittable(err):
 		return fmt.Errorf("chunk %s, %d items: %w", f.t.Chunk, c.count, err)
 	case c.count == 1:

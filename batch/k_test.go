@@ -11,9 +11,11 @@ import (
 	"time"
 
 	"github.com/augceo/vibe/batch"
+	"github.com/augceo/vibe/compile"
 	"github.com/augceo/vibe/internal/llmtest"
 	"github.com/augceo/vibe/llm"
 	"github.com/augceo/vibe/llm/openai"
+	"github.com/augceo/vibe/process"
 )
 
 // run runs a moderate batch over input on c, and returns its results and
@@ -102,7 +104,7 @@ func TestSplitOnRefusal(t *testing.T) {
 		reason string
 	}{
 		{"properties", llmtest.Options{MaxProperties: 40}, 16, "refused for its size"},
-		{"output tokens", llmtest.Options{MaxOutputTokens: 300}, 8, "cut off at the output token limit"},
+		{"output tokens", llmtest.Options{MaxOutputTokens: 300}, 16, "cut off at the output token limit"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			model := llmtest.NewServer(t, llmtest.Multiplexed(verdict), tc.opts)
@@ -186,5 +188,15 @@ func TestCallsAtOnce(t *testing.T) {
 				t.Errorf("the model saw %d calls at once, the limiter let %d run; want at most %d", model.Peak(), lim.Stats().MaxCalls, calls)
 			}
 		})
+	}
+}
+
+// TestNeverAsked: a chunk one item of which is past the provider's limits
+// — nesting deeper than it takes — is refused before any item is asked.
+func TestNeverAsked(t *testing.T) {
+	c := batch.NewClient(&process.Client{Actions: []string{"record"}})
+	err := c.Check(context.Background(), batch.Options{Process: moderate(t), Call: batch.CallOptions{Limits: compile.Limits{MaxDepth: 1}}})
+	if err == nil || !strings.Contains(err.Error(), "LLM_llmContext1 can never be asked of this provider") || !strings.Contains(err.Error(), "nests objects 2 deep, over the provider's limit of 1") {
+		t.Errorf("a chunk too deep for the provider: %v", err)
 	}
 }

@@ -85,6 +85,7 @@ func (w *Workflows) Batch(ctx workflow.Context, in RecordInput) (Status, error) 
 				st.Model = r.Model
 			}
 			st.Splits = mergeSplits(st.Splits, r.Splits, 0)
+			st.Audits = mergeAudits(st.Audits, r.Audits)
 		}
 	}
 	sel := workflow.NewSelector(ctx)

@@ -11,6 +11,8 @@ import (
 	"io"
 	"io/fs"
 	"os"
+
+	"github.com/augceo/vibe/durable"
 )
 
 // ResultsFile is a file of a batch's result lines (vibe batch --out) that
@@ -150,7 +152,7 @@ func (c *Client) groupOf(ctx context.Context, id string, line int) (int, bool, e
 	if _, err := c.Status(ctx, id); err != nil {
 		return 0, false, err
 	}
-	resp, err := c.temporal().QueryWorkflow(ctx, id, "", QueryGroup, line)
+	resp, err := durable.Query(ctx, c.temporal(), id, QueryGroup, line)
 	if err != nil {
 		return 0, false, fmt.Errorf("find the group of line %d: %w", line, err)
 	}

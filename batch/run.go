@@ -19,6 +19,7 @@ import (
 	"github.com/augceo/vibe/internal/diskspace"
 	"github.com/augceo/vibe/internal/execution"
 	"github.com/augceo/vibe/internal/wfid"
+	"github.com/augceo/vibe/jsonv"
 	"github.com/augceo/vibe/llm"
 	"github.com/augceo/vibe/process"
 )
@@ -86,6 +87,12 @@ type Options struct {
 	// Digest is the input's digest (Digest) when the caller knows it
 	// before reading, recorded with the batch (Status.Digest).
 	Digest string `json:"digest,omitempty"`
+	// Audit, when above 0, is the share of items whose LLM chunks are
+	// asked alone too, and compared with their answers among others: an
+	// item whose answers differ takes the one alone, and when the
+	// agreement is significantly below 0.98 K halves for the rest of the
+	// run (see AuditCount).
+	Audit float64 `json:"audit,omitempty"`
 	// Note, when set, is told what the run chose that was not asked of
 	// it: the group size of the batch's first run, kept.
 	Note func(string) `json:"-"`
@@ -116,6 +123,11 @@ type Summary struct {
 	// Size is the items of a group, and Sizes each LLM chunk's K and why.
 	Size  int         `json:"size"`
 	Sizes []ChunkSize `json:"sizes,omitempty"`
+	// Audits are what this run's audits came to, by chunk (Options.Audit),
+	// their calls not in Requests and Usage; Halved what the audit's test
+	// did to K.
+	Audits []AuditCount `json:"audits,omitempty"`
+	Halved []string     `json:"halved,omitempty"`
 	// Lines counts the result lines emitted (Done + Failed).
 	Lines    int           `json:"lines"`
 	Done     int           `json:"done"`
@@ -202,6 +214,12 @@ func (c *Client) Run(ctx context.Context, in io.Reader, emit func(Result) error,
 	}
 
 	sum := &Summary{ID: opts.ID, Size: size, Sizes: sizes}
+	var aud *auditor
+	if opts.Audit > 0 {
+		aud = newAuditor(opts.Audit, 0, sizes)
+	}
+	written := make(chan struct{}, 1)  // a group's results were written
+	var inflight atomic.Int64          // groups started and not yet written
 	slots := make(chan struct{}, conc) // a slot per group in flight
 	queue := make(chan *pending, conc+1)
 	ctx, cancel := context.WithCancel(ctx)
@@ -234,8 +252,18 @@ func (c *Client) Run(ctx context.Context, in io.Reader, emit func(Result) error,
 			}
 			sum.Requests += p.res.Requests
 			sum.Usage = sum.Usage.Add(p.res.Usage)
+			sum.Audits = mergeAudits(sum.Audits, p.res.Audits)
+			if aud != nil {
+				aud.take(p.res.Audits)
+				sum.Halved = aud.decisions()
+			}
 			if p.res.Cancelled {
 				cancelled.Store(true)
+			}
+			inflight.Add(-1)
+			select {
+			case written <- struct{}{}:
+			default:
 			}
 			<-slots
 			if err != nil && writeErr == nil {
@@ -273,6 +301,9 @@ func (c *Client) Run(ctx context.Context, in io.Reader, emit func(Result) error,
 				eof = true
 				break
 			}
+			if aud != nil {
+				it.Audit = aud.audits(it.Line)
+			}
 			items = append(items, *it)
 		}
 		// A group cut short by the stop does not start: its id would name
@@ -283,6 +314,18 @@ func (c *Client) Run(ctx context.Context, in io.Reader, emit func(Result) error,
 		lines = items[len(items)-1].Line
 		gin := GroupInput{Batch: opts.ID, Index: groups, Name: start.Name, Program: start.Program, Prompt: start.Prompt,
 			System: start.System, Items: items, Call: opts.Call, Window: opts.Window}
+		// While an audit's test decides, two groups at a time: a K that
+		// does not hold is found before most items were asked at it.
+		for aud != nil && aud.deciding() && inflight.Load() >= 2 && ctx.Err() == nil && !stopping() {
+			select {
+			case <-written:
+			case <-ctx.Done():
+			case <-opts.Stop:
+			}
+		}
+		if aud != nil {
+			gin.Call.Sizes = callSizes(aud.now())
+		}
 		groups++
 		select { // wait for a slot: back-pressure
 		case slots <- struct{}{}:
@@ -293,6 +336,7 @@ func (c *Client) Run(ctx context.Context, in io.Reader, emit func(Result) error,
 			break
 		}
 		p := &pending{done: make(chan struct{})}
+		inflight.Add(1)
 		queue <- p
 		if lines <= opts.After {
 			close(p.done) // written by an earlier run
@@ -332,7 +376,32 @@ func (c *Client) Run(ctx context.Context, in io.Reader, emit func(Result) error,
 			return sum, fmt.Errorf("end batch %s's provider batches: %w", opts.ID, err)
 		}
 	}
+	c.rememberSplits(ctx, opts.ID, start)
 	return sum, nil
+}
+
+// rememberSplits keeps, for the chunks of batch id whose calls could not be
+// answered whole, the size that passed, where the calibrations keep such
+// things (CalibrationStore.Remember): later batches on the model ask no
+// more of it.
+func (c *Client) rememberSplits(ctx context.Context, id string, start durable.Start) {
+	m, ok := c.Calibrations.(interface {
+		Remember(chunk string, schema jsonv.Value, system string, passed int, why string) error
+	})
+	if !ok {
+		return
+	}
+	st, err := c.Status(ctx, id)
+	if err != nil {
+		return
+	}
+	for _, sp := range st.Splits {
+		for _, ch := range start.Program.Chunks {
+			if ch.Name == sp.Chunk {
+				_ = m.Remember(ch.Name, ch.Schema, start.System, sp.To, fmt.Sprintf("calls of %d: %s", sp.From, sp.Reason))
+			}
+		}
+	}
 }
 
 // recordStatus is the status a batch's record starts with: the group size
@@ -499,6 +568,17 @@ func (c *Client) prepare(ctx context.Context, opts Options) (durable.Start, erro
 	}
 	if opts.Size > compile.MaxBatchItems {
 		return durable.Start{}, fmt.Errorf("a call of %d items is over the limit of %d", opts.Size, compile.MaxBatchItems)
+	}
+	// A chunk one item of which is past the provider's limits — nesting,
+	// properties that do not shrink with K — can never be asked: refused
+	// before any item is.
+	for _, ch := range start.Program.Chunks {
+		if ch.Kind != compile.LLM || ch.Loop != nil {
+			continue
+		}
+		if _, err := compile.Batches(ch.Schema, 1, opts.Call.Limits, compile.MultiplexOptions{Inline: opts.Call.Inline}); err != nil {
+			return durable.Start{}, fmt.Errorf("%s: %s can never be asked of this provider: %w", start.Name, ch.Name, err)
+		}
 	}
 	return start, nil
 }

@@ -8,7 +8,6 @@ import (
 	"github.com/augceo/vibe/durable"
 	"github.com/augceo/vibe/jsonv"
 	"github.com/augceo/vibe/llm"
-	"github.com/augceo/vibe/schema"
 )
 
 // Sizing a batch: K is the items of one model call of an LLM chunk, and
@@ -27,8 +26,8 @@ type ChunkSize struct {
 }
 
 // DefaultOutputTokens is the output token limit a call's answer must fit
-// when the model's is not known: K items of a chunk whose answers are
-// expected to be longer are not asked in one call.
+// when the model's is not known (Client.OutputLimit): K items of a chunk
+// whose answers are expected to be longer are not asked in one call.
 const DefaultOutputTokens = 16384
 
 // Calibrations give the K calibration chose for a chunk of a batch's
@@ -68,11 +67,13 @@ func (c *Client) sizes(opts Options, start durable.Start, calls int) []ChunkSize
 				why = append(why, fmt.Sprintf("%d items over %d calls at once: %d", opts.Total, calls, spread))
 			}
 		}
-		if per := answerTokens(ch.Schema); per > 0 {
-			if fit := DefaultOutputTokens / per; fit < k {
-				k = max(fit, 1)
-				why = append(why, fmt.Sprintf("answers of about %d tokens within %d: %d", per, DefaultOutputTokens, fit))
-			}
+		limit := c.OutputLimit
+		if limit <= 0 {
+			limit = DefaultOutputTokens
+		}
+		if oc := start.Program.OutputCap(ch.Name, limit, nil); oc.MaxK() > 0 && oc.MaxK() < k {
+			k = oc.MaxK()
+			why = append(why, fmt.Sprintf("answers of about %d tokens within the output limit of %d: %d", oc.PerItem, limit, k))
 		}
 		out = append(out, ChunkSize{Chunk: ch.Name, K: Rung(k), Why: "auto (" + strings.Join(why, "; ") + ")"})
 	}
@@ -100,40 +101,6 @@ func callSizes(sizes []ChunkSize) map[string]int {
 		m[s.Chunk] = s.K
 	}
 	return m
-}
-
-// answerTokens estimates the tokens of one item's answer to a chunk: a
-// string without maxLength counts as 40, an enum's value or a number as
-// 3, a key as 2; an array as 3 of its items.
-func answerTokens(s jsonv.Value) int {
-	props := schema.Properties(s)
-	if props != nil {
-		n := 2
-		for name, p := range props.All() {
-			n += len(name)/4 + 2 + answerTokens(p)
-		}
-		return n
-	}
-	if _, ok := s.Get("enum"); ok {
-		return 3
-	}
-	if _, ok := s.Get("const"); ok {
-		return 2
-	}
-	switch s.Lookup("type").Str() {
-	case "string":
-		if ml, ok := s.Lookup("maxLength").Int(); ok {
-			return int(ml)/4 + 2
-		}
-		return 40
-	case "array":
-		return 2 + 3*answerTokens(s.Lookup("items"))
-	case "boolean", "null":
-		return 1
-	case "number", "integer":
-		return 3
-	}
-	return 10
 }
 
 // limiterCalls is the calls at once a batch plans for: opts.Concurrency

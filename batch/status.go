@@ -46,6 +46,9 @@ type Status struct {
 	// Splits are the chunks whose calls could not be answered whole at
 	// their K: the size asked, the size that passed, and why.
 	Splits []Split `json:"splits,omitempty"`
+	// Audits are what the audit of the items asked alone too came to, by
+	// chunk (Options.Audit); their calls are not in Requests and Usage.
+	Audits []AuditCount `json:"audits,omitempty"`
 	// Total is the input's lines as the first run knew them before reading
 	// (Options.Total): how many items there will be, until Ended says
 	// Items holds them all; 0 when unknown.

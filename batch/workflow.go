@@ -52,6 +52,8 @@ type Item struct {
 	// Error, when set, is why the line is no item (not JSON, a field of
 	// the wrong kind): its result says so and no process starts for it.
 	Error string `json:"error,omitempty"`
+	// Audit asks the item's LLM chunks alone too (Options.Audit).
+	Audit bool `json:"audit,omitempty"`
 }
 
 // GroupResult is what a group did: a result per line, in order, and the
@@ -70,6 +72,8 @@ type GroupResult struct {
 	// Splits are the chunks whose calls could not be answered whole, each
 	// with the size asked and the size that passed (mergeSplits).
 	Splits []Split `json:"splits,omitempty"`
+	// Audits are what the group's audits came to, by chunk.
+	Audits []AuditCount `json:"audits,omitempty"`
 }
 
 // GroupReport is what a group tells its batch (SignalGroup): that it
@@ -79,15 +83,16 @@ type GroupReport struct {
 	Items int `json:"items"`
 	// First and Last are the input lines of the group's first and last
 	// items: the batch finds an item's group by its line (QueryGroup).
-	First    int       `json:"first,omitempty"`
-	Last     int       `json:"last,omitempty"`
-	Finished bool      `json:"finished,omitempty"`
-	Done     int       `json:"done,omitempty"`
-	Failed   int       `json:"failed,omitempty"`
-	Usage    llm.Usage `json:"usage,omitzero"`
-	Requests int       `json:"requests,omitempty"`
-	Model    string    `json:"model,omitempty"`
-	Splits   []Split   `json:"splits,omitempty"`
+	First    int          `json:"first,omitempty"`
+	Last     int          `json:"last,omitempty"`
+	Finished bool         `json:"finished,omitempty"`
+	Done     int          `json:"done,omitempty"`
+	Failed   int          `json:"failed,omitempty"`
+	Usage    llm.Usage    `json:"usage,omitzero"`
+	Requests int          `json:"requests,omitempty"`
+	Model    string       `json:"model,omitempty"`
+	Splits   []Split      `json:"splits,omitempty"`
+	Audits   []AuditCount `json:"audits,omitempty"`
 }
 
 // Workflows holds the batch runtime's workflow functions; they need the
@@ -211,7 +216,7 @@ func (w *Workflows) Group(ctx workflow.Context, in GroupInput) (GroupResult, err
 		g.sel.Select(ctx)
 		g.dispatch(ctx)
 	}
-	rep := GroupReport{Index: in.Index, Items: n, Finished: true, Usage: g.res.Usage, Requests: g.res.Requests, Model: g.res.Model, Splits: g.res.Splits}
+	rep := GroupReport{Index: in.Index, Items: n, Finished: true, Usage: g.res.Usage, Requests: g.res.Requests, Model: g.res.Model, Splits: g.res.Splits, Audits: g.res.Audits}
 	for _, r := range g.res.Results {
 		if r.Status == StatusCompleted {
 			rep.Done++
@@ -542,7 +547,7 @@ func (g *group) fill(ctx workflow.Context, c int, items []int) {
 			prompt = g.in.Prompt
 		}
 		m := &g.items[i]
-		in.Items[k] = FillItem{ID: g.res.Results[i].ID, Prompt: prompt, Context: m.context}
+		in.Items[k] = FillItem{ID: g.res.Results[i].ID, Prompt: prompt, Context: m.context, Audit: it.Audit}
 		m.state, m.context = inflight, jsonv.Value{}
 	}
 	if g.in.Call.ProviderBatch {
@@ -568,6 +573,9 @@ func (g *group) deliver(ctx workflow.Context, items []int, out *FillOutput, err 
 	g.res.Usage = g.res.Usage.Add(out.Usage)
 	g.res.Requests += out.Requests
 	g.res.Splits = mergeSplits(g.res.Splits, out.Splits, out.Passed)
+	if out.Audit.Chunk != "" {
+		g.res.Audits = mergeAudits(g.res.Audits, []AuditCount{out.Audit})
+	}
 	for k, i := range items {
 		var part durable.FillOutput
 		var perr error

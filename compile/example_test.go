@@ -63,5 +63,37 @@ func ExampleMultiplex() {
 	// Output:
 	// [a1 a2 b1 b2]
 	// {"step1_classify":"ok","step2_reply":"Thanks!"} <nil>
-	// property a<i> holds its step1_classify, property b<i> holds its step2_reply; each part's "_item" is its item's tag
+	// property a<i> holds its step1_classify, property b<i> holds its step2_reply; a<i>'s "_item" is item i's tag
+}
+
+func ExampleForModel() {
+	chunk, _ := jsonv.Parse([]byte(`{"type": "object", "properties": {
+		"step1_frame": {"title": "Frame", "description": "What the problem is.", "type": "object",
+			"properties": {"result": {"type": "string", "description": "What this step decided."}}},
+		"step2_plan": {"title": "Plan", "description": "How to solve it.", "type": "object",
+			"properties": {"result": {"type": "string", "description": "What this step decided."}}}}}`))
+	sent := compile.ForModel(chunk)
+	fmt.Println(string(jsonv.Marshal(sent)))
+	strict := compile.Project(sent, compile.ProjectOptions{Strict: true})
+	fmt.Println(compile.NotesText(strict.Notes))
+	// Output:
+	// {"type":"object","properties":{"step1_frame":{"description":"What the problem is.","$ref":"#/$defs/step"},"step2_plan":{"description":"How to solve it.","$ref":"#/$defs/step"}},"$defs":{"step":{"type":"object","properties":{"result":{"type":"string","description":"What this step decided."}}}}}
+	// What these parts of the schema are:
+	// - step1_frame: What the problem is.
+	// - step2_plan: How to solve it.
+}
+
+func ExampleProgram_OutputCap() {
+	doc, _ := jsonv.Parse([]byte(`{"type": "object", "properties": {
+		"assess": {"type": "object", "properties": {"sentiment": {"enum": ["positive", "negative"]}, "why": {"type": "string", "maxLength": 200}}}}}`))
+	p, err := compile.Compile(context.Background(), "process.json", doc, compile.Options{})
+	if err != nil {
+		log.Fatal(err)
+	}
+	prog := p.Program()
+	// A model whose answers stop at 4,096 tokens.
+	c := prog.OutputCap(prog.Chunks[0].Name, 4096, nil)
+	fmt.Println(c.PerItem, c.MaxK(), c.Fits(65), c.Fits(66))
+	// Output:
+	// 63 65 true false
 }

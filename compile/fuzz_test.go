@@ -32,8 +32,20 @@ func FuzzCompile(f *testing.F) {
 		if err != nil {
 			return
 		}
-		if _, err := json.Marshal(p.Program()); err != nil {
+		prog := p.Program()
+		if _, err := json.Marshal(prog); err != nil {
 			t.Fatalf("the program does not encode: %v\n%s", err, jsonv.Marshal(p.Document))
+		}
+		// What a model is sent is what the chunk says, written once.
+		for _, pc := range prog.Chunks {
+			if pc.Kind != LLM {
+				continue
+			}
+			loose := lean(Project(p.Document.Lookup("$defs").Lookup(pc.Name), ProjectOptions{}).Schema)
+			if back := Inline(pc.Schema); !jsonv.Equal(back, loose) {
+				t.Fatalf("chunk %s as sent, inlined:\n%s\nas written:\n%s", pc.Name, jsonv.Marshal(back), jsonv.Marshal(loose))
+			}
+			Project(pc.Schema, ProjectOptions{Strict: true})
 		}
 		for _, c := range p.Chunks {
 			Project(p.Document.Lookup("$defs").Lookup(c.Name), ProjectOptions{Strict: true})

@@ -47,17 +47,49 @@ func ItemKey(k, i int) string { return StepPrefix(k) + strconv.Itoa(i) }
 // a2, …, an, b1, … (ItemKey) — with no nested arrays, every property
 // required. The step schemas go once into "$defs", each under its step's
 // prefix (StepPrefix: "a" for the first step), and every property refers
-// to its step's, unless opts.Inline. Each step's part of an item carries
-// the item's tag (Tagged), which Demultiplex checks. Give it a projected
-// chunk (Project) to get what a model is sent.
+// to its step's; the chunk's own "$defs" (a shared chunk's: ForModel) go
+// there too, renamed where a prefix has their name, with every reference
+// rewritten, and what repeats among them all is shared once (Share).
+// With opts.Inline every step's schema is copied whole into each of its
+// properties, the chunk's references replaced by what they name. Each
+// step's part of an item carries the item's tag (Tagged), which
+// Demultiplex checks. Give it a projected chunk (Project) to get what a
+// model is sent.
 func Multiplex(chunk jsonv.Value, n int, opts MultiplexOptions) (jsonv.Value, error) {
-	steps := schema.Properties(chunk)
+	if opts.Inline {
+		chunk = Inline(chunk)
+	}
+	cd := newDefs(chunk)
+	steps := schema.Properties(cd.body)
 	if steps.Len() == 0 {
 		return jsonv.Value{}, fmt.Errorf("multiplex: the chunk has no steps")
 	}
 	if n < 1 {
 		return jsonv.Value{}, fmt.Errorf("multiplex: %d items; need at least 1", n)
 	}
+	cd.clearOf(steps.Len())
+	steps = schema.Properties(cd.body)
+	if !opts.Inline {
+		// The step definitions go first, then the chunk's own; what
+		// repeats among them is shared, and a step whose definition
+		// became another's refers to that one.
+		d := &defs{body: jsonv.NewObject(0).Value(), defs: map[string]jsonv.Value{}}
+		for k, s := range steps.Members() {
+			d.names = append(d.names, StepPrefix(k))
+			d.defs[StepPrefix(k)] = tagFirst(k, s.Value)
+		}
+		for _, name := range cd.names {
+			d.names = append(d.names, name)
+			d.defs[name] = cd.defs[name]
+		}
+		cd = d
+		for range maxShares {
+			if !cd.shareBest() {
+				break
+			}
+		}
+	}
+	alias := cd.collapse()
 	out := jsonv.NewObject(6)
 	for _, kw := range []string{"title", "description"} {
 		if v, ok := chunk.Get(kw); ok {
@@ -68,9 +100,13 @@ func Multiplex(chunk jsonv.Value, n int, opts MultiplexOptions) (jsonv.Value, er
 	props := jsonv.NewObject(n * steps.Len())
 	names := make([]string, 0, n*steps.Len())
 	for k, s := range steps.Members() {
-		v := Tagged(s.Value)
+		v := tagFirst(k, s.Value)
 		if !opts.Inline {
-			v = jsonv.ObjectValue(jsonv.Member{Name: "$ref", Value: jsonv.StringValue("#/$defs/" + StepPrefix(k))})
+			def := StepPrefix(k)
+			if to, ok := alias[def]; ok {
+				def = to
+			}
+			v = jsonv.ObjectValue(jsonv.Member{Name: "$ref", Value: jsonv.StringValue(refTo(def))})
 		}
 		for i := 1; i <= n; i++ {
 			props.Set(ItemKey(k, i), v)
@@ -80,14 +116,47 @@ func Multiplex(chunk jsonv.Value, n int, opts MultiplexOptions) (jsonv.Value, er
 	out.Set("properties", props.Value())
 	out.Set("required", schema.StringArray(names))
 	out.Set("additionalProperties", jsonv.BoolValue(false))
-	if !opts.Inline {
-		defs := jsonv.NewObject(steps.Len())
-		for k, s := range steps.Members() {
-			defs.Set(StepPrefix(k), Tagged(s.Value))
-		}
-		out.Set("$defs", defs.Value())
+	if opts.Inline {
+		return out.Value(), nil
 	}
+	defs := jsonv.NewObject(len(cd.names))
+	for _, name := range cd.names {
+		defs.Set(name, cd.defs[name])
+	}
+	out.Set("$defs", defs.Value())
 	return out.Value(), nil
+}
+
+// clearOf renames the definitions that have the name of one of the first
+// m step prefixes ("a", "b", …), which a multiplexed schema's steps take,
+// rewriting every reference to them.
+func (d *defs) clearOf(m int) {
+	taken := map[string]bool{}
+	for k := range m {
+		taken[StepPrefix(k)] = true
+	}
+	rename := map[string]string{}
+	for i, name := range d.names {
+		if !taken[name] {
+			continue
+		}
+		to := name
+		for j := 2; taken[to] || d.defs[to].Kind() != jsonv.KindNull; j++ {
+			to = name + "_" + strconv.Itoa(j)
+		}
+		rename[name] = to
+		d.defs[to] = d.defs[name]
+		delete(d.defs, name)
+		d.names[i] = to
+	}
+	if len(rename) > 0 {
+		d.rewriteRefs(func(n string) string {
+			if to, ok := rename[n]; ok {
+				return to
+			}
+			return n
+		})
+	}
 }
 
 // TagKey is the property by which each step's part of an item in a
@@ -135,6 +204,17 @@ func Tagged(step jsonv.Value) jsonv.Value {
 	return out.Value()
 }
 
+// tagFirst is step k's schema in a multiplexed call: the first step's
+// part of each item carries the item's tag (Tagged), the others as they
+// are — a tag an item's part echoes once costs its answer a few tokens;
+// one per step would cost them again for each step.
+func tagFirst(k int, step jsonv.Value) jsonv.Value {
+	if k == 0 {
+		return Tagged(step)
+	}
+	return step
+}
+
 // ItemTags are the tags of a call's items, by their ids: a few letters and
 // digits drawn from each id, distinct within the call, and the same for an
 // item whichever call it is in. The prompt gives each item its tag, and
@@ -164,8 +244,8 @@ func ItemTags(ids []string) []string {
 // Legend says in words which property of a multiplexed answer holds what,
 // for the prompt of the call: "property a<i> holds its step1_classify,
 // property b<i> holds its step2_reply" — item i's value of each step, in
-// step order (ItemKey) — and that each part echoes its item's tag
-// (TagKey).
+// step order (ItemKey) — and that the first step's part echoes the item's
+// tag (TagKey).
 func Legend(steps []string) string {
 	var b strings.Builder
 	for k, s := range steps {
@@ -174,7 +254,7 @@ func Legend(steps []string) string {
 		}
 		fmt.Fprintf(&b, "property %s<i> holds its %s", StepPrefix(k), s)
 	}
-	fmt.Fprintf(&b, "; each part's %q is its item's tag", TagKey)
+	fmt.Fprintf(&b, "; %s<i>'s %q is item i's tag", StepPrefix(0), TagKey)
 	return b.String()
 }
 
@@ -194,10 +274,11 @@ type ItemPart struct {
 // step order. Each item stands alone: one whose properties the answer
 // lacks has the ones it holds and an error naming the rest, and its
 // siblings are whole — a caller repairs that item, not the call. With
-// tags (ItemTags, one per item), each step's part of item i that is an
-// object must echo tags[i] under TagKey, which is taken out of it: a part
+// tags (ItemTags, one per item), the first step's part of item i, when an
+// object, must echo tags[i] under TagKey, which is taken out of it: a part
 // that echoes another tag, or none, is not the item's — it is left out of
-// the item's value and named in the item's error.
+// the item's value and named in the item's error. A tag in another step's
+// part is taken out unchecked.
 func Demultiplex(answer jsonv.Value, steps []string, n int, tags []string) []ItemPart {
 	items := make([]ItemPart, n)
 	for i := 1; i <= n; i++ {
@@ -209,7 +290,11 @@ func Demultiplex(answer jsonv.Value, steps []string, n int, tags []string) []Ite
 				missing = append(missing, fmt.Sprintf("%q (item %d's %s)", ItemKey(k, i), i, s))
 				continue
 			}
-			if tags != nil && v.Object() != nil {
+			if (tags == nil || k > 0) && v.Object() != nil && v.Object().Has(TagKey) {
+				v = v.Clone()
+				v.Object().Delete(TagKey) // not checked, but no part of the answer
+			}
+			if tags != nil && k == 0 && v.Object() != nil {
 				tag, has := v.Get(TagKey)
 				if !has || tag.Str() != tags[i-1] {
 					got := "no tag"
@@ -287,20 +372,34 @@ func Batches(chunk jsonv.Value, n int, limits Limits, opts MultiplexOptions) ([]
 	if n < 1 {
 		return nil, fmt.Errorf("batches: %d items; need at least 1", n)
 	}
-	steps := schema.Properties(chunk)
-	inner := 0 // properties inside the step schemas
-	depth := 0
-	for _, s := range steps.Members() {
-		inner += countProperties(Tagged(s.Value))
+	// Depth is the inline form's, whatever is sent: a reference nests
+	// what it names where it stands. Properties are counted as sent: a
+	// shared chunk's definitions once.
+	inline := schema.Properties(Inline(chunk))
+	depth, inner := 0, 0
+	for _, s := range inline.Members() {
 		depth = max(depth, objectDepth(s.Value))
+		inner += countProperties(s.Value)
 	}
 	depth++ // the multiplexed object around the steps
 	if depth > limits.MaxDepth {
 		return nil, fmt.Errorf("batches: the chunk nests objects %d deep, over the provider's limit of %d", depth, limits.MaxDepth)
 	}
-	perItem, fixed := steps.Len(), inner
-	if opts.Inline {
-		perItem, fixed = steps.Len()+inner, 0
+	// The first step's part of each item carries its tag: one property
+	// more, per item inline, once shared.
+	tag := 0
+	if first := inline.Members(); len(first) > 0 && schema.Properties(first[0].Value) != nil {
+		tag = 1
+	}
+	perItem, fixed := inline.Len()+inner+tag, 0
+	if !opts.Inline {
+		perItem, fixed = inline.Len(), tag
+		for _, s := range schema.Properties(chunk).Members() {
+			fixed += countProperties(s.Value)
+		}
+		for _, d := range chunk.Lookup("$defs").Members() {
+			fixed += countProperties(d)
+		}
 	}
 	fit := (limits.MaxProperties - fixed) / perItem
 	if fit < 1 {
@@ -351,6 +450,9 @@ type BatchCall struct {
 	First  int // 0-based index of the first item
 	Count  int
 	Schema jsonv.Value // what the model is sent
+	// Notes are what the strict form moved out of Schema into the
+	// prompt's text (ProjectOptions.Strict).
+	Notes []Note
 }
 
 // MaxBatchItems bounds the items BatchCalls lays out at once: 100,000.
@@ -376,7 +478,7 @@ func (p *Process) BatchCalls(n int, limits Limits, popts ProjectOptions, mopts M
 		if ch.Kind != LLM {
 			continue
 		}
-		loose := Project(p.Document.Lookup("$defs").Lookup(ch.Name), ProjectOptions{}).Schema
+		loose := ForModel(Project(p.Document.Lookup("$defs").Lookup(ch.Name), ProjectOptions{}).Schema)
 		bs, err := Batches(loose, n, limits, mopts)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", ch.Name, err)
@@ -386,7 +488,8 @@ func (p *Process) BatchCalls(n int, limits Limits, popts ProjectOptions, mopts M
 			if err != nil {
 				return nil, fmt.Errorf("%s: %w", ch.Name, err)
 			}
-			calls = append(calls, BatchCall{Chunk: ch.Name, First: b.First, Count: b.Count, Schema: Project(m, popts).Schema})
+			proj := Project(m, popts)
+			calls = append(calls, BatchCall{Chunk: ch.Name, First: b.First, Count: b.Count, Schema: proj.Schema, Notes: proj.Notes})
 		}
 	}
 	return calls, nil

@@ -32,7 +32,9 @@ type ProgramChunk struct {
 	Name string `json:"name"`
 	Kind Kind   `json:"kind"`
 	// Schema is what fills the chunk is given: the projected chunk for a
-	// model (LLM) or a person (USER); null for a SERVER chunk.
+	// model (LLM), with what carries no meaning for a model left out and
+	// repeated subschemas shared (ForModel), or for a person (USER); null
+	// for a SERVER chunk.
 	Schema jsonv.Value `json:"schema,omitzero"`
 	// References are the state paths of the values from outside the chunk
 	// its steps need, in order of first use: its minimal context.
@@ -98,7 +100,10 @@ func (p *Process) Program() *Program {
 	prog := &Program{Document: p.Document, Prompt: p.Prompt, Chunks: make([]ProgramChunk, len(p.Chunks))}
 	for i, ch := range p.Chunks {
 		pc := ProgramChunk{Name: ch.Name, Kind: ch.Kind, References: paths(ch.References), Steps: make([]ProgramStep, len(ch.Steps)), Loop: ch.Loop}
-		if ch.Kind != Server {
+		switch ch.Kind {
+		case LLM:
+			pc.Schema = ForModel(Project(defs.Lookup(ch.Name), ProjectOptions{}).Schema)
+		case User:
 			pc.Schema = Project(defs.Lookup(ch.Name), ProjectOptions{}).Schema
 		}
 		for j, s := range ch.Steps {

@@ -13,7 +13,11 @@ type ProjectOptions struct {
 	// Strict makes the projection fit OpenAI's strict structured outputs:
 	// every property required, "additionalProperties": false on every
 	// object, and each property that was optional made nullable (its type
-	// becomes ["T", "null"]). Restore undoes that on the answer.
+	// becomes ["T", "null"]). Restore undoes that on the answer. Strict
+	// mode takes no keyword beside "$ref" either: a shared subschema's
+	// place that has its own title or description (Share) has them moved
+	// into Notes, for the prompt's text, or is sent whole — whichever is
+	// shorter.
 	Strict bool
 }
 
@@ -21,6 +25,9 @@ type ProjectOptions struct {
 type Projection struct {
 	// Schema is what goes on the wire.
 	Schema jsonv.Value
+	// Notes are the titles and descriptions that Strict moved out of the
+	// schema: a provider sends them in the prompt's text (NotesText).
+	Notes  []Note
 	loose  jsonv.Value // the projection before the strict changes
 	strict bool
 }
@@ -40,7 +47,8 @@ func Project(s jsonv.Value, opts ProjectOptions) *Projection {
 	})
 	p := &Projection{Schema: loose, loose: loose, strict: opts.Strict}
 	if opts.Strict {
-		p.Schema = strictify(loose.Clone())
+		s, notes := withoutSiblings(loose)
+		p.Schema, p.Notes = strictify(s.Clone()), notes
 	}
 	return p
 }

@@ -129,11 +129,11 @@ func TestMultiplex3x4(t *testing.T) {
 		case strings.HasPrefix(name, "a"):
 			fmt.Fprintf(&b, `%q:{"_item":%q,"_reading":"comment %s","category":"ok"}`, name, tag, item)
 		case strings.HasPrefix(name, "b"):
-			fmt.Fprintf(&b, `%q:{"_item":%q,"reason":"reason %s"}`, name, tag, item)
+			fmt.Fprintf(&b, `%q:{"reason":"reason %s"}`, name, item)
 		case strings.HasPrefix(name, "c"):
-			fmt.Fprintf(&b, `%q:{"_item":%q,"$severity":%s}`, name, tag, item)
+			fmt.Fprintf(&b, `%q:{"$severity":%s}`, name, item)
 		default:
-			fmt.Fprintf(&b, `%q:{"_item":%q,"action":"keep"}`, name, tag)
+			fmt.Fprintf(&b, `%q:{"action":"keep"}`, name)
 		}
 	}
 	b.WriteString("}")
@@ -175,16 +175,17 @@ func TestMultiplex3x4(t *testing.T) {
 			t.Errorf("an answer that is no object: %v", it.Err)
 		}
 	}
-	// Two items swapped in one step: each part echoes the other's tag, and
-	// neither is written to the other item.
+	// Two items swapped in the first step, whose part echoes the item's
+	// tag: each holds the other's tag, and neither is written to the other
+	// item.
 	swapped := answer.Clone()
-	b1, b2 := swapped.Lookup("b1"), swapped.Lookup("b2")
-	swapped.Object().Set("b1", b2)
-	swapped.Object().Set("b2", b1)
+	a1, a2 := swapped.Lookup("a1"), swapped.Lookup("a2")
+	swapped.Object().Set("a1", a2)
+	swapped.Object().Set("a2", a1)
 	sw := Demultiplex(swapped, steps, 3, tags)
 	for i, it := range sw[:2] {
-		if it.Err == nil || !strings.Contains(it.Err.Error(), "another item's answer") || it.Value.Lookup("step2_explain").Kind() != jsonv.KindNull ||
-			it.Value.Lookup("step1_classify").IsNull() {
+		if it.Err == nil || !strings.Contains(it.Err.Error(), "another item's answer") || it.Value.Lookup("step1_classify").Kind() != jsonv.KindNull ||
+			it.Value.Lookup("step2_explain").IsNull() {
 			t.Errorf("swapped item %d: %v %s", i+1, it.Err, jsonv.Marshal(it.Value))
 		}
 	}
@@ -195,7 +196,8 @@ func TestMultiplex3x4(t *testing.T) {
 		t.Errorf("the tag stays in the item's value: %s", jsonv.Marshal(items[0].Value))
 	}
 	inline, _ := Multiplex(chunk, 3, MultiplexOptions{Inline: true})
-	if _, ok := inline.Get("$defs"); ok || !jsonv.Equal(inline.Lookup("properties").Lookup("b3"), Tagged(chunk.Lookup("properties").Lookup("step2_explain"))) {
+	if _, ok := inline.Get("$defs"); ok || !jsonv.Equal(inline.Lookup("properties").Lookup("a3"), Tagged(chunk.Lookup("properties").Lookup("step1_classify"))) ||
+		!jsonv.Equal(inline.Lookup("properties").Lookup("b3"), chunk.Lookup("properties").Lookup("step2_explain")) {
 		t.Error("inline multiplexing must copy the step schema into each item")
 	}
 }
@@ -232,9 +234,9 @@ func TestBatches(t *testing.T) {
 		{100, Limits{}, false, "[{0 25} {25 25} {50 25} {75 25}]"},
 		{33, Limits{}, false, "[{0 17} {17 16}]"},
 		{10, Limits{MaxItems: 4}, false, "[{0 4} {4 3} {7 3}]"},
-		{10, Limits{MaxProperties: 5 + 2*4}, false, "[{0 4} {4 3} {7 3}]"}, // 3 shared and 2 tags + 2 per item
-		{10, Limits{MaxProperties: 7 * 4}, true, "[{0 4} {4 3} {7 3}]"},    // 7 per item inline
-		{1, Limits{MaxProperties: 4}, false, "one item needs 7 properties, over the provider's limit of 4"},
+		{10, Limits{MaxProperties: 5 + 2*4}, false, "[{0 4} {4 3} {7 3}]"}, // 3 shared and the first step's tag + 2 per item
+		{10, Limits{MaxProperties: 7 * 4}, true, "[{0 4} {4 3} {7 3}]"},    // 6 per item inline
+		{1, Limits{MaxProperties: 4}, false, "one item needs 6 properties, over the provider's limit of 4"},
 		{1, Limits{MaxDepth: 1}, false, "nests objects 2 deep, over the provider's limit of 1"},
 		{0, Limits{}, false, "0 items"},
 	}

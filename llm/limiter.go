@@ -290,3 +290,19 @@ func LimiterOf(p Provider) *Limiter {
 	}
 	return nil
 }
+
+// ModelOf is the model p's requests go to, as the first provider that
+// says (Describer) through wrappers (Wrapper) says it; "" when none does.
+func ModelOf(p Provider) string {
+	for p != nil {
+		if d, ok := p.(Describer); ok && d.Model() != "" {
+			return d.Model()
+		}
+		w, ok := p.(Wrapper)
+		if !ok {
+			return ""
+		}
+		p = w.Unwrap()
+	}
+	return ""
+}

@@ -11,6 +11,11 @@ import (
 // DefaultSystem is the system text of a Task that gives none.
 const DefaultSystem = `You are one step of a workflow. Answer with one JSON value that follows the given JSON Schema, filling its properties in the order they are given: that order is the order to think in. Properties whose names start with "_" are for your own reasoning; properties whose names start with "$" are metrics you estimate.`
 
+// DefaultBatchSystem is the system text of a BatchTask that gives none:
+// DefaultSystem's rules in fewer words, since a multiplexed call's user
+// message says how its answer is laid out.
+const DefaultBatchSystem = `Answer with one JSON value that follows the JSON Schema, its properties filled in the order given. Properties named "_…" are your reasoning; "$…", metrics you estimate.`
+
 // Task is one instruction to fill.
 type Task struct {
 	// Name names the step or chunk: the schema on the wire, and the step in
@@ -96,7 +101,7 @@ func repairMessage(parseErr error, problems []schema.Invalid, checked bool) stri
 // it.
 type BatchTask struct {
 	// Name names the chunk; System is the system text, "" for
-	// DefaultSystem.
+	// DefaultBatchSystem.
 	Name, System string
 	Schema       jsonv.Value
 	// Legend says, in words, where each item's answer goes: "property
@@ -126,7 +131,7 @@ type BatchItem struct {
 func NewBatchRequest(t BatchTask) *Request {
 	system := t.System
 	if system == "" {
-		system = DefaultSystem
+		system = DefaultBatchSystem
 	}
 	shared := len(t.Items) > 1
 	for _, it := range t.Items {
@@ -138,8 +143,7 @@ func NewBatchRequest(t BatchTask) *Request {
 			b.WriteString(p + "\n\n")
 		}
 	}
-	fmt.Fprintf(&b, "Step %s, for %d items at once: answer each item on its own, from its own request and context only. "+
-		"Item i is the line [i] below: its tag, its request (a JSON string) and its context (JSON); %s.\n", t.Name, len(t.Items), t.Legend)
+	fmt.Fprintf(&b, "Step %s for %d items, each answered from its own line only. Line [i] is item i: its tag, request and context; %s.\n", t.Name, len(t.Items), t.Legend)
 	for i, it := range t.Items {
 		fmt.Fprintf(&b, "[%d] %s", i+1, it.Tag)
 		if p := strings.TrimSpace(it.Prompt); !shared && p != "" {

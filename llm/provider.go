@@ -57,7 +57,28 @@ type Request struct {
 	// Go map would sort it. A provider may adapt it to its endpoint (OpenAI's
 	// strict mode) and must then undo that on the answer.
 	Schema json.RawMessage `json:"schema"`
+	// Temperature, when set, is the sampling temperature asked for (0 for
+	// the most repeatable answers, as calibration asks); nil leaves it to
+	// the endpoint. See WithTemperature.
+	Temperature *float64 `json:"temperature,omitempty"`
 }
+
+// WithTemperature wraps p so that every request asks for temperature t.
+func WithTemperature(p Provider, t float64) Provider { return &tempered{Provider: p, t: t} }
+
+type tempered struct {
+	Provider
+	t float64
+}
+
+func (p *tempered) Complete(ctx context.Context, req *Request) (*Response, error) {
+	r := *req
+	r.Temperature = &p.t
+	return p.Provider.Complete(ctx, &r)
+}
+
+// Unwrap is the provider p asks (Wrapper).
+func (p *tempered) Unwrap() Provider { return p.Provider }
 
 // Usage counts the tokens of one request.
 type Usage struct {

@@ -68,7 +68,7 @@ func (c *Client) Get(ctx context.Context, id string) (*Info, error) {
 		}
 		return info, nil
 	}
-	resp, err := c.Temporal.QueryWorkflow(ctx, id, "", QueryView)
+	resp, err := durable.Query(ctx, c.Temporal, id, QueryView)
 	if err != nil {
 		return nil, fmt.Errorf("read process %s: %w", id, err)
 	}
@@ -110,7 +110,7 @@ func (c *Client) host(ctx context.Context, id string) (string, bool, error) {
 
 // getHosted reads a hosted process from its host (QueryItem).
 func (c *Client) getHosted(ctx context.Context, host, id string) (*Info, error) {
-	resp, err := c.Temporal.QueryWorkflow(ctx, host, "", durable.QueryItem, id)
+	resp, err := durable.Query(ctx, c.Temporal, host, durable.QueryItem, id)
 	if err != nil {
 		if durable.IsNotHosted(err) {
 			return nil, fmt.Errorf("%w: %s", ErrNotFound, id)
@@ -145,7 +145,7 @@ func (c *Client) Program(ctx context.Context, id string) (*compile.Program, erro
 			return nil, err
 		}
 		if ok {
-			resp, err := c.Temporal.QueryWorkflow(ctx, host, "", durable.QueryItemProgram, id)
+			resp, err := durable.Query(ctx, c.Temporal, host, durable.QueryItemProgram, id)
 			if durable.IsNotHosted(err) {
 				return nil, fmt.Errorf("%w: %s", ErrNotFound, id)
 			}

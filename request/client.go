@@ -294,7 +294,7 @@ func (c *Client) Get(ctx context.Context, id string) (*Info, error) {
 	}
 	info := &Info{ID: id, Vessel: memoVessel(ex.GetMemo()), Status: statusOf(ex.GetStatus()), StartedAt: ex.GetStartTime().AsTime()}
 	var v View
-	resp, err := c.Temporal.QueryWorkflow(ctx, id, "", QueryView)
+	resp, err := durable.Query(ctx, c.Temporal, id, QueryView)
 	if err == nil {
 		err = resp.Get(&v)
 	}
@@ -334,7 +334,7 @@ func (c *Client) joinParts(ctx context.Context, v View) (View, error) {
 	parts := make([]*vessel.Result, len(v.Parts))
 	var instances []string
 	for i, id := range v.Parts {
-		resp, err := c.Temporal.QueryWorkflow(ctx, id, "", QueryView)
+		resp, err := durable.Query(ctx, c.Temporal, id, QueryView)
 		var pv View
 		if err == nil {
 			err = resp.Get(&pv)

@@ -52,6 +52,7 @@ var EngineKeywords = []string{
 	"maxIterations",  // the most attempts of a loop, beside its mixin's $ref
 	"withReferences", // a blocking step: its action also gets its references' values
 	"fills",          // a compiled input step: the blocking step whose inputs the model fills
+	"compare",        // how two answers of a field are compared (package compare)
 }
 
 // IsEngineKeyword reports whether a schema keyword is for the engine only.

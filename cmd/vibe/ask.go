@@ -61,7 +61,7 @@ $VIBE_LLM_RECORD=FILE records every answer, for replay:FILE later.`,
 				Name:   llm.WireName(name),
 				System: system,
 				Prompt: prompt,
-				Schema: compile.Project(flat, compile.ProjectOptions{}).Schema,
+				Schema: compile.ForModel(compile.Project(flat, compile.ProjectOptions{}).Schema),
 			}
 			if showPrompt {
 				return writeJSON(io, requestJSON(llm.NewRequest(t)))

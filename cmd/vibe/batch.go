@@ -12,7 +12,6 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/debug"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -39,12 +38,13 @@ func newBatchCmd(io stdio) *cobra.Command {
 		id, prompt, system, name  string
 		sizeFlag                  string
 		concurrency               int
+		audit                     float64
 		window                    time.Duration
-		inline                    bool
 		maxProps, maxDepth        int
 		pf                        pricesFlag
 		provider, fallback        bool
 		dryRun                    bool
+		bf                        budgetFlags
 		poll                      time.Duration
 	)
 	cmd := &cobra.Command{
@@ -104,6 +104,12 @@ this run did — the results it wrote, the model requests it made — and, for a
 batch that earlier runs began, of the whole batch. The exit status is 1 when
 any item failed, 130 when interrupted.
 
+--audit RATE asks that share of the items alone too while the batch runs, compares
+each with its answer among K others (as vibe calibrate does), and gives an item
+whose answers differ its answer alone; when the running agreement is significantly
+below 0.98 (a sequential test), K halves for the rest of the run. The progress line
+shows the agreement, and the summary the audit's calls, counted apart.
+
 It uses the vibe serve that has --data if one runs (its worker does the work);
 otherwise it starts the embedded engine itself, or joins --temporal.`,
 		Example: `  vibe batch aug:processes/review --registry DIR --in items.jsonl --out results.jsonl --llm openai:gpt-4o-mini
@@ -129,11 +135,14 @@ otherwise it starts the embedded engine itself, or joins --temporal.`,
 			if err != nil {
 				return usageError{err}
 			}
+			if audit < 0 || audit > 1 {
+				return usageError{errors.New("--audit is the share of items asked alone too: from 0 to 1 (0.02 is 2%)")}
+			}
 			if concurrency < 0 {
 				return usageError{errors.New("--concurrency is a count of model calls at once: 1 or more (0 for the default)")}
 			}
-			bf := batchFlags{concurrency: concurrency, window: window, poll: poll, maxProps: maxProps, maxDepth: maxDepth}
-			if err := bf.check(cmd); err != nil {
+			lf := batchFlags{concurrency: concurrency, window: window, poll: poll, maxProps: maxProps, maxDepth: maxDepth}
+			if err := lf.check(cmd); err != nil {
 				return err
 			}
 			if concurrency > 0 {
@@ -148,8 +157,8 @@ otherwise it starts the embedded engine itself, or joins --temporal.`,
 				return err
 			}
 			opts := batch.Options{Process: process.StartOptions{Pipeline: pipeline, Prompt: prompt, System: system, Name: name},
-				ID: id, Size: size, Concurrency: concurrency, Window: window, File: inputName(in),
-				Call: batch.CallOptions{Inline: inline, Limits: compile.Limits{MaxProperties: maxProps, MaxDepth: maxDepth},
+				ID: id, Size: size, Concurrency: concurrency, Window: window, File: inputName(in), Audit: audit,
+				Call: batch.CallOptions{Inline: wf.llm.inline, Limits: compile.Limits{MaxProperties: maxProps, MaxDepth: maxDepth},
 					ProviderBatch: provider || fallback, ProviderFallback: fallback, ProviderPoll: poll}}
 			spec := pipeline
 			if len(args) == 1 {
@@ -189,7 +198,14 @@ otherwise it starts the embedded engine itself, or joins --temporal.`,
 				}
 			}
 			if dryRun {
-				return dryRunBatch(ctx, io, reg, input, opts, prices, wf.llm.model())
+				var cals batch.Calibrations
+				if wf.llm.spec != "" {
+					cals = calibrationStore(ef.data, &wf.llm)
+				}
+				if in != "-" {
+					opts.Total = countLines(in)
+				}
+				return dryRunBatch(ctx, io, reg, wf.actionsFile, input, opts, prices, &wf.llm, bf, cals)
 			}
 			// The first Ctrl-C stops the reading and lets the groups in
 			// flight finish; the second ends ctx.
@@ -322,6 +338,7 @@ otherwise it starts the embedded engine itself, or joins --temporal.`,
 	cmd.Flags().StringVar(&in, "in", "", "the items: a JSONL `FILE`, or - for stdin")
 	cmd.Flags().StringVar(&out, "out", "", "write the result lines to `FILE` (continued on a rerun); default stdout")
 	cmd.Flags().StringVar(&sizeFlag, "batch-size", "auto", "K, items per model call of each LLM chunk, or auto: chosen per chunk from calibration, the items and the calls at once")
+	cmd.Flags().Float64Var(&audit, "audit", 0, "ask this share of the items alone too (0.02: 2%), compare, give a disagreeing item its answer alone, and halve K when the agreement is significantly below 0.98")
 	cmd.Flags().IntVar(&concurrency, "concurrency", 0, fmt.Sprintf("C, model calls at once (default: %d to begin with, adapting to the provider)", llm.DefaultConcurrency))
 	cmd.Flags().StringVar(&id, "id", "", "the batch's id (default: derived from the process and the input file; fresh for stdin)")
 	cmd.Flags().StringVar(&prompt, "prompt", "", "the prompt of items that give none")
@@ -332,101 +349,9 @@ otherwise it starts the embedded engine itself, or joins --temporal.`,
 	cmd.Flags().BoolVar(&provider, "provider-batch", false, "send the model calls through the provider's Batch API (OpenAI, Anthropic): half price, answered within 24 hours")
 	cmd.Flags().BoolVar(&fallback, "provider-batch-fallback", false, "with --provider-batch: send a call a provider batch did not answer (failed, expired, cancelled) directly, not in the next provider batch")
 	cmd.Flags().DurationVar(&poll, "provider-batch-poll", 0, fmt.Sprintf("with --provider-batch: the first wait between looks at a provider batch, growing by half each time up to %s (default %s)", batch.MaxProviderPoll, batch.DefaultProviderPoll))
+	bf.add(cmd)
 	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "estimate the batch's model requests, prompt tokens and cost (with --prices) without running it")
-	cmd.Flags().BoolVar(&inline, "inline-schemas", false, "copy the step schemas into every item's property instead of sharing them with $ref, for providers without $ref")
 	return cmd
-}
-
-// report prints what a run did: the results it wrote and the model
-// requests made for the batch since it began (the batch's status before
-// and now; nil when unknown), or that there was nothing to do.
-func report(w goio.Writer, sum *batch.Summary, err error, out string, after int, before, now *batch.Status, cost func(llm.Usage) string) {
-	if err == nil && sum.Lines == 0 {
-		where := "the input holds no items"
-		if after > 0 {
-			where = out + " already holds every result"
-		}
-		fmt.Fprintf(w, "vibe: batch %s: nothing to do: %s; 0 new results, 0 new LLM requests\n", sum.ID, where)
-		return
-	}
-	counts := fmt.Sprintf("this run wrote %d results, %d ok, %d failed", sum.Lines, sum.Done, sum.Failed)
-	if now != nil && (before == nil || now.Requests >= before.Requests) {
-		// A group read back ran before this run: its requests are not
-		// new, though its results are written now.
-		requests, usage := now.Requests, now.Usage
-		if before != nil {
-			requests -= before.Requests
-			usage.PromptTokens -= before.Usage.PromptTokens
-			usage.CompletionTokens -= before.Usage.CompletionTokens
-			usage.CachedPromptTokens -= before.Usage.CachedPromptTokens
-			usage.CacheWriteTokens -= before.Usage.CacheWriteTokens
-		}
-		counts += fmt.Sprintf("; %d new LLM requests; %s%s", requests, tokens(usage), cost(usage))
-	}
-	fmt.Fprintf(w, "vibe: batch %s: %s; %s\n", sum.ID, counts, sum.Elapsed.Round(time.Millisecond))
-}
-
-// reportSizes says the K each LLM chunk's calls took and why, the calls
-// halved because the model could not answer them whole, and what the
-// limiter of model calls did (lim: this machine's worker's; nil through a
-// serve).
-func reportSizes(w goio.Writer, sum *batch.Summary, lim *llm.Limiter, now *batch.Status) {
-	if sum.Lines == 0 {
-		return
-	}
-	var ks []string
-	for _, s := range sum.Sizes {
-		ks = append(ks, fmt.Sprintf("%s K=%d, %s", s.Chunk, s.K, s.Why))
-	}
-	if len(ks) > 0 {
-		fmt.Fprintf(w, "vibe: batch %s: %s\n", sum.ID, strings.Join(ks, "; "))
-	}
-	if now != nil {
-		for _, sp := range now.Splits {
-			fmt.Fprintf(w, "vibe: batch %s: %s: calls of %d items could not be answered whole (%s); halved down to %d, which passed\n", sum.ID, sp.Chunk, sp.From, sp.Reason, sp.To)
-		}
-	}
-	if lim != nil {
-		fmt.Fprintf(w, "vibe: batch %s: model calls: %s\n", sum.ID, lim)
-	}
-}
-
-// interrupted is the error of a run that Ctrl-C stopped, after the groups
-// in flight finished or, at once, leaving them to the engine: it says how
-// to go on.
-func interrupted(io stdio, atOnce bool, out, in, id, batchID string, line int) error {
-	args := io.args
-	if in == "-" && id == "" { // a fresh id each time, unless given
-		args = append(slices.Clone(args), "--id", batchID)
-	}
-	what := fmt.Sprintf("stopped after line %d", line)
-	if atOnce {
-		what = "stopped at once: the groups in flight go on in the engine, and a rerun picks up their results"
-	}
-	how := "run the same command again to go on"
-	if in == "-" {
-		how = "run the same command again, given the same input, to go on"
-	}
-	if out != "" && out != "-" {
-		how += fmt.Sprintf("; it continues %s after line %d", out, line)
-	} else {
-		how += "; it writes every result again from line 1 (give --out FILE to have a file continued)"
-	}
-	return &interruptedError{fmt.Sprintf("batch %s %s; %s:\n  vibe %s", batchID, what, how, shellQuote(args))}
-}
-
-// shellQuote joins args into a command line a POSIX shell reads back as
-// args.
-func shellQuote(args []string) string {
-	quoted := make([]string, len(args))
-	for i, a := range args {
-		if a != "" && strings.Trim(a, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_@%+=:,./-") == "" {
-			quoted[i] = a
-			continue
-		}
-		quoted[i] = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
-	}
-	return strings.Join(quoted, " ")
 }
 
 // batchMemoryLimit is the Go heap's soft limit for vibe batch unless
@@ -513,14 +438,34 @@ func batchClient(ctx context.Context, io stdio, ef *engineFlags, wf *workerFlags
 	if err != nil {
 		return nil, nil, err
 	}
+	if wf.llm.spec != "" {
+		l.Batches.Calibrations = calibrationStore(ef.data, &wf.llm) // vibe calibrate's choices
+	}
 	return l.Batches, func() { l.Close() }, nil
 }
 
 // dryRunBatch prints what the batch would ask of the model — requests and
 // prompt tokens per LLM chunk, and their cost at prices — without running
 // anything or starting an engine.
-func dryRunBatch(ctx context.Context, io stdio, reg *registry.Registry, in goio.Reader, opts batch.Options, prices *llm.Prices, model string) error {
-	c := batch.NewClient(&process.Client{Registry: reg})
+func dryRunBatch(ctx context.Context, io stdio, reg *registry.Registry, actionsFile string, in goio.Reader, opts batch.Options, prices *llm.Prices, lf *llmFlags, bf budgetFlags, cals batch.Calibrations) error {
+	model := lf.model()
+	pc := &process.Client{Registry: reg}
+	if actionsFile != "" {
+		names, err := actionNames(actionsFile)
+		if err != nil {
+			return err
+		}
+		pc.Actions = names
+	}
+	c := batch.NewClient(pc)
+	c.Calibrations = cals
+	if opts.ID == "" && opts.Digest != "" {
+		id, err := c.ID(ctx, opts, opts.Digest)
+		if err != nil {
+			return err
+		}
+		opts.ID = id
+	}
 	est, err := c.Estimate(ctx, in, opts)
 	if err != nil {
 		return err
@@ -529,7 +474,10 @@ func dryRunBatch(ctx context.Context, io stdio, reg *registry.Registry, in goio.
 	if opts.Call.ProviderBatch {
 		how = "through the provider's Batch API"
 	}
-	fmt.Fprintf(io.out, "batch %s: %d items in %d groups of up to %d; the model calls go %s\n", opts.ID, est.Items, est.Groups, cmp.Or(opts.Size, batch.DefaultSize), how)
+	fmt.Fprintf(io.out, "batch %s: %d items in %d groups of up to %d; the model calls go %s\n", opts.ID, est.Items, est.Groups, est.Group, how)
+	for _, s := range est.Sizes {
+		fmt.Fprintf(io.out, "%s: K=%d, %s\n", s.Chunk, s.K, s.Why)
+	}
 	tw := tabwriter.NewWriter(io.out, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "CHUNK\tREQUESTS\tPROMPT TOKENS (est.)")
 	for _, ch := range est.Chunks {
@@ -555,7 +503,28 @@ func dryRunBatch(ctx context.Context, io stdio, reg *registry.Registry, in goio.
 			fmt.Fprintf(io.out, "No cost: %s has no price for %s.\n", prices.File, model)
 		}
 	}
-	return nil
+	// Each chunk's call at K against the model's limits, as vibe compile
+	// --budget says it: what cannot fit is refused here too.
+	start, _, err := pc.Prepare(ctx, opts.Process)
+	if err != nil {
+		return err
+	}
+	models, sizes, err := bf.load(start.Program)
+	if err != nil {
+		return err
+	}
+	name, strict := budgetModel(lf.spec, lf.baseURL)
+	k := cmp.Or(opts.Size, batch.DefaultSize)
+	b, err := llm.NewBudget(start.Program, llm.BudgetOptions{Model: name, Models: models, K: k, Limits: opts.Call.Limits,
+		System: start.System, Prompt: start.Prompt, Strict: strict || lf.strict, Inline: opts.Call.Inline, Sizes: sizes})
+	if err != nil {
+		return err
+	}
+	fmt.Fprintln(io.out)
+	if err := printBudget(io.out, b, k); err != nil {
+		return err
+	}
+	return b.Err()
 }
 
 // batchSize reads --batch-size: auto (0), or K, 1 or more.

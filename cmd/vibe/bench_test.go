@@ -1,9 +1,9 @@
 package main
 
 import (
-	"cmp"
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"flag"
@@ -24,7 +24,9 @@ import (
 
 	"github.com/augceo/vibe/api"
 	"github.com/augceo/vibe/internal/llmtest"
+	"github.com/augceo/vibe/jsonv"
 	"github.com/augceo/vibe/process"
+	"github.com/augceo/vibe/schema"
 )
 
 // rssMB reads a process's resident memory from /proc.
@@ -287,6 +289,96 @@ func BenchmarkLangGraph(b *testing.B) {
 	b.ReportMetric(float64(vibeModel.Requests()), "vibe-requests")
 	b.ReportMetric(float64(vibeModel.PromptTokens())/float64(lgModel.PromptTokens()), "prompt-token-ratio")
 	b.ReportMetric(float64(vibeModel.Peak()), "vibe-peak-calls")
+}
+
+// longchainAnswers are the test model's answers to the longchain
+// workload: each step's {"result", "handoff"}, the same for both.
+func longchainAnswers(name, body string) string {
+	const step = `{"result":"Decided for this step: the plan keeps to one launch channel, a two-week beta with fifty users from the waiting list, then a public release with a price of five dollars a month.","handoff":"The next step needs the beta's dates, the fifty users' segment and the price; open: the support load."}`
+	if !strings.HasPrefix(name, "LLM_") {
+		return step
+	}
+	var b strings.Builder
+	b.WriteByte('{')
+	for i, s := range schemaProps(body) {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		fmt.Fprintf(&b, "%q:%s", s, step)
+	}
+	b.WriteByte('}')
+	return b.String()
+}
+
+// schemaProps are the properties of a chat request's response schema, in
+// order.
+func schemaProps(body string) []string {
+	v, err := jsonv.Parse([]byte(body))
+	if err != nil {
+		return nil
+	}
+	return schema.Properties(v.Lookup("response_format").Lookup("json_schema").Lookup("schema")).Names()
+}
+
+// BenchmarkLongchain runs a ten-step planning chain — each step an
+// instruction with the same two described fields, result and handoff
+// (compile/testdata/longchain) — through LangGraph.js (a node per step,
+// each asking with the message history; testdata/langgraph/longchain.mjs)
+// and through `vibe run` (one LLM chunk: one request), each against a
+// test model of its own that answers the same, and reports the prompt
+// characters each sent (the request bodies' bytes), their ratio, and the
+// requests. It needs Node.js and the harness's packages:
+//
+//	npm install --prefix cmd/vibe/testdata/langgraph
+//	go test ./cmd/vibe -run XXX -bench BenchmarkLongchain -benchtime 1x -count 3
+func BenchmarkLongchain(b *testing.B) {
+	harness, _ := filepath.Abs("testdata/langgraph")
+	instructions, _ := filepath.Abs("../../compile/testdata/longchain/instructions")
+	if _, err := exec.LookPath("node"); err != nil {
+		b.Skip("no node on PATH: LangGraph.js runs on Node.js")
+	}
+	if _, err := os.Stat(filepath.Join(harness, "node_modules", "@langchain", "langgraph")); err != nil {
+		b.Skip("LangGraph.js is not installed: npm install --prefix cmd/vibe/testdata/langgraph")
+	}
+	const prompt = "Plan the launch of a note-taking app"
+	pipeline := fmt.Sprintf("%q | FrameProblem | GatherFacts | ListOptions | WeighOptions | ChooseApproach | PlanSteps | EstimateCost | IdentifyRisks | MitigateRisks | WriteSummary", prompt)
+	var lgModel, vibeModel *llmtest.Server
+	for b.Loop() {
+		lgModel = llmtest.NewServer(b, longchainAnswers, llmtest.Options{})
+		out, err := exec.Command("node", filepath.Join(harness, "longchain.mjs"), lgModel.URL+"/v1", instructions, prompt).CombinedOutput()
+		if err != nil || !bytes.Contains(out, []byte(`"steps":10`)) {
+			b.Fatalf("langgraph: %v\n%s", err, out)
+		}
+		vibeModel = llmtest.NewServer(b, longchainAnswers, llmtest.Options{})
+		cmd, cout := child(b, "run", "--pipeline", pipeline, "--registry", filepath.Dir(instructions), "--data", b.TempDir(),
+			"--llm", "openai:test-model", "--llm-base-url", vibeModel.URL)
+		if err := cmd.Wait(); err != nil {
+			b.Fatalf("vibe run: %v\n%s", err, cout)
+		}
+	}
+	chars := func(m *llmtest.Server) (n int) {
+		for _, body := range m.Bodies() {
+			n += len(body)
+		}
+		return n
+	}
+	for _, body := range vibeModel.Bodies() {
+		for _, f := range []string{"FrameProblem", "WriteSummary"} {
+			d, _ := os.ReadFile(filepath.Join(instructions, f+".json"))
+			v, _ := jsonv.Parse(d)
+			if desc := v.Lookup("description").Str(); !strings.Contains(body, desc) {
+				b.Fatalf("vibe's request lacks %s's description %q", f, desc)
+			}
+		}
+	}
+	if os.Getenv("VIBE_BENCH_SHOW") != "" {
+		b.Logf("vibe's request:\n%s", vibeModel.Bodies()[0])
+	}
+	b.ReportMetric(float64(chars(lgModel)), "langgraph-chars")
+	b.ReportMetric(float64(chars(vibeModel)), "vibe-chars")
+	b.ReportMetric(float64(chars(vibeModel))/float64(chars(lgModel)), "chars-ratio")
+	b.ReportMetric(float64(lgModel.Requests()), "langgraph-requests")
+	b.ReportMetric(float64(vibeModel.Requests()), "vibe-requests")
 }
 
 var (

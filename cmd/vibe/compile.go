@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"os"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -10,6 +11,7 @@ import (
 	"github.com/augceo/vibe/compile"
 	"github.com/augceo/vibe/diagram"
 	"github.com/augceo/vibe/jsonv"
+	"github.com/augceo/vibe/llm"
 )
 
 func newCompileCmd(io stdio) *cobra.Command {
@@ -18,7 +20,9 @@ func newCompileCmd(io stdio) *cobra.Command {
 		actionsFile               string
 		batch                     int
 		explain, inline, strict   bool
-		dot, svg                  bool
+		dot, svg, budget          bool
+		llmSpec, baseURL          string
+		bf                        budgetFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "compile FILE|URI|- | compile --pipeline EXPR",
@@ -40,17 +44,24 @@ definition per chunk in execution order, and the entry point.
                    console's process page draws it too)
   --batch N        print the multiplexed LLM chunk(s) for N items: one object
                    per call, within the provider limits (32 items per call)
+  --budget         print each LLM chunk's prompt tokens (system text, schema,
+                   text, the largest context its references can bring) and
+                   its answer's expected tokens, against the limits of the
+                   model --llm names; with --batch K, of a call of K items.
+                   A chunk that cannot fit the model is refused (exit 1),
+                   saying what to do
 
 On bad input it prints every error, one per line, as FILE: /json/path: message,
 and exits with status 1.`,
 		Example: `  vibe compile --explain --registry examples/schedule-meeting/registry aug:processes/schedule-meeting
-  vibe compile --registry DIR --pipeline 'prompt | Assess | Decide'`,
+  vibe compile --registry DIR --pipeline 'prompt | Assess | Decide'
+  vibe compile --budget --llm openai:gpt-4o-mini --batch 32 --registry DIR aug:processes/moderate`,
 		Args:              fileOrPipeline,
 		ValidArgsFunction: completeSchema(&regDir, "processes"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			var outputs []string
-			for _, f := range []string{"explain", "dot", "svg", "batch"} {
-				if cmd.Flags().Changed(f) {
+			for _, f := range []string{"explain", "dot", "svg", "batch", "budget"} {
+				if cmd.Flags().Changed(f) && !(f == "batch" && budget) {
 					outputs = append(outputs, "--"+f)
 				}
 			}
@@ -96,6 +107,22 @@ and exits with status 1.`,
 				return err
 			}
 			switch {
+			case budget:
+				prog := p.Program()
+				models, sizes, err := bf.load(prog)
+				if err != nil {
+					return err
+				}
+				model, strictForm := budgetModel(llmSpec, baseURL)
+				b, err := llm.NewBudget(prog, llm.BudgetOptions{Model: model, Models: models, K: batch, Prompt: p.Prompt,
+					Strict: strictForm || strict, Inline: inline, Sizes: sizes})
+				if err != nil {
+					return usageError{err}
+				}
+				if err := printBudget(io.out, b, batch); err != nil {
+					return err
+				}
+				return b.Err()
 			case explain:
 				return p.Explain(io.out)
 			case dot:
@@ -120,8 +147,12 @@ and exits with status 1.`,
 	cmd.Flags().BoolVar(&dot, "dot", false, "print the process as a Graphviz (DOT) graph")
 	cmd.Flags().BoolVar(&svg, "svg", false, "print the process as an SVG picture")
 	cmd.Flags().IntVar(&batch, "batch", 0, "print the multiplexed LLM chunks for `N` items")
-	cmd.Flags().BoolVar(&inline, "inline", false, "with --batch: copy step schemas into every item instead of $defs + $ref")
-	cmd.Flags().BoolVar(&strict, "strict", false, "with --batch: the strict-mode projection (every property required, additionalProperties false)")
+	cmd.Flags().BoolVar(&inline, "inline", false, "with --batch or --budget: every schema whole, without $defs + $ref")
+	cmd.Flags().BoolVar(&strict, "strict", false, "with --batch or --budget: the strict-mode projection (every property required, additionalProperties false)")
+	cmd.Flags().BoolVar(&budget, "budget", false, "print each LLM chunk's prompt and output tokens against the model's limits; refuse a chunk that cannot fit")
+	cmd.Flags().StringVar(&llmSpec, "llm", os.Getenv("VIBE_LLM"), "with --budget: the model, openai:MODEL or anthropic:MODEL (default $VIBE_LLM)")
+	cmd.Flags().StringVar(&baseURL, "llm-base-url", os.Getenv("VIBE_LLM_BASE_URL"), "with --budget: an OpenAI-compatible server's endpoint, which gets the schema as written, not in OpenAI's strict form")
+	bf.add(cmd)
 	return cmd
 }
 
@@ -159,11 +190,15 @@ func batches(p *compile.Process, n int, popts compile.ProjectOptions, mopts comp
 	}
 	out := make([]jsonv.Value, len(calls))
 	for i, c := range calls {
-		out[i] = jsonv.ObjectValue(
-			jsonv.Member{Name: "chunk", Value: jsonv.StringValue(c.Chunk)},
-			jsonv.Member{Name: "items", Value: jsonv.ArrayValue(jsonv.IntValue(int64(c.First+1)), jsonv.IntValue(int64(c.First+c.Count)))},
-			jsonv.Member{Name: "schema", Value: c.Schema},
-		)
+		o := jsonv.NewObject(4)
+		o.Set("chunk", jsonv.StringValue(c.Chunk))
+		o.Set("items", jsonv.ArrayValue(jsonv.IntValue(int64(c.First+1)), jsonv.IntValue(int64(c.First+c.Count))))
+		o.Set("schema", c.Schema)
+		if len(c.Notes) > 0 {
+			// Strict mode's: they go in the system text.
+			o.Set("notes", jsonv.StringValue(compile.NotesText(c.Notes)))
+		}
+		out[i] = o.Value()
 	}
 	return jsonv.ArrayValue(out...), nil
 }

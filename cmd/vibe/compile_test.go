@@ -3,6 +3,7 @@ package main
 import (
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -160,5 +161,68 @@ func TestPipelineFile(t *testing.T) {
 		if status, _, stderr := run(t, "", c, "--registry", reg, "--pipeline", "@"+dir+"/none.pipe"); status != 1 || !strings.Contains(stderr, "vibe: --pipeline @"+dir+"/none.pipe: open ") {
 			t.Errorf("%s --pipeline @MISSING: %d %s", c, status, stderr)
 		}
+	}
+}
+
+// longchain is the ten-step planning chain of compile/testdata/longchain.
+const longchain = `"Plan the launch of a note-taking app" | FrameProblem | GatherFacts | ListOptions | WeighOptions | ChooseApproach | PlanSteps | EstimateCost | IdentifyRisks | MitigateRisks | WriteSummary`
+
+func TestCompileBudget(t *testing.T) {
+	models := t.TempDir() + "/models.json"
+	os.WriteFile(models, []byte(`{"models": {"tiny-model": {"context": 2000, "output": 1000}}}`), 0o644)
+	for _, tc := range []struct {
+		name   string
+		args   []string
+		status int
+		out    []string // lines of stdout that must be there
+		err    string   // in stderr
+	}{{
+		name: "each chunk of an example, counted with OpenAI's tokenizer",
+		args: []string{"--registry", example + "/registry", "--actions", "FetchAvailability_Activity,sendInvitation", example + "/registry/processes/schedule-meeting@2.json", "--llm", "openai:gpt-4o-mini"},
+		out:  []string{"model gpt-4o-mini: context window 128000 tokens, output limit 16384", "LLM_llmContext1 ", "LLM_llmContext2 ", "tokens counted with o200k_base"},
+	}, {
+		name: "a multiplexed call at K",
+		args: []string{"--registry", "../../examples/moderation-stream/registry", "--pipeline", "prompt | AssessSentiment | DecideModeration | RecordDecision_Activity", "--llm", "anthropic:claude-haiku-4-5", "--batch", "16"},
+		out:  []string{"LLM_step1_assess_sentiment  16 ", "tokens estimated at 4 bytes a token"},
+	}, {
+		name:   "a chunk whose answer is over the model's output limit is refused",
+		args:   []string{"--registry", "../../compile/testdata/longchain", "--pipeline", longchain, "--llm", "openai:tiny-model", "--models", models},
+		status: 1,
+		out:    []string{"model tiny-model: context window 2000 tokens, output limit 1000"},
+		err:    "chunk LLM_step1_frame_problem cannot fit tiny-model: its answer, about 2123 tokens, is over tiny-model's output limit of 1000: split the chunk",
+	}, {
+		name:   "a call of K items that is over it is told to lower K",
+		args:   []string{"--registry", "../../compile/testdata/longchain", "--pipeline", `"x" | FrameProblem | GatherFacts | ListOptions | WeighOptions`, "--llm", "openai:gpt-3.5-turbo", "--batch", "32"},
+		status: 1,
+		err:    "is over gpt-3.5-turbo's output limit of 4096: lower K to at most 4",
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			status, stdout, stderr := run(t, "", append([]string{"compile", "--budget"}, tc.args...)...)
+			if status != tc.status || !strings.Contains(stderr, tc.err) {
+				t.Fatalf("status %d, want %d; stderr %s\n%s", status, tc.status, stderr, stdout)
+			}
+			for _, line := range tc.out {
+				if !strings.Contains(stdout, line) {
+					t.Errorf("no %q in\n%s", line, stdout)
+				}
+			}
+		})
+	}
+	// Recorded answers size the free strings: the moderation example's
+	// reasons are a sentence, not the default's 400 characters.
+	args := []string{"compile", "--budget", "--registry", "../../examples/moderation-stream/registry", "--pipeline", "prompt | AssessSentiment | DecideModeration | RecordDecision_Activity", "--batch", "32"}
+	_, guessed, _ := run(t, "", args...)
+	status, recorded, stderr := run(t, "", append(args, "--answers", "../../examples/moderation-stream/answers.jsonl")...)
+	output := func(table string) int {
+		for _, line := range strings.Split(table, "\n") {
+			if f := strings.Fields(line); len(f) == 9 && f[0] == "LLM_step1_assess_sentiment" {
+				n, _ := strconv.Atoi(f[7])
+				return n
+			}
+		}
+		return 0
+	}
+	if status != 0 || output(recorded) == 0 || output(recorded)*2 > output(guessed) {
+		t.Errorf("status %d %s: the answer's tokens from the recording %d, from the defaults %d", status, stderr, output(recorded), output(guessed))
 	}
 }

@@ -25,6 +25,7 @@ import (
 type llmFlags struct {
 	spec, baseURL string
 	tools, strict bool
+	inline        bool        // --inline-schemas
 	flag          *pflag.Flag // --llm, to tell a given flag from $VIBE_LLM
 	// concurrency, when set, fixes the model calls at once to the
 	// endpoint (vibe batch --concurrency); else the limiter adapts.
@@ -51,6 +52,7 @@ func (f *llmFlags) add(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&f.baseURL, "llm-base-url", os.Getenv("VIBE_LLM_BASE_URL"), "the endpoint of an OpenAI-compatible server (vLLM, Ollama, llama.cpp) or an Anthropic proxy (default $VIBE_LLM_BASE_URL)")
 	cmd.Flags().BoolVar(&f.strict, "llm-strict", false, "openai: send schemas in OpenAI's strict structured-output form (every property required, additionalProperties false, optional ones nullable) to any OpenAI-compatible endpoint, not only OpenAI's own")
 	cmd.Flags().BoolVar(&f.tools, "llm-tools", false, "openai: send the schema as a forced function call instead of response_format json_schema, for servers without structured outputs")
+	cmd.Flags().BoolVar(&f.inline, "inline-schemas", false, "send each schema whole, a repeated subschema written out wherever it is, instead of once under $defs with $ref: for providers without $ref")
 }
 
 // provider builds the selected provider. Replayed answers are announced on
@@ -80,12 +82,12 @@ func (f *llmFlags) provider(io stdio) (llm.Provider, error) {
 		}
 		// Strict structured outputs are OpenAI's own; other servers get the
 		// schema as written unless --llm-strict says they take it too.
-		p = openai.New(openai.Options{Model: arg, BaseURL: f.baseURL, APIKey: key, Mode: mode, Strict: f.baseURL == "" || f.strict, HTTPClient: lim.client()})
+		p = openai.New(openai.Options{Model: arg, BaseURL: f.baseURL, APIKey: key, Mode: mode, Strict: f.baseURL == "" || f.strict, HTTPClient: lim.client(), Inline: f.inline})
 	case "anthropic":
 		if key == "" {
 			key = os.Getenv("ANTHROPIC_API_KEY")
 		}
-		p = anthropic.New(anthropic.Options{Model: arg, BaseURL: f.baseURL, APIKey: key, HTTPClient: lim.client()})
+		p = anthropic.New(anthropic.Options{Model: arg, BaseURL: f.baseURL, APIKey: key, HTTPClient: lim.client(), Inline: f.inline})
 	case "replay":
 		rp, err := replay.Open(arg)
 		if err != nil {

@@ -68,6 +68,9 @@ func (p *progress) rates(s batch.Summary, line int) string {
 		rate = float64(s.Lines) / s.Elapsed.Seconds()
 	}
 	out := fmt.Sprintf("this run %d ok, %d failed, %.1f items/s, %d tokens", s.Done, s.Failed, rate, s.Usage.Total())
+	for _, a := range s.Audits {
+		out += fmt.Sprintf(", audit %s %.2f of %d", a.Chunk, a.Agreement(), a.Audited)
+	}
 	if rate > 0 && p.total > line {
 		out += fmt.Sprintf(", about %s left", time.Duration(float64(p.total-line)/rate*float64(time.Second)).Round(time.Second))
 	}

@@ -140,6 +140,16 @@ func TestDryRun(t *testing.T) {
 	if m == nil || !strings.Contains(stdout, "300 items in 10 groups") || !strings.Contains(stdout, "with the batch discount") {
 		t.Fatalf("the dry run says:\n%s", stdout)
 	}
+	// The prompt budget of one call at K, as vibe compile --budget says it.
+	if !regexp.MustCompile(`(?m)^LLM_\S+\s+32\s+\d+`).MatchString(stdout) || !strings.Contains(stdout, "MAX K") {
+		t.Errorf("no budget of a call of 32 items:\n%s", stdout)
+	}
+	// A model whose answers are too short for 32 items is refused here.
+	models := filepath.Join(dir, "models.json")
+	os.WriteFile(models, []byte(`{"models": {"test-model": {"context": 100000, "output": 200}}}`), 0o644)
+	if status, _, stderr := run(t, "", append(args, "--dry-run", "--models", models)...); status != 1 || !strings.Contains(stderr, "cannot fit test-model") || !strings.Contains(stderr, "lower K to at most") {
+		t.Errorf("a dry run against a model of 200 output tokens: status %d, %s", status, stderr)
+	}
 	if model.Requests() != 0 {
 		t.Errorf("the dry run sent %d requests", model.Requests())
 	}

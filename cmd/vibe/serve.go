@@ -181,6 +181,9 @@ another matter: the client certificate that reaches a --temporal cluster.)`,
 			context.AfterFunc(ctx, mcpSrv.Close) // calls that follow processes stop; the processes go on
 			// Batches given over the API are spooled in the data directory
 			// and resumed at the next start.
+			if wf.llm.spec != "" {
+				l.Batches.Calibrations = calibrationStore(ef.data, &wf.llm) // vibe calibrate's choices
+			}
 			batches := &batch.Runner{Client: l.Batches, Dir: filepath.Join(ef.data, "batches"), Logger: logger}
 			if err := batches.Resume(ctx); err != nil {
 				logger.Error("resume batches", "err", err)

@@ -98,6 +98,9 @@ func (s *Anthropic) message(body []byte, answer string) ([]byte, int) {
 	}
 	prompt, completion := s.tokens(body, answer)
 	cached, written := int(s.opts.Cached*float64(prompt)), int(s.opts.CacheWrite*float64(prompt))
+	if s.opts.PrefixCache {
+		cached, written = s.cacheAnthropic(body)
+	}
 	model, _ := json.Marshal(cmp.Or(s.opts.Model, "test-model"))
 	return fmt.Appendf(nil, `{"id":"msg_test","type":"message","role":"assistant","model":%s,"content":%s,"stop_reason":%q,"stop_sequence":null,`+
 		`"usage":{"input_tokens":%d,"output_tokens":%d,"cache_read_input_tokens":%d,"cache_creation_input_tokens":%d}}`,

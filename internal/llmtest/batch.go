@@ -193,7 +193,8 @@ func Swapping(part func(step, prompt string, repair bool) string) func(name, bod
 }
 
 // answerer answers each property of a request's schema — item whose(slot)
-// at slot — with part, the item's tag put first in an object part.
+// at slot — with part, the item's tag put first in its first step's
+// object part.
 func answerer(whose func(r Request, slot int) int, part func(step, prompt string, i, n int, repair bool) string) func(name, body string) string {
 	return func(_, body string) string {
 		r := Read(body)
@@ -203,14 +204,14 @@ func answerer(whose func(r Request, slot int) int, part func(step, prompt string
 			if i > 0 {
 				b.WriteByte(',')
 			}
-			step, slot := p, 0
+			step, slot, first := p, 0, true
 			if m := itemProp.FindStringSubmatch(p); m != nil && r.Steps[m[1]] != "" {
-				step = r.Steps[m[1]]
+				step, first = r.Steps[m[1]], m[1] == "a"
 				slot, _ = strconv.Atoi(m[2])
 			}
 			n := whose(r, slot)
 			v := part(step, r.Prompts[n], n, len(r.Tags), r.Repair)
-			if tag := r.Tags[n]; tag != "" && strings.HasPrefix(strings.TrimSpace(v), "{") {
+			if tag := r.Tags[n]; first && tag != "" && strings.HasPrefix(strings.TrimSpace(v), "{") {
 				rest := strings.TrimPrefix(strings.TrimSpace(v), "{")
 				if strings.TrimSpace(rest) != "}" {
 					rest = "," + rest

@@ -46,6 +46,9 @@ type model struct {
 	inflight int // the requests being answered now
 	peak     int // the most at once
 	refused  int // the requests answered 429 or 400
+	// prompts are the prompts a PrefixCache holds: OpenAI's whole, or
+	// Anthropic's prefixes up to a breakpoint.
+	prompts []string
 }
 
 // New starts a test model; it is closed when the test ends.
@@ -99,6 +102,13 @@ type Options struct {
 	// completion tokens (its bytes / 4), with the finish reason "length"
 	// (Anthropic's stop reason "max_tokens").
 	MaxOutputTokens int
+	// PrefixCache, instead of Cached and CacheWrite, caches prompts as
+	// the provider of the server's wire does (cache.go): what a request
+	// shares from its start with an earlier one is read from the cache —
+	// past 1,024 tokens, in steps of 128, for OpenAI; up to its
+	// cache_control breakpoint, once an earlier request wrote that
+	// prefix, for Anthropic. Tokens are counted as with Tokens.
+	PrefixCache bool
 	// OnEvent, when set, is told of each step of a client through the
 	// Batch API (an upload, a batch created, polled, cancelled, its
 	// results read) once the server has made it and before it answers:
@@ -261,17 +271,21 @@ func (m *model) completion(body []byte, answer string) ([]byte, int) {
 		finish = "length"
 	}
 	prompt, completion := m.tokens(body, answer)
+	cached := int(m.opts.Cached * float64(prompt))
+	if m.opts.PrefixCache {
+		cached = m.cacheOpenAI(body)
+	}
 	model, _ := json.Marshal(cmp.Or(m.opts.Model, "test-model"))
 	return fmt.Appendf(nil, `{"id":"chatcmpl-test","object":"chat.completion","created":1,"model":%s,`+
 		`"choices":[{"index":0,"message":%s,"finish_reason":%q}],`+
 		`"usage":{"prompt_tokens":%d,"completion_tokens":%d,"total_tokens":%d,"prompt_tokens_details":{"cached_tokens":%d}}}`,
-		model, message, finish, prompt, completion, prompt+completion, int(m.opts.Cached*float64(prompt))), prompt
+		model, message, finish, prompt, completion, prompt+completion, cached), prompt
 }
 
 // tokens are the prompt and completion tokens of a request of body
 // answered with answer.
 func (m *model) tokens(body []byte, answer string) (prompt, completion int) {
-	if m.opts.Tokens {
+	if m.opts.Tokens || m.opts.PrefixCache {
 		return len(body) / 4, len(answer) / 4
 	}
 	return 100, 30

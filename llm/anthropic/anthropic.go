@@ -15,6 +15,7 @@ import (
 	"github.com/anthropics/anthropic-sdk-go/option"
 	"github.com/tidwall/sjson"
 
+	"github.com/augceo/vibe/compile"
 	"github.com/augceo/vibe/jsonv"
 	"github.com/augceo/vibe/llm"
 )
@@ -42,6 +43,9 @@ type Options struct {
 	IdleTimeout time.Duration
 	// HTTPClient replaces the client's HTTP client (tests, proxies).
 	HTTPClient *http.Client
+	// Inline sends every schema with its "$ref"s replaced by what they
+	// name (compile.Inline), for proxies that take no "$ref".
+	Inline bool
 	// CacheMinTokens is the shortest prefix of a request — its tool (the
 	// schema) and system text, in tokens estimated as bytes / 4 — that is
 	// marked for Anthropic's prompt cache (cache_control); 0 is
@@ -142,7 +146,7 @@ func (p *Provider) build(req *llm.Request) (*call, error) {
 	if p.opts.Model == "" {
 		return nil, errors.New("anthropic: no model given (Options.Model)")
 	}
-	schema, err := objectSchema(req.Schema)
+	schema, err := objectSchema(req.Schema, p.opts.Inline)
 	if err != nil {
 		return nil, err
 	}
@@ -157,6 +161,9 @@ func (p *Provider) build(req *llm.Request) (*call, error) {
 	}
 	if req.System != "" {
 		params.System = []sdk.TextBlockParam{{Text: req.System}}
+	}
+	if req.Temperature != nil {
+		params.Temperature = sdk.Float(*req.Temperature)
 	}
 	for _, m := range req.Messages {
 		block := sdk.NewTextBlock(m.Content)
@@ -251,13 +258,18 @@ func answer(msg *sdk.Message, name string) (string, error) {
 	return string(input), nil
 }
 
-// objectSchema returns the schema's bytes, with "type": "object" put first
-// when the schema names no type: the Messages API requires an object schema
-// for a tool's input.
-func objectSchema(raw []byte) ([]byte, error) {
+// objectSchema returns the schema's bytes (its references replaced by
+// what they name when inline), with "type": "object" put first when the
+// schema names no type: the Messages API requires an object schema for a
+// tool's input.
+func objectSchema(raw []byte, inline bool) ([]byte, error) {
 	s, err := jsonv.Parse(raw)
 	if err != nil {
 		return nil, fmt.Errorf("anthropic: the schema is not valid JSON: %w", err)
+	}
+	if inline {
+		s = compile.Inline(s)
+		raw = jsonv.Marshal(s)
 	}
 	o := s.Object()
 	if o == nil {

@@ -43,8 +43,14 @@ type Options struct {
 	APIKey  string // default: the client's own lookup of $OPENAI_API_KEY; local servers need none
 	Mode    Mode
 	// Strict sends the strict projection of the schema with "strict": true
-	// (OpenAI structured outputs) and restores the answer.
+	// (OpenAI structured outputs) and restores the answer. Strict mode
+	// takes no keyword beside "$ref": the titles and descriptions a shared
+	// schema keeps there go at the end of the system text instead, or the
+	// place is sent whole, whichever is shorter (compile.Project).
 	Strict bool
+	// Inline sends every schema with its "$ref"s replaced by what they
+	// name (compile.Inline), for servers that take no "$ref".
+	Inline bool
 	// MaxRetries is how often the client retries transport errors, 408,
 	// 409, 429 and 5xx, with exponential backoff (honouring the endpoint's
 	// retry-after-ms and retry-after headers). 0 means 2; -1 means none.
@@ -137,20 +143,31 @@ func (p *Provider) build(req *llm.Request) (*call, error) {
 	if p.opts.Model == "" {
 		return nil, errors.New("openai: no model given (Options.Model)")
 	}
-	schemaBytes := []byte(req.Schema)
+	schemaBytes, system := []byte(req.Schema), req.System
 	var proj *compile.Projection
-	if p.opts.Strict {
+	if p.opts.Strict || p.opts.Inline {
 		s, err := jsonv.Parse(req.Schema)
 		if err != nil {
 			return nil, fmt.Errorf("openai: the schema is not valid JSON: %w", err)
 		}
-		proj = compile.Project(s, compile.ProjectOptions{Strict: true})
-		schemaBytes = jsonv.Marshal(proj.Schema)
+		if p.opts.Inline {
+			s = compile.Inline(s)
+		}
+		if p.opts.Strict {
+			proj = compile.Project(s, compile.ProjectOptions{Strict: true})
+			s = proj.Schema
+			// After the system text, before the conversation: the same for
+			// every call of a chunk, so still the prompt's stable prefix.
+			if notes := compile.NotesText(proj.Notes); notes != "" {
+				system = strings.TrimSpace(system + "\n\n" + notes)
+			}
+		}
+		schemaBytes = jsonv.Marshal(s)
 	}
 	name := llm.WireName(req.Name)
 	params := oai.ChatCompletionNewParams{Model: shared.ChatModel(p.opts.Model)}
-	if req.System != "" {
-		params.Messages = append(params.Messages, oai.SystemMessage(req.System))
+	if system != "" {
+		params.Messages = append(params.Messages, oai.SystemMessage(system))
 	}
 	for _, m := range req.Messages {
 		switch m.Role {
@@ -162,6 +179,9 @@ func (p *Provider) build(req *llm.Request) (*call, error) {
 	}
 	if p.opts.MaxTokens > 0 {
 		params.MaxCompletionTokens = oai.Int(p.opts.MaxTokens)
+	}
+	if req.Temperature != nil {
+		params.Temperature = oai.Float(*req.Temperature)
 	}
 	toolMode := p.opts.Mode == ModeTool
 	if toolMode {

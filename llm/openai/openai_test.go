@@ -294,6 +294,54 @@ func TestStrict(t *testing.T) {
 	}
 }
 
+func TestSharedSchema(t *testing.T) {
+	// Two steps that share their fields, each with its own description
+	// beside the reference: strict mode takes no keyword there.
+	const shared = `{"type":"object","properties":{` +
+		`"one":{"description":"The first step.","$ref":"#/$defs/step"},` +
+		`"two":{"description":"The second step.","$ref":"#/$defs/step"}},"required":["one","two"],` +
+		`"$defs":{"step":{"type":"object","properties":{"result":{"type":"string","description":"What the step decided, in a few sentences, for the next."}},"required":["result"]}}}`
+	for _, tc := range []struct {
+		name     string
+		opts     Options
+		schema   string // as sent
+		inSystem string // what the system text ends with
+	}{{
+		name:     "strict: the descriptions go after the system text",
+		opts:     Options{Strict: true},
+		schema:   `{"type":"object","properties":{"one":{"$ref":"#/$defs/step"},"two":{"$ref":"#/$defs/step"}},"required":["one","two"],"$defs":{"step":{"type":"object","properties":{"result":{"type":"string","description":"What the step decided, in a few sentences, for the next."}},"required":["result"],"additionalProperties":false}},"additionalProperties":false}`,
+		inSystem: "You fill in JSON.\n\nWhat these parts of the schema are:\n- one: The first step.\n- two: The second step.",
+	}, {
+		name:     "loose: the schema as it is",
+		schema:   shared,
+		inSystem: "You fill in JSON.",
+	}, {
+		name:     "inline: every reference replaced",
+		opts:     Options{Inline: true},
+		schema:   `{"type":"object","properties":{"one":{"description":"The first step.","type":"object","properties":{"result":{"type":"string","description":"What the step decided, in a few sentences, for the next."}},"required":["result"]},"two":{"description":"The second step.","type":"object","properties":{"result":{"type":"string","description":"What the step decided, in a few sentences, for the next."}},"required":["result"]}},"required":["one","two"]}`,
+		inSystem: "You fill in JSON.",
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := newFake(t, completion(`{"one":{"result":"a"},"two":{"result":"b"}}`))
+			opts := tc.opts
+			opts.Model, opts.BaseURL = "gpt-4o", srv.URL
+			req := request()
+			req.Schema = json.RawMessage(shared)
+			if _, err := New(opts).Complete(context.Background(), req); err != nil {
+				t.Fatal(err)
+			}
+			v, _ := jsonv.Parse(srv.bodies[0])
+			sent, _ := v.At(pointer("response_format.json_schema.schema"))
+			if got := string(jsonv.Marshal(sent)); got != tc.schema {
+				t.Errorf("schema sent\n got %s\nwant %s", got, tc.schema)
+			}
+			if system := v.Lookup("messages").Array()[0].Lookup("content").Str(); system != tc.inSystem {
+				t.Errorf("system text %q, want %q", system, tc.inSystem)
+			}
+		})
+	}
+}
+
 // pointer turns a dotted path into a JSON Pointer.
 func pointer(dotted string) jsonv.Pointer {
 	return jsonv.PointerTo(strings.Split(dotted, ".")...)
