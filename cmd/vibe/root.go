@@ -19,6 +19,7 @@ import (
 	"github.com/augceo/vibe/compose"
 	"github.com/augceo/vibe/durable"
 	"github.com/augceo/vibe/llm"
+	"github.com/augceo/vibe/process"
 	"github.com/augceo/vibe/registry"
 	"github.com/augceo/vibe/schema"
 	"github.com/augceo/vibe/vessel"
@@ -167,6 +168,10 @@ func Main(args []string, in io.Reader, out, errOut io.Writer) int {
 	root.SetOut(out)
 	root.SetErr(errOut)
 	err := root.ExecuteContext(ctx)
+	if nm, ok := errors.AsType[*process.NoModelError](err); ok {
+		// Refused before it started, as vibe ask refuses.
+		err = usageError{fmt.Errorf("%w: give --llm openai:MODEL, anthropic:MODEL or replay:FILE (or set VIBE_LLM)", nm)}
+	}
 	var ue usageError
 	if err != nil && (errors.As(err, &ue) || isCobraUsage(err)) {
 		fmt.Fprintf(errOut, "vibe: %v\nRun 'vibe help' for usage.\n", err)

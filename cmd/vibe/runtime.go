@@ -223,6 +223,12 @@ func startLocal(ctx context.Context, io stdio, ef *engineFlags, wf *workerFlags,
 	eopts.NoSystemWorkers = !ef.serve
 	opts.Engine = eopts
 	rt, err := vibe.Start(ctx, opts)
+	if err == nil && wf != nil && opts.Provider == nil && !ef.serve {
+		// This command's worker is the only one: what needs a model is
+		// refused before it starts (a serve's API may be joined by
+		// workers that have one).
+		rt.Processes.NoModel = true
+	}
 	if err != nil {
 		if addr, ok := engine.RunningAddr(ef.data); ok && ef.temporal == "" {
 			return nil, fmt.Errorf("%w\n(another vibe process has the data directory; its engine is at %s: run `vibe serve` once and the other commands use it, or give --data another directory)", err, addr)
