@@ -205,6 +205,23 @@ func FillError(err error) error {
 	return err
 }
 
+// Systemic says whether err, a step's failure, is not the step's own but
+// its worker's or its model endpoint's, by its type: ErrTypeNoProvider,
+// ErrTypeEndpointRefused (waiting does not mend these) or
+// ErrTypeEndpointDown; "" for a failure that is the step's. The same step
+// asked again once that is mended may pass.
+func Systemic(err error) string {
+	var ae *temporal.ApplicationError
+	if !errors.As(err, &ae) {
+		return ""
+	}
+	switch t := ae.Type(); t {
+	case ErrTypeNoProvider, ErrTypeEndpointRefused, ErrTypeEndpointDown:
+		return t
+	}
+	return ""
+}
+
 // ActionInput is what a server action activity needs.
 type ActionInput struct {
 	Process string      `json:"process"`

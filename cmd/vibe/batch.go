@@ -314,6 +314,9 @@ otherwise it starts the embedded engine itself, or joins --temporal.`,
 				if errors.Is(err, batch.ErrStopped) || ctx.Err() != nil {
 					return interrupted(io, ctx.Err() != nil, out, in, id, opts.ID, line)
 				}
+				if se, ok := errors.AsType[*batch.SystemicError](err); ok {
+					return systemicStop(io, se, out, in, id, line)
+				}
 				return err
 			}
 			// The whole batch, earlier runs' lines included.

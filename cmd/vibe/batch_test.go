@@ -18,6 +18,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -847,5 +848,51 @@ func TestBatchesAPI(t *testing.T) {
 	}
 	if t.Failed() {
 		t.Logf("serve:\n%s", serveOut)
+	}
+}
+
+// TestBatchSystemicStop: a batch whose model endpoint refuses every
+// request (401) marks no item failed: it stops at once, exit 2, saying why
+// and the command that goes on; run again once the endpoint answers, the
+// same command asks every item and writes every result, none failed.
+func TestBatchSystemicStop(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts the embedded engine")
+	}
+	const n = 6
+	dir, _ := batchSetup(t, n, nil, 0)
+	model := llmtest.NewServer(t, llmtest.Multiplexed(verdict), llmtest.Options{})
+	var refuse atomic.Bool
+	refuse.Store(true)
+	gate := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if refuse.Load() {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusUnauthorized)
+			io.WriteString(w, `{"error":{"message":"Incorrect API key provided","type":"invalid_request_error","code":"invalid_api_key"}}`)
+			return
+		}
+		model.Config.Handler.ServeHTTP(w, r)
+	}))
+	t.Cleanup(gate.Close)
+	out := filepath.Join(dir, "out.jsonl")
+	args := []string{"batch", filepath.Join(dir, "moderate.json"), "--in", filepath.Join(dir, "items.jsonl"), "--out", out,
+		"--batch-size", "2", "--data", filepath.Join(dir, "data"),
+		"--actions-file", filepath.Join(dir, "actions.json"), "--llm", "openai:test-model", "--llm-base-url", gate.URL}
+	status, _, stderr := run(t, "", args...)
+	if status != exitUsage || !strings.Contains(stderr, "which failed for a reason not its own") || !strings.Contains(stderr, "Incorrect API key provided") ||
+		!strings.Contains(stderr, "no item is marked failed for it; run the same command again once the model, its key or its endpoint is mended") {
+		t.Fatalf("status %d, stderr:\n%s", status, stderr)
+	}
+	if b, _ := os.ReadFile(out); strings.Contains(string(b), `"failed"`) {
+		t.Errorf("an item was written failed:\n%s", b)
+	}
+
+	refuse.Store(false)
+	status, _, stderr = run(t, "", args...)
+	if status != exitOK || !strings.Contains(stderr, fmt.Sprintf("this run wrote %d results, %d ok, 0 failed", n, n)) {
+		t.Fatalf("the same command again: status %d, stderr:\n%s", status, stderr)
+	}
+	if rs := readResults(t, out); len(rs) != n {
+		t.Errorf("%d results, want %d", len(rs), n)
 	}
 }
