@@ -412,7 +412,7 @@ func follow(ctx context.Context, io stdio, p processes, id string, answer jsonv.
 					return err
 				}
 			default:
-				fmt.Fprintf(io.err, "vibe: the process waits, durably; answer it with\n  vibe answer %s '%s'\n", id, answerSkeleton(w.Schema))
+				fmt.Fprintf(io.err, "vibe: the process waits, durably; answer it with\n  vibe answer %s\n", shellQuote(append([]string{id, answerSkeleton(w.Schema)}, carried(io.args)...)))
 				return nil
 			}
 		}
@@ -609,4 +609,34 @@ func actionRunText(r process.ActionRun) string {
 		s += ", next attempt at " + r.NextAttempt.Local().Format(time.TimeOnly)
 	}
 	return s
+}
+
+// carriedFlags are the flags of the engine and worker a command that
+// goes on with a process needs as the command that left it waiting had
+// them: its data directory, its actions file, its model. The token is
+// never carried (it is a secret; $VIBE_TOKEN gives it).
+var carriedFlags = map[string]bool{ // name → takes a value
+	"data": true, "actions-file": true, "delegate-allow": true, "namespace": true, "temporal": true,
+	"tls-ca": true, "tls-cert": true, "tls-dir": true, "tls-key": true, "tls-server-name": true,
+	"llm": true, "llm-base-url": true, "llm-strict": false, "llm-tools": false, "inline-schemas": false,
+}
+
+// carried are the carriedFlags among args, as given: printed with a
+// vibe answer hint, they make it run where the process waits, with the
+// actions and model its next steps need.
+func carried(args []string) []string {
+	var out []string
+	for i := 0; i < len(args); i++ {
+		name, _, inline := strings.Cut(strings.TrimLeft(args[i], "-"), "=")
+		value, ok := carriedFlags[name]
+		if !ok || !strings.HasPrefix(args[i], "--") {
+			continue
+		}
+		out = append(out, args[i])
+		if value && !inline && i+1 < len(args) {
+			i++
+			out = append(out, args[i])
+		}
+	}
+	return out
 }
