@@ -880,7 +880,8 @@ func TestBatchSystemicStop(t *testing.T) {
 		"--actions-file", filepath.Join(dir, "actions.json"), "--llm", "openai:test-model", "--llm-base-url", gate.URL}
 	status, _, stderr := run(t, "", args...)
 	if status != exitUsage || !strings.Contains(stderr, "which failed for a reason not its own") || !strings.Contains(stderr, "Incorrect API key provided") ||
-		!strings.Contains(stderr, "no item is marked failed for it; run the same command again once the model, its key or its endpoint is mended") {
+		!strings.Contains(stderr, "no item is marked failed for it; run the same command again once the model, its key or its endpoint is mended") ||
+		strings.Contains(stderr, "vibe help") {
 		t.Fatalf("status %d, stderr:\n%s", status, stderr)
 	}
 	if b, _ := os.ReadFile(out); strings.Contains(string(b), `"failed"`) {

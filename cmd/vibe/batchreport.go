@@ -115,7 +115,7 @@ func systemicStop(io stdio, se *batch.SystemicError, out, in, id string, line in
 	}
 	err := fmt.Errorf("%w; run the same command again %s to go on, asking that item and those after it%s:\n  vibe %s", se, mend, where, shellQuote(args))
 	if se.Refused {
-		return usageError{err}
+		return stopError{err}
 	}
 	return err
 }
