@@ -8,7 +8,11 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
+	enumspb "go.temporal.io/api/enums/v1"
+
+	"github.com/augceo/vibe/durable"
 	"github.com/augceo/vibe/engine"
 	"github.com/augceo/vibe/process"
 )
@@ -44,5 +48,37 @@ func TestStart(t *testing.T) {
 	}
 	if _, err := rt.Processes.List(ctx, process.ListOptions{}); err != nil {
 		t.Errorf("list on the runtime's engine: %v", err)
+	}
+}
+
+// TestQueryOnlyPollsNoActivities: a query-only worker (what read commands
+// start: vibe ps, vibe show) polls workflow tasks and no activity task,
+// so that it never takes — and fails — a model call or an action it
+// cannot run.
+func TestQueryOnlyPollsNoActivities(t *testing.T) {
+	ctx := context.Background()
+	rt, err := Start(ctx, Options{Engine: engine.Options{DataDir: filepath.Join(t.TempDir(), "data")}, Logger: slog.New(slog.DiscardHandler), QueryOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rt.Close()
+	c := rt.Processes.Temporal
+	pollers := func(kind enumspb.TaskQueueType) int {
+		resp, err := c.DescribeTaskQueue(ctx, durable.TaskQueue, kind)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(resp.GetPollers())
+	}
+	// Both pollers start together: once the workflow one is seen, an
+	// activity one would be too.
+	for pollers(enumspb.TASK_QUEUE_TYPE_WORKFLOW) == 0 {
+		time.Sleep(10 * time.Millisecond)
+	}
+	for range 20 {
+		if n := pollers(enumspb.TASK_QUEUE_TYPE_ACTIVITY); n != 0 {
+			t.Fatalf("a query-only worker polls activity tasks (%d pollers)", n)
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }

@@ -30,7 +30,9 @@ type WorkerOptions struct {
 	// Logger receives the per-call records; nil means slog.Default().
 	Logger *slog.Logger
 	// QueryOnly registers the workflows and no activity: a worker that only
-	// replays workflows to answer queries (vibe show) and runs nothing.
+	// replays workflows to answer queries (vibe show) and runs nothing. It
+	// polls no activity task, so that it never takes a model call or an
+	// action it cannot run.
 	QueryOnly bool
 }
 
@@ -42,7 +44,10 @@ func NewWorker(c client.Client, opts WorkerOptions) worker.Worker {
 	if opts.Actions == nil {
 		opts.Actions = &action.Registry{}
 	}
-	w := worker.New(c, durable.TaskQueue, worker.Options{})
+	// A query-only worker runs a person's answer's check where its
+	// workflow runs (a local activity) and takes no activity task: what it
+	// cannot run is left for a worker that can.
+	w := worker.New(c, durable.TaskQueue, worker.Options{LocalActivityWorkerOnly: opts.QueryOnly})
 	process.RegisterWorkflows(w, opts.Actions)
 	request.RegisterWorkflow(w, opts.Actions)
 	batch.RegisterWorkflows(w, opts.Actions)

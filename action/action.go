@@ -2,13 +2,13 @@ package action
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
-	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -190,17 +190,20 @@ func (h HTTP) Run(ctx context.Context, input jsonv.Value) (jsonv.Value, error) {
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json")
-	if key := IdempotencyKey(ctx); key != "" {
-		req.Header.Set("Idempotency-Key", key)
-	}
 	for k, v := range h.Headers {
 		req.Header.Set(k, os.ExpandEnv(v))
+	}
+	if key := IdempotencyKey(ctx); key != "" {
+		req.Header.Set("Idempotency-Key", key) // the call's own, whatever Headers say
 	}
 	c := h.Client
 	if c == nil {
 		c = &http.Client{Timeout: 30 * time.Second}
 	}
 	resp, err := c.Do(req)
+	if errors.Is(err, errLinkLocal) {
+		return jsonv.Value{}, NonRetryable(fmt.Errorf("POST %s: %w", h.URL, err))
+	}
 	if err != nil {
 		return jsonv.Value{}, fmt.Errorf("POST %s: %w", h.URL, err) // retried
 	}
@@ -299,8 +302,8 @@ func Load(path string, pool *MCPPool) ([]Action, error) {
 		var act Action
 		switch v.Kind() {
 		case jsonv.KindString:
-			act = Action{Name: name, Run: HTTP{URL: v.Str()}.Run}
-			checkURL(&errs, path, at, name, v.Str())
+			act = Action{Name: name, Run: HTTP{URL: v.Str(), Client: guardedClient(0)}.Run}
+			checkURL(&errs, path, at, name, v.Str(), false)
 		case jsonv.KindObject:
 			timeout, retry := loadRetry(&errs, path, at, v)
 			if _, ok := v.Get("mcp"); ok {
@@ -321,15 +324,6 @@ func Load(path string, pool *MCPPool) ([]Action, error) {
 	return acts, nil
 }
 
-// checkURL reports a URL that is not http(s).
-func checkURL(errs *schema.ErrorList, path string, at jsonv.Pointer, name, raw string) bool {
-	if u, err := url.Parse(raw); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		errs.Add(path, at, "action %q needs an http(s) URL, not %q", name, raw)
-		return false
-	}
-	return true
-}
-
 // onlyKeys reports the members of v not in keys.
 func onlyKeys(errs *schema.ErrorList, path string, at jsonv.Pointer, v jsonv.Value, keys ...string) {
 	for k := range v.Members() {
@@ -348,6 +342,9 @@ func loadStrings(errs *schema.ErrorList, path string, at jsonv.Pointer, v jsonv.
 		return nil
 	}
 	for k, hv := range v.Members() {
+		if headers && !checkHeader(errs, path, at.Append(k), k) {
+			continue
+		}
 		if hv.Kind() != jsonv.KindString || (headers && !validHeader(k)) || !validValue(hv.Str(), headers) || (!headers && !validValue(k, false)) {
 			what := "an environment variable is a name and a string value, neither with a NUL"
 			if headers {
@@ -356,6 +353,7 @@ func loadStrings(errs *schema.ErrorList, path string, at jsonv.Pointer, v jsonv.
 			errs.Add(path, at.Append(k), "%s", what)
 			continue
 		}
+		checkValue(errs, path, at.Append(k), hv.Str())
 		if out == nil {
 			out = map[string]string{}
 		}
@@ -366,6 +364,16 @@ func loadStrings(errs *schema.ErrorList, path string, at jsonv.Pointer, v jsonv.
 
 // maxNameLength bounds an action's name.
 const maxNameLength = 200
+
+// CheckName says why name cannot name an action, or nil when it can: a
+// name is printable text without spaces (no control, bidirectional or
+// invisible character), not empty, at most 200 bytes.
+func CheckName(name string) error {
+	if !validName(name) {
+		return fmt.Errorf("%q is no action name: give printable text without spaces, 1 to %d bytes", name, maxNameLength)
+	}
+	return nil
+}
 
 // validName reports whether name can name an action: printable, without
 // spaces, not empty, at most maxNameLength bytes.
@@ -400,11 +408,13 @@ func loadHTTPAction(errs *schema.ErrorList, path string, at jsonv.Pointer, name 
 		errs.Add(path, at.Append("url"), "url must be a string, not %s", u.Kind())
 	}
 	h.Headers = loadStrings(errs, path, at.Append("headers"), v.Lookup("headers"), true)
-	if timeout > 0 {
-		h.Client = &http.Client{Timeout: timeout}
+	allow := allowLinkLocal(errs, path, at, v)
+	h.Client = guardedClient(timeout)
+	if allow {
+		h.Client = &http.Client{Timeout: cmp.Or(timeout, 30*time.Second)}
 	}
-	onlyKeys(errs, path, at, v, "url", "headers", "timeout", "maxAttempts")
-	checkURL(errs, path, at, name, h.URL)
+	onlyKeys(errs, path, at, v, "url", "headers", "timeout", "maxAttempts", "allowLinkLocal")
+	checkURL(errs, path, at, name, h.URL, allow)
 	return Action{Name: name, Run: h.Run}
 }
 
@@ -442,7 +452,7 @@ func loadMCPTool(errs *schema.ErrorList, path string, at jsonv.Pointer, name str
 	case (t.Server.Command == "") == (t.Server.URL == "") && m.Kind() == jsonv.KindObject:
 		errs.Add(path, mat, "an MCP server is a command (stdio) or a url (streamable HTTP): give exactly one")
 	case t.Server.URL != "":
-		checkURL(errs, path, mat, name, t.Server.URL)
+		checkURL(errs, path, mat, name, t.Server.URL, allowLinkLocal(errs, path, at, v))
 	default:
 		// A command runs where the actions file is, unless dir says where.
 		base := filepath.Dir(path)
@@ -450,8 +460,22 @@ func loadMCPTool(errs *schema.ErrorList, path string, at jsonv.Pointer, name str
 			t.Server.Dir = filepath.Join(base, t.Server.Dir)
 		}
 	}
-	onlyKeys(errs, path, at, v, "mcp", "tool", "timeout", "maxAttempts")
+	onlyKeys(errs, path, at, v, "mcp", "tool", "timeout", "maxAttempts", "allowLinkLocal")
 	return t.Action(name)
+}
+
+// allowLinkLocal reads an entry's "allowLinkLocal": whether its URL may
+// be a link-local or metadata address.
+func allowLinkLocal(errs *schema.ErrorList, path string, at jsonv.Pointer, v jsonv.Value) bool {
+	a, ok := v.Get("allowLinkLocal")
+	if !ok {
+		return false
+	}
+	if a.Kind() != jsonv.KindBool {
+		errs.Add(path, at.Append("allowLinkLocal"), "allowLinkLocal must be true or false, not %s", jsonv.Marshal(a))
+		return false
+	}
+	return a.Bool()
 }
 
 // loadRetry reads an entry's "timeout" and "maxAttempts": zero and nil

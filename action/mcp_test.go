@@ -104,7 +104,7 @@ func TestLoadMCPActions(t *testing.T) {
 		file + ": /B/tool: an MCP action names its tool",
 		file + ": /B/mcp/args: args must be an array of strings",
 		file + ": /C/mcp: mcp is the server",
-		file + ": /C/url: unknown key \"url\" (want mcp, tool, timeout, maxAttempts)",
+		file + ": /C/url: unknown key \"url\" (want mcp, tool, timeout, maxAttempts, allowLinkLocal)",
 	} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("missing %q in\n%v", want, err)

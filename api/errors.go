@@ -74,6 +74,8 @@ func (s *server) failed(w http.ResponseWriter, r *http.Request, err error) {
 			e.Path = e.Details[0].Path
 		}
 		writeError(w, http.StatusUnprocessableEntity, e)
+	case errors.As(err, new(*batch.InputChangedError)):
+		writeError(w, http.StatusConflict, &apiError{Error: err.Error(), Path: "/id"})
 	case errors.Is(err, process.ErrHostedCancel):
 		writeError(w, http.StatusConflict, &apiError{Error: err.Error()})
 	case errors.As(err, &notWaiting):

@@ -39,6 +39,9 @@ func (f *fakeRequests) Start(ctx context.Context, opts request.StartOptions) (*r
 		return nil, fmt.Errorf("%w: no file registry/vessels/nope.json", registry.ErrNotFound)
 	case opts.Document.Lookup("colour").Str() != "":
 		return nil, schema.ErrorList{{File: opts.File, Path: "/colour", Message: `unknown key "colour"`}}
+	case schema.CheckName(opts.Document.Lookup("name").Str()) != nil:
+		_, err := vessel.Parse(opts.File, opts.Document) // as request.Client parses an inline Vessel
+		return nil, err
 	case opts.Plan && opts.Context.Len() == 0:
 		return nil, &schema.Error{File: opts.ContextFile, Message: "the context holds no plan message"}
 	case opts.Plan:
@@ -134,6 +137,8 @@ func TestStartRequest(t *testing.T) {
 		{"/v1/requests", `{"vessel":"aug:vessels/nope"}`, "", "no file registry/vessels/nope.json", 404},
 		{"/v1/requests", `{"vessel":"aug:vessels/broken"}`, "/tools/0", `unknown $ref "aug:instructions/x"`, 422},
 		{"/v1/requests", `{"vessel":{"name":"X","colour":"red"}}`, "/colour", `unknown key "colour"`, 422},
+		{"/v1/requests", `{"vessel":{"name":"Te\u0000am","tools":["aug:instructions/updateTask"]}}`, "/name", `holds U+0000, a control character`, 422},
+		{"/v1/requests", `{"vessel":{"name":"Team\u202egnp.exe","tools":["aug:instructions/updateTask"]}}`, "/name", `holds U+202E, a bidirectional text control`, 422},
 		{"/v1/plans", `{"vessel":"aug:v","prompt":"x"}`, "/prompt", `unknown field "prompt" (want vessel, context, delegateDepth, delegateFanOut)`, 400},
 		{"/v1/plans", `{"vessel":"aug:v","decision":{}}`, "/decision", `unknown field "decision"`, 400},
 		{"/v1/plans", `{"context":[]}`, "/vessel", "give the Vessel", 400},

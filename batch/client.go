@@ -366,15 +366,27 @@ func (c *Client) Group(ctx context.Context, id string, g int) (*GroupResult, err
 // the one that ran or runs under it: starting the same work again finds
 // what already ran.
 func (c *Client) startOrAttach(ctx context.Context, opts client.StartWorkflowOptions, workflow string, in any) (client.WorkflowRun, error) {
+	run, _, err := c.startOrFind(ctx, opts, workflow, in, false)
+	return run, err
+}
+
+// startOrFind is startOrAttach that says whether the run it returns was
+// started before this call (ended: it ran or runs for an earlier run of
+// the batch); again starts a new run under the id of one that ended.
+func (c *Client) startOrFind(ctx context.Context, opts client.StartWorkflowOptions, workflow string, in any, again bool) (run client.WorkflowRun, ended bool, err error) {
 	opts.TaskQueue = durable.TaskQueue
 	opts.WorkflowIDReusePolicy = enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE
-	opts.WorkflowIDConflictPolicy = enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING
-	run, err := c.temporal().ExecuteWorkflow(ctx, opts, workflow, in)
-	var started *serviceerror.WorkflowExecutionAlreadyStarted
-	if errors.As(err, &started) {
-		return c.temporal().GetWorkflow(ctx, opts.ID, ""), nil
+	if again {
+		opts.WorkflowIDReusePolicy = enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE
 	}
-	return run, err
+	opts.WorkflowIDConflictPolicy = enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING
+	opts.WorkflowExecutionErrorWhenAlreadyStarted = true // to tell one that ran before
+	run, err = c.temporal().ExecuteWorkflow(ctx, opts, workflow, in)
+	var started *serviceerror.WorkflowExecutionAlreadyStarted
+	if errors.As(err, &started) { // one that ran under the id has ended
+		return c.temporal().GetWorkflow(ctx, opts.ID, ""), true, nil
+	}
+	return run, false, err
 }
 
 // batchAttribute tags a batch's workflows, for listings.

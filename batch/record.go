@@ -96,6 +96,13 @@ func (w *Workflows) Batch(ctx workflow.Context, in RecordInput) (Status, error) 
 			}
 			st.Splits = mergeSplits(st.Splits, r.Splits, 0)
 			st.Audits = mergeAudits(st.Audits, r.Audits)
+		} else if r.Finished && r.Again != nil {
+			// The group ran again after an item failed for a reason not
+			// its own: its counts take the place of its run before.
+			st.Done += r.Done - r.Again.Done
+			st.Failed += r.Failed - r.Again.Failed
+			st.Usage = st.Usage.Add(r.Usage)
+			st.Requests += r.Requests
 		}
 	}
 	sel := workflow.NewSelector(ctx)

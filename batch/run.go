@@ -117,6 +117,23 @@ var ErrStopped = errors.New("stopped before the end of the input")
 // (Client.Cancel) while it ran: it reads no further.
 var ErrCancelled = errors.New("the batch was cancelled")
 
+// SystemicError is the error of a run stopped at an item that failed for
+// a reason not its own (Result.Systemic): no line from Line on is
+// written, and running the same batch again goes on from there, asking
+// that item again. Cause is what the item's failure said.
+type SystemicError struct {
+	ID    string
+	Line  int
+	Cause string
+	// Refused is set when waiting does not mend it (no model, a key or
+	// model the endpoint refuses).
+	Refused bool
+}
+
+func (e *SystemicError) Error() string {
+	return fmt.Sprintf("batch %s stopped at line %d, which failed for a reason not its own: %s; no item is marked failed for it", e.ID, e.Line, e.Cause)
+}
+
 // Summary is what a run did.
 type Summary struct {
 	ID string `json:"id"`
@@ -149,7 +166,11 @@ type Summary struct {
 // path; the other items go on. Groups that ran before under the same id
 // are not run again: their results are read back. Run returns when every
 // line has its result, or when Options.Stop is closed and the groups in
-// flight have theirs; a failed item is in the summary, not an error.
+// flight have theirs; a failed item is in the summary, not an error. An
+// item that failed for a reason not its own (Result.Systemic: no model, an
+// endpoint that refuses or stayed down) stops the run instead, with a
+// *SystemicError: it and the lines after it are not written, and the
+// next run asks its group again.
 func (c *Client) Run(ctx context.Context, in io.Reader, emit func(Result) error, opts Options) (*Summary, error) {
 	began := time.Now()
 	start, err := c.prepare(ctx, opts)
@@ -160,6 +181,9 @@ func (c *Client) Run(ctx context.Context, in io.Reader, emit func(Result) error,
 		opts.ID = wfid.New(start.Name)
 	}
 	if err := CheckID(opts.ID); err != nil {
+		return nil, err
+	}
+	if err := c.CheckInput(ctx, opts); err != nil {
 		return nil, err
 	}
 	calls := c.limiterCalls(opts)
@@ -231,13 +255,21 @@ func (c *Client) Run(ctx context.Context, in io.Reader, emit func(Result) error,
 		cancelled atomic.Bool
 	)
 	wg.Add(1)
+	// The first item that failed not for itself: nothing from it on is
+	// written.
+	var systemic *SystemicError
 	go func() { // the writer: results in input order
 		defer wg.Done()
 		for p := range queue {
 			<-p.done
 			err := p.err
 			for _, r := range p.res.Results {
-				if err != nil || r.Line <= opts.After {
+				if err != nil || r.Line <= opts.After || systemic != nil {
+					continue
+				}
+				if r.Systemic != "" {
+					systemic = &SystemicError{ID: opts.ID, Line: r.Line, Cause: r.Error, Refused: r.Systemic != durable.ErrTypeEndpointDown}
+					cancelled.Store(true) // no more groups start
 					continue
 				}
 				if r, err = c.complete(ctx, r, opts.Unreachable); err != nil {
@@ -356,6 +388,8 @@ func (c *Client) Run(ctx context.Context, in io.Reader, emit func(Result) error,
 	switch {
 	case writeErr != nil:
 		return sum, writeErr
+	case systemic != nil:
+		return sum, systemic
 	case readErr != nil:
 		return sum, readErr
 	case ctx.Err() != nil:
@@ -474,11 +508,30 @@ func (c *Client) runGroup(ctx context.Context, in GroupInput, unreachable func(e
 	if err := durable.CheckPayloadSize("the group's items", in); err != nil {
 		return fail(fmt.Errorf("%w; give fewer items per group", err))
 	}
+	wopts := client.StartWorkflowOptions{ID: GroupID(in.Batch, in.Index), TypedSearchAttributes: batchAttribute(in.Batch),
+		Memo: map[string]any{durable.MemoProcess: in.Name}}
 	err := untilReachable(ctx, unreachable, func() error {
-		run, err := c.startOrAttach(ctx, client.StartWorkflowOptions{ID: GroupID(in.Batch, in.Index), TypedSearchAttributes: batchAttribute(in.Batch),
-			Memo: map[string]any{durable.MemoProcess: in.Name}}, GroupName, in)
+		run, ended, err := c.startOrFind(ctx, wopts, GroupName, in, false)
 		if err == nil {
+			res = GroupResult{}
 			err = run.Get(ctx, &res)
+		}
+		if err == nil && ended && systemicIn(res) {
+			// An earlier run stopped at an item of this group that failed
+			// for a reason not its own: the group is asked again.
+			again := in
+			again.Again = &GroupCounts{}
+			for _, r := range res.Results {
+				if r.Status == StatusCompleted {
+					again.Again.Done++
+				} else {
+					again.Again.Failed++
+				}
+			}
+			if run, _, err = c.startOrFind(ctx, wopts, GroupName, again, true); err == nil {
+				res = GroupResult{}
+				err = run.Get(ctx, &res)
+			}
 		}
 		return err
 	})
@@ -494,6 +547,17 @@ func (c *Client) runGroup(ctx context.Context, in GroupInput, unreachable func(e
 		err = errors.New(durable.ErrorText(err))
 	}
 	return fail(err)
+}
+
+// systemicIn reports whether an item of res failed for a reason not its
+// own (Result.Systemic).
+func systemicIn(res GroupResult) bool {
+	for _, r := range res.Results {
+		if r.Systemic != "" {
+			return true
+		}
+	}
+	return false
 }
 
 // untilReachable calls f until it returns an error that is not

@@ -87,6 +87,10 @@ func (r *Runner) Start(ctx context.Context, opts Options, in io.Reader) (id stri
 			return "", false, err
 		}
 	}
+	// The same id over another input is refused, running or not.
+	if err := r.Client.CheckInput(ctx, opts); err != nil {
+		return "", false, err
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.running[opts.ID] != nil {

@@ -82,4 +82,10 @@ type Result struct {
 	// Error says why the item failed: the line number and JSON path for a
 	// bad input line.
 	Error string `json:"error,omitempty"`
+	// Systemic, set when the item failed for a reason not its own, says
+	// which (durable.Systemic): no model on the worker, a model endpoint
+	// that refuses every request or was down past the worker's patience.
+	// Run writes no such result: it stops, and a rerun asks the item
+	// again.
+	Systemic string `json:"systemic,omitempty"`
 }

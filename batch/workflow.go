@@ -42,6 +42,16 @@ type GroupInput struct {
 	// Actions bounds the actions the group's items run at once; 0 means
 	// DefaultActions.
 	Actions int `json:"actions,omitempty"`
+	// Again, set when the group runs again because its run before stopped
+	// at an item that failed for a reason not its own, are that run's
+	// counts: the batch's record takes this run's in their place.
+	Again *GroupCounts `json:"again,omitempty"`
+}
+
+// GroupCounts are the items of a group's run that completed and failed.
+type GroupCounts struct {
+	Done   int `json:"done"`
+	Failed int `json:"failed"`
 }
 
 // Item is one input line of a batch.
@@ -97,6 +107,9 @@ type GroupReport struct {
 	// far (Usage, Requests, Model), sent after each fill: the record shows
 	// it until the group's final report takes its place.
 	Spent bool `json:"spent,omitempty"`
+	// Again are the counts of the group's run before, which these replace
+	// (GroupInput.Again).
+	Again *GroupCounts `json:"again,omitempty"`
 }
 
 // Workflows holds the batch runtime's workflow functions; they need the
@@ -224,7 +237,7 @@ func (w *Workflows) Group(ctx workflow.Context, in GroupInput) (GroupResult, err
 		g.sel.Select(ctx)
 		g.dispatch(ctx)
 	}
-	rep := GroupReport{Index: in.Index, Items: n, Finished: true, Usage: g.res.Usage, Requests: g.res.Requests, Model: g.res.Model, Splits: g.res.Splits, Audits: g.res.Audits}
+	rep := GroupReport{Index: in.Index, Items: n, Finished: true, Usage: g.res.Usage, Requests: g.res.Requests, Model: g.res.Model, Splits: g.res.Splits, Audits: g.res.Audits, Again: in.Again}
 	for _, r := range g.res.Results {
 		if r.Status == StatusCompleted {
 			rep.Done++
@@ -322,7 +335,7 @@ func (g *group) start(ctx workflow.Context, i int, it Item) {
 		g.open--
 		res := &g.res.Results[i]
 		if err != nil {
-			res.Status, res.Error = StatusFailed, durable.ErrorText(err)
+			res.Status, res.Error, res.Systemic = StatusFailed, durable.ErrorText(err), durable.Systemic(err)
 		} else {
 			res.Status, res.Output = StatusCompleted, output(r.View().State)
 		}

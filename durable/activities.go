@@ -162,9 +162,14 @@ func (a *Activities) FillChecked(ctx context.Context, in FillInput, check func(j
 // its details, so that the process shows what the model answered and what
 // was wrong with it, by path), a request the endpoint or the model refuses
 // (ErrTypeModelRefused), an answer cut off at the token limit
-// (ErrTypeCutOff: the same request would be cut off again). Anything else — a transport error, 429 or 5xx
-// that outlasted the client's own retries — is returned as it is, for
-// Temporal to retry.
+// (ErrTypeCutOff: the same request would be cut off again), one past the
+// size limit (ErrTypeTooLarge) or with negative usage
+// (ErrTypeMalformedAnswer), an endpoint that refuses every request (401,
+// 403, 404: ErrTypeEndpointRefused) or was down past the worker's
+// patience (ErrTypeEndpointDown) — these two are the endpoint's failures,
+// not the step's. Anything else — a transport error, 429 or 5xx that
+// outlasted the client's own retries — is returned as it is, for Temporal
+// to retry.
 func FillError(err error) error {
 	var ie *llm.InvalidAnswerError
 	var ae *llm.APIError
@@ -178,12 +183,43 @@ func FillError(err error) error {
 	case errors.As(err, &ie):
 		return temporal.NewNonRetryableApplicationError(err.Error(), ErrTypeInvalidAnswer, err,
 			FillOutput{Usage: ie.Usage, Requests: ie.Requests, Turns: ie.Turns})
+	case errors.As(err, new(*llm.AnswerTooLargeError)):
+		return temporal.NewNonRetryableApplicationError(err.Error(), ErrTypeTooLarge, err)
+	case errors.As(err, &ae) && llm.Classify(err) == llm.FaultRefused:
+		return temporal.NewNonRetryableApplicationError(err.Error(), ErrTypeEndpointRefused, err)
 	case errors.As(err, &ae) && !ae.Retryable, errors.Is(err, llm.ErrRefused):
 		return temporal.NewNonRetryableApplicationError(err.Error(), ErrTypeModelRefused, err)
 	case errors.Is(err, llm.ErrCutOff):
 		return temporal.NewNonRetryableApplicationError(err.Error(), ErrTypeCutOff, err)
+	case errors.Is(err, llm.ErrMalformedAnswer):
+		return temporal.NewNonRetryableApplicationError(err.Error(), ErrTypeMalformedAnswer, err)
+	}
+	var ee *llm.EndpointError
+	if errors.As(err, &ee) {
+		// Not the step's failure: a rerun of a batch runs it again.
+		if ee.Refused {
+			return temporal.NewNonRetryableApplicationError(err.Error(), ErrTypeEndpointRefused, err)
+		}
+		return temporal.NewNonRetryableApplicationError(err.Error(), ErrTypeEndpointDown, err)
 	}
 	return err
+}
+
+// Systemic says whether err, a step's failure, is not the step's own but
+// its worker's or its model endpoint's, by its type: ErrTypeNoProvider,
+// ErrTypeEndpointRefused (waiting does not mend these) or
+// ErrTypeEndpointDown; "" for a failure that is the step's. The same step
+// asked again once that is mended may pass.
+func Systemic(err error) string {
+	var ae *temporal.ApplicationError
+	if !errors.As(err, &ae) {
+		return ""
+	}
+	switch t := ae.Type(); t {
+	case ErrTypeNoProvider, ErrTypeEndpointRefused, ErrTypeEndpointDown:
+		return t
+	}
+	return ""
 }
 
 // ActionInput is what a server action activity needs.

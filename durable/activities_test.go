@@ -3,9 +3,11 @@ package durable
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"strings"
 	"testing"
+	"time"
 
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
@@ -101,3 +103,35 @@ func (a answer) Complete(context.Context, *llm.Request) (*llm.Response, error) {
 }
 
 func quietLogger() *slog.Logger { return slog.New(slog.DiscardHandler) }
+
+// TestFillErrorKinds: a model call's failure is typed by whose it is — the
+// endpoint's (refused, down past the worker's patience) apart from the
+// answer's (too large, malformed) — and none of these is retried; a
+// transport failure is left to the engine's retries.
+func TestFillErrorKinds(t *testing.T) {
+	refused := &llm.APIError{Provider: "openai", StatusCode: 401, Message: "Incorrect API key provided"}
+	tests := []struct {
+		err  error
+		want string // "" : retryable, as it is
+	}{
+		{refused, ErrTypeEndpointRefused},
+		{&llm.EndpointError{Refused: true, Err: refused}, ErrTypeEndpointRefused},
+		{&llm.EndpointError{Since: time.Now(), Err: &llm.APIError{StatusCode: 503, Retryable: true}}, ErrTypeEndpointDown},
+		{&llm.APIError{StatusCode: 400, Message: "bad request"}, ErrTypeModelRefused},
+		{fmt.Errorf("step x: %w", &llm.APIError{Err: &llm.AnswerTooLargeError{Size: 9 << 20, Limit: 8 << 20}}), ErrTypeTooLarge},
+		{fmt.Errorf("step x: %w: negative token counts", llm.ErrMalformedAnswer), ErrTypeMalformedAnswer},
+		{&llm.APIError{Message: "connection refused", Retryable: true}, ""},
+	}
+	for _, tt := range tests {
+		err := FillError(tt.err)
+		var ae *temporal.ApplicationError
+		switch {
+		case tt.want == "":
+			if err != tt.err {
+				t.Errorf("%v: %v, want it as it is", tt.err, err)
+			}
+		case !errors.As(err, &ae) || ae.Type() != tt.want || !ae.NonRetryable():
+			t.Errorf("%v: %v, want non-retryable %s", tt.err, err, tt.want)
+		}
+	}
+}

@@ -68,6 +68,15 @@ const (
 	// ErrTypeCutOff: the model's answer was cut off at its output token
 	// limit (llm.ErrCutOff).
 	ErrTypeCutOff = "CutOff"
+	// ErrTypeMalformedAnswer: the model's answer cannot be true (negative
+	// token counts: llm.ErrMalformedAnswer).
+	ErrTypeMalformedAnswer = "MalformedAnswer"
+	// ErrTypeEndpointRefused: the model endpoint refuses every request
+	// (401, 403, 404: a key refused, an unknown model, a wrong URL), and
+	// ErrTypeEndpointDown: it was down past the worker's patience
+	// (llm.EndpointError). Neither is the step's own failure (Systemic).
+	ErrTypeEndpointRefused = "EndpointRefused"
+	ErrTypeEndpointDown    = "EndpointDown"
 	// ErrTypeNoAction: no action of the step's name is registered on the
 	// worker.
 	ErrTypeNoAction = "NoAction"

@@ -182,6 +182,40 @@ func TestDamagedDB(t *testing.T) {
 	}
 }
 
+// TestEmptiedDB: a temporal.db that held the engine's database and is
+// now empty (0 bytes: truncated, or a copy cut short) is refused, naming
+// the file and what to do, instead of starting as an empty engine; an
+// empty file in a directory whose database was never made (a first start
+// stopped before it made the schema) is a new database, as before.
+func TestEmptiedDB(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	if err := startEngine(t, Options{DataDir: dir}).Close(); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, dbFile)
+	if err := os.Truncate(path, 0); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	_, err := Start(ctx, Options{DataDir: dir, Logger: testLogger(t)})
+	if !errors.Is(err, ErrDamagedDB) || !strings.Contains(err.Error(), path+" is empty (0 bytes), but it held the engine's database (temporal.db.made says so)") {
+		t.Fatalf("Start on an emptied database: %v", err)
+	}
+	if fi, err := os.Stat(path + madeSuffix); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Errorf("the mark: %v %v", fi, err)
+	}
+	// An empty file where no database was made: a new one.
+	fresh := t.TempDir()
+	if err := os.WriteFile(filepath.Join(fresh, dbFile), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := startEngine(t, Options{DataDir: fresh}).Close(); err != nil {
+		t.Fatalf("an empty file without the mark: %v", err)
+	}
+}
+
 // damage overwrites n whole pages of the SQLite file at path with random
 // bytes, from page first on (counted from 0; a negative first counts from
 // the end). It returns how many pages the file has.

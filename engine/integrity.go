@@ -4,6 +4,8 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 
 	"modernc.org/sqlite"
@@ -92,4 +94,34 @@ func damaged(path string, found []string) error {
 		"Restore the file from a backup, or move it away (with its -wal and -shm files, if any) "+
 		"and start again with an empty database: the processes in this one are then lost",
 		ErrDamagedDB, path, strings.Join(said, "; "), more)
+}
+
+// madeSuffix names the file, beside the database, that says the database
+// was made: an empty database file beside it was emptied since (a
+// truncation, a copy cut short), not left by a first start stopped before
+// it made the schema.
+const madeSuffix = ".made"
+
+// markDB notes that the database at path holds its schema, once.
+func markDB(path string) error {
+	if _, err := os.Stat(path + madeSuffix); err == nil {
+		return nil
+	}
+	note := "temporal.db holds the engine's database; an empty temporal.db beside this file has lost it\n"
+	if err := writeFileAtomic(path+madeSuffix, []byte(note)); err != nil {
+		return fmt.Errorf("mark %s: %w", path, err)
+	}
+	return nil
+}
+
+// emptyDB is the error for the empty database file at path when it held
+// a database before (markDB), nil when it is new: a new engine starting on
+// it would lose every process without a word.
+func emptyDB(path string) error {
+	if _, err := os.Stat(path + madeSuffix); err != nil {
+		return nil
+	}
+	return fmt.Errorf("%w: %s is empty (0 bytes), but it held the engine's database (%s says so): it was truncated or replaced. "+
+		"Restore it from a backup (with its -wal and -shm files, if any), or remove it, its -wal and -shm files and %s to start again with an empty database: "+
+		"the processes it held are then lost", ErrDamagedDB, path, filepath.Base(path+madeSuffix), filepath.Base(path+madeSuffix))
 }

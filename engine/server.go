@@ -294,6 +294,9 @@ func prepareDB(sqlCfg *config.SQL, opts Options) error {
 		return err
 	}
 	if isNew {
+		if err := emptyDB(sqlCfg.DatabaseName); err != nil {
+			return err
+		}
 		if err := sqlite.SetupSchema(sqlCfg); err != nil {
 			// Leave no half-built file that later starts would trust.
 			for _, suffix := range []string{"", "-wal", "-shm"} {
@@ -302,6 +305,9 @@ func prepareDB(sqlCfg *config.SQL, opts Options) error {
 			return fmt.Errorf("create sqlite schema in %s: %w", sqlCfg.DatabaseName, err)
 		}
 	} else if err := checkDB(sqlCfg.DatabaseName); err != nil {
+		return err
+	}
+	if err := markDB(sqlCfg.DatabaseName); err != nil {
 		return err
 	}
 

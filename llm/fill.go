@@ -241,6 +241,9 @@ func Complete(ctx context.Context, p Provider, req *Request) (*Response, error) 
 	defer span.End()
 	start := time.Now()
 	resp, err := p.Complete(ctx, req)
+	if err == nil {
+		err = checkAnswer(resp) // before a repair turn sends it back, or the engine keeps it
+	}
 	if err != nil {
 		et := errorType(err)
 		span.RecordError(err)

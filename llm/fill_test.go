@@ -305,3 +305,29 @@ func TestApportion(t *testing.T) {
 		t.Errorf("batched shares add up to %+v %+v", sum, sum.Batched)
 	}
 }
+
+// TestFillBounds: an answer past llm.MaxAnswerSize is refused before a
+// repair turn would send it back, and negative usage (from a model or a
+// recording) is refused as a malformed answer; neither is asked again.
+func TestFillBounds(t *testing.T) {
+	huge := `{"_plan":"` + strings.Repeat("x", llm.MaxAnswerSize) + `"}` // breaks the schema, too
+	srv := llmtest.NewServer(t, func(string, string) string { return huge }, llmtest.Options{})
+	_, err := llm.Fill(context.Background(), openai.New(openai.Options{Model: "m", BaseURL: srv.URL, APIKey: "k"}), task(t), llm.Options{Logger: quiet()})
+	if _, ok := errors.AsType[*llm.AnswerTooLargeError](err); !ok || len(srv.Bodies()) != 1 {
+		t.Errorf("an answer past the limit: %v after %d requests", err, len(srv.Bodies()))
+	}
+
+	neg := &negative{}
+	_, err = llm.Fill(context.Background(), neg, task(t), llm.Options{Logger: quiet()})
+	if !errors.Is(err, llm.ErrMalformedAnswer) || neg.calls != 1 || !strings.Contains(err.Error(), "negative token counts (-3 prompt") {
+		t.Errorf("negative usage: %v after %d requests", err, neg.calls)
+	}
+}
+
+// negative is a provider whose answers count negative prompt tokens.
+type negative struct{ calls int }
+
+func (n *negative) Complete(context.Context, *llm.Request) (*llm.Response, error) {
+	n.calls++
+	return &llm.Response{Content: valid, Usage: llm.Usage{PromptTokens: -3, CompletionTokens: 5}}, nil
+}

@@ -39,6 +39,7 @@ type Limiter struct {
 	lastCut  time.Time
 	best     time.Duration // the fastest call seen
 	stats    LimiterStats
+	health   health // the endpoint's (breaker.go)
 }
 
 // LimiterOptions configure a Limiter; the zero value starts at
@@ -249,14 +250,7 @@ type limited struct {
 }
 
 func (p *limited) Complete(ctx context.Context, req *Request) (*Response, error) {
-	release, err := p.l.Acquire(ctx)
-	if err != nil {
-		return nil, err
-	}
-	start := time.Now()
-	resp, err := p.Provider.Complete(ctx, req)
-	release(time.Since(start), err == nil)
-	return resp, err
+	return p.l.complete(ctx, p.Provider, req) // waits out an endpoint that is down (breaker.go)
 }
 
 // Unwrap is the provider the limiter paces (Wrapper).

@@ -271,7 +271,8 @@ type Connection struct {
 // constructors (option.WithBaseURL, option.WithAPIKey,
 // option.WithMaxRetries, option.WithRequestTimeout, option.WithHTTPClient):
 // the SDKs come from one generator and differ only in their types. Unset
-// settings are left to the SDK's defaults.
+// settings are left to the SDK's defaults, but for the timeout of an
+// attempt: CallTimeout.
 func SDKOptions[O, H any](c Connection, baseURL, apiKey func(string) O, retries func(int) O, timeout func(time.Duration) O, client func(H) O) []O {
 	n := c.MaxRetries
 	switch {
@@ -287,9 +288,10 @@ func SDKOptions[O, H any](c Connection, baseURL, apiKey func(string) O, retries 
 	if c.APIKey != "" {
 		out = append(out, apiKey(c.APIKey))
 	}
-	if c.Timeout > 0 {
-		out = append(out, timeout(c.Timeout))
+	if c.Timeout <= 0 {
+		c.Timeout = CallTimeout
 	}
+	out = append(out, timeout(c.Timeout))
 	if h, ok := any(c.HTTPClient).(H); ok && c.HTTPClient != nil {
 		out = append(out, client(h))
 	}

@@ -36,6 +36,11 @@ type Client struct {
 	// do) is checked against it before the process starts, and a mismatch
 	// is an error naming the step.
 	Registered *action.Registry
+	// NoModel says that the workers of this client's processes have no
+	// model (a command run without one, on its own engine): Prepare refuses
+	// a process with an LLM step before anything starts (*NoModelError),
+	// rather than start it to fail at that step.
+	NoModel bool
 	// Hosts, when set, finds the workflow of a process that runs in
 	// another's (a batch's item in its group's): Get, Watch, Answer and
 	// Program read and answer it there.
@@ -188,7 +193,26 @@ func (c *Client) Prepare(ctx context.Context, opts StartOptions) (durable.Start,
 		name = cmp.Or(p.PipelineName(), name)
 	}
 	name = cmp.Or(opts.Name, name)
+	if c.NoModel {
+		for _, ch := range p.Program().Chunks {
+			if ch.Kind == compile.LLM {
+				return durable.Start{}, false, &NoModelError{Process: name, Chunk: ch.Name}
+			}
+		}
+	}
 	return durable.Start{Name: name, Program: p.Program(), Prompt: opts.Prompt, Input: opts.Input, First: opts.First, System: opts.System}, p.Direct != nil, nil
+}
+
+// NoModelError is the error of a process with an LLM step prepared for
+// workers that have no model (Client.NoModel): it would start and fail
+// there.
+type NoModelError struct {
+	Process string
+	Chunk   string // the first LLM chunk
+}
+
+func (e *NoModelError) Error() string {
+	return fmt.Sprintf("%s asks a model (%s) and no model is selected", e.Process, e.Chunk)
 }
 
 // resolve finds the process a registry URI names: its document, the

@@ -87,6 +87,9 @@ func Parse(file string, doc jsonv.Value) (*Vessel, error) {
 	v.Mixins = parseURIs(file, doc, "mixins", &errs)
 	if v.Name == "" {
 		errs.Add(file, "", "a Vessel needs a name")
+	} else if err := schema.CheckName(v.Name); err != nil {
+		// A name shown in lists, logs and terminals must read as written.
+		errs.Add(file, jsonv.PointerTo("name"), "name %+q %v", v.Name, err)
 	}
 	if len(v.Tools) == 0 && len(v.Processes) == 0 {
 		errs.Add(file, "", "a Vessel needs tools or processes: it has nothing to call")

@@ -8,12 +8,14 @@ import (
 	"errors"
 	"fmt"
 	goio "io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"runtime/debug"
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"text/tabwriter"
 	"time"
 
@@ -139,6 +141,10 @@ otherwise it starts the embedded engine itself, or joins --temporal.`,
 			if concurrency < 0 {
 				return usageError{errors.New("--concurrency is a count of model calls at once: 1 or more (0 for the default)")}
 			}
+			lf := batchFlags{concurrency: concurrency, window: window, poll: poll, maxProps: maxProps, maxDepth: maxDepth}
+			if err := lf.check(cmd); err != nil {
+				return err
+			}
 			if concurrency > 0 {
 				wf.llm.concurrency = concurrency // this run's own worker holds to it
 			}
@@ -168,19 +174,22 @@ otherwise it starts the embedded engine itself, or joins --temporal.`,
 			}
 			var input goio.Reader = io.in
 			if in != "-" {
-				f, err := os.Open(in)
+				r, f, err := openItems(in)
 				if err != nil {
 					return err
 				}
-				defer f.Close()
-				input = f
+				defer r.Close()
+				input = r
 				// A file is read twice: once for its digest, which with the
 				// process names the batch (batch.Client.ID), then for the run.
-				if opts.Digest, err = batch.InputDigest(f); err != nil {
-					return fmt.Errorf("%s: %w", in, err)
-				}
-				if _, err := f.Seek(0, goio.SeekStart); err != nil {
-					return fmt.Errorf("%s: the input must be a file one can read twice, or - for stdin: %w", in, err)
+				// A pipe is read once, as stdin is.
+				if f != nil {
+					if opts.Digest, err = batch.InputDigest(f); err != nil {
+						return fmt.Errorf("%s: %w", in, err)
+					}
+					if _, err := f.Seek(0, goio.SeekStart); err != nil {
+						return fmt.Errorf("%s: the input must be a file one can read twice, or - for stdin: %w", in, err)
+					}
 				}
 			}
 			if opts.ID != "" {
@@ -215,11 +224,26 @@ otherwise it starts the embedded engine itself, or joins --temporal.`,
 				if opts.ID, err = c.ID(ctx, opts, opts.Digest); err != nil {
 					return err
 				}
-			default: // stdin: read once, so named afresh
+			default: // stdin or a pipe: read once, so named afresh
 				opts.ID = wfid.New(wfid.Slug(filepath.Base(spec), "batch"))
 				fmt.Fprintf(io.err, "vibe: batch %s (give --id %s to resume it)\n", opts.ID, opts.ID)
 			}
 			opts.Note = func(s string) { fmt.Fprintln(io.err, "vibe: "+s) }
+			// Another input under the id of a batch is refused before its
+			// results file is touched.
+			if err := c.CheckInput(ctx, opts); err != nil {
+				if _, ok := errors.AsType[*batch.InputChangedError](err); ok {
+					return usageError{err}
+				}
+				return err
+			}
+			if opts.Digest == "" && id != "" {
+				// stdin, whose digest is known only once it is read: a
+				// batch made from a file is resumed from that file.
+				if d := c.RecordedDigest(ctx, opts.ID); d != "" {
+					return usageError{&batch.InputChangedError{ID: opts.ID, Recorded: d}}
+				}
+			}
 			w, flush, closeOut, err := openResults(ctx, io, c, out, &opts)
 			if err != nil {
 				return err
@@ -289,6 +313,9 @@ otherwise it starts the embedded engine itself, or joins --temporal.`,
 			if err != nil {
 				if errors.Is(err, batch.ErrStopped) || ctx.Err() != nil {
 					return interrupted(io, ctx.Err() != nil, out, in, id, opts.ID, line)
+				}
+				if se, ok := errors.AsType[*batch.SystemicError](err); ok {
+					return systemicStop(io, se, out, in, id, line)
 				}
 				return err
 			}
@@ -513,4 +540,43 @@ func batchSize(s string) (int, error) {
 		return 0, fmt.Errorf("--batch-size %q: give auto, or K, the items of one model call (1 or more)", s)
 	}
 	return k, nil
+}
+
+// openItems opens --in FILE: a regular file (file is set: it can be read
+// twice), or a named pipe that someone writes to. A directory, a device
+// (/dev/zero has no end: its one line would be read for ever) or a socket
+// is refused, and so is a named pipe with no writer, at once instead of
+// waiting for one.
+func openItems(name string) (r goio.ReadCloser, file *os.File, err error) {
+	fi, err := os.Stat(name)
+	if err != nil {
+		return nil, nil, usageError{fmt.Errorf("--in %s: %w", name, errors.Unwrap(err))}
+	}
+	switch mode := fi.Mode(); {
+	case mode.IsRegular():
+		f, err := os.Open(name)
+		if err != nil {
+			return nil, nil, usageError{fmt.Errorf("--in %s: %w", name, errors.Unwrap(err))}
+		}
+		return f, f, nil
+	case mode.IsDir():
+		return nil, nil, usageError{fmt.Errorf("--in %s: a directory, not a file of items", name)}
+	case mode&fs.ModeNamedPipe == 0:
+		return nil, nil, usageError{fmt.Errorf("--in %s: a device or a socket, not a file of items (only regular files, named pipes and - for stdin are read)", name)}
+	}
+	// Opened without waiting for a writer: a read then waits for the first
+	// byte, or ends at once when no one has the pipe open to write.
+	f, err := os.OpenFile(name, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, nil, usageError{fmt.Errorf("--in %s: %w", name, errors.Unwrap(err))}
+	}
+	var first [1]byte
+	if n, _ := goio.ReadFull(f, first[:]); n == 0 {
+		f.Close()
+		return nil, nil, usageError{fmt.Errorf("--in %s: a named pipe that no one writes to (open it for writing first, or give a file)", name)}
+	}
+	return struct {
+		goio.Reader
+		goio.Closer
+	}{goio.MultiReader(bytes.NewReader(first[:]), f), f}, nil, nil
 }

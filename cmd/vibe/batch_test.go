@@ -18,6 +18,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -180,6 +181,10 @@ func TestBatchCommand(t *testing.T) {
 		!strings.Contains(stderr, "2 of 70 items failed") || strings.Contains(stderr, "in all") {
 		t.Fatalf("status %d, stderr:\n%s", status, stderr)
 	}
+	// Every item's prompt and answer is in the results: the owner's alone.
+	if fi, err := os.Stat(out); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Errorf("%s: mode %v (%v), want 0600", out, fi.Mode().Perm(), err)
+	}
 	// The provider said half of each prompt came from its cache, and the
 	// prices file says what that costs: (450 × 1 + 450 × 0.5 + 270 × 2) / 1e6.
 	if !strings.Contains(stderr, "900 prompt + 270 completion tokens (450 of the prompt's from the provider's cache, 50%); cost 0.001215 USD (prices: "+prices+")") {
@@ -323,6 +328,39 @@ func TestBatchIDAgrees(t *testing.T) {
 	}
 	if model.Requests() != requests {
 		t.Errorf("the server asked the model %d more times for batches that had run", model.Requests()-requests)
+	}
+
+	// An id that names a batch, given with another input, is refused —
+	// exit 2, 409 — naming both inputs' digests, and nothing of that batch
+	// is read back for it.
+	other := filepath.Join(dir, "other.jsonl")
+	os.WriteFile(other, []byte(`"another item"`+"\n"), 0o600)
+	otherDigest, _ := batch.InputDigest(strings.NewReader(`"another item"` + "\n"))
+	resp, err := http.Get(base + "/v1/batches/" + cli["uri"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rec batch.Status
+	json.NewDecoder(resp.Body).Decode(&rec)
+	resp.Body.Close()
+	if rec.Digest == "" {
+		t.Fatalf("batch %s keeps no digest: %+v", cli["uri"], rec)
+	}
+	status, stdout, stderr := run(t, "", "batch", "aug:processes/moderate", "--id", cli["uri"], "--in", other, "--registry", reg, "--data", data)
+	if status != exitUsage || stdout != "" || !strings.Contains(stderr, "batch "+cli["uri"]+" was made from another input: its input's digest is "+rec.Digest+", this input's is "+otherDigest) {
+		t.Errorf("vibe batch --id with another input: status %d\n%s%s", status, stdout, stderr)
+	}
+	resp, err = http.Post(base+"/v1/batches?process=aug:processes/moderate&id="+cli["uri"], "application/x-ndjson", strings.NewReader(`"another item"`+"\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusConflict || !strings.Contains(string(body), rec.Digest) || !strings.Contains(string(body), otherDigest) {
+		t.Errorf("POST /v1/batches with the id and another input: %d %s", resp.StatusCode, body)
+	}
+	if model.Requests() != requests {
+		t.Errorf("the model was asked %d more times for a refused batch", model.Requests()-requests)
 	}
 }
 
@@ -813,5 +851,52 @@ func TestBatchesAPI(t *testing.T) {
 	}
 	if t.Failed() {
 		t.Logf("serve:\n%s", serveOut)
+	}
+}
+
+// TestBatchSystemicStop: a batch whose model endpoint refuses every
+// request (401) marks no item failed: it stops at once, exit 2, saying why
+// and the command that goes on; run again once the endpoint answers, the
+// same command asks every item and writes every result, none failed.
+func TestBatchSystemicStop(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts the embedded engine")
+	}
+	const n = 6
+	dir, _ := batchSetup(t, n, nil, 0)
+	model := llmtest.NewServer(t, llmtest.Multiplexed(verdict), llmtest.Options{})
+	var refuse atomic.Bool
+	refuse.Store(true)
+	gate := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if refuse.Load() {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusUnauthorized)
+			io.WriteString(w, `{"error":{"message":"Incorrect API key provided","type":"invalid_request_error","code":"invalid_api_key"}}`)
+			return
+		}
+		model.Config.Handler.ServeHTTP(w, r)
+	}))
+	t.Cleanup(gate.Close)
+	out := filepath.Join(dir, "out.jsonl")
+	args := []string{"batch", filepath.Join(dir, "moderate.json"), "--in", filepath.Join(dir, "items.jsonl"), "--out", out,
+		"--batch-size", "2", "--data", filepath.Join(dir, "data"),
+		"--actions-file", filepath.Join(dir, "actions.json"), "--llm", "openai:test-model", "--llm-base-url", gate.URL}
+	status, _, stderr := run(t, "", args...)
+	if status != exitUsage || !strings.Contains(stderr, "which failed for a reason not its own") || !strings.Contains(stderr, "Incorrect API key provided") ||
+		!strings.Contains(stderr, "no item is marked failed for it; run the same command again once the model, its key or its endpoint is mended") ||
+		strings.Contains(stderr, "vibe help") {
+		t.Fatalf("status %d, stderr:\n%s", status, stderr)
+	}
+	if b, _ := os.ReadFile(out); strings.Contains(string(b), `"failed"`) {
+		t.Errorf("an item was written failed:\n%s", b)
+	}
+
+	refuse.Store(false)
+	status, _, stderr = run(t, "", args...)
+	if status != exitOK || !strings.Contains(stderr, fmt.Sprintf("this run wrote %d results, %d ok, 0 failed", n, n)) {
+		t.Fatalf("the same command again: status %d, stderr:\n%s", status, stderr)
+	}
+	if rs := readResults(t, out); len(rs) != n {
+		t.Errorf("%d results, want %d", len(rs), n)
 	}
 }

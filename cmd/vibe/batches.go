@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -34,6 +35,16 @@ func newBatchesCmd(io stdio) *cobra.Command {
 		ValidArgsFunction: completeBatchIDs(&ef),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
+			switch {
+			case results && cancel:
+				return usageError{errors.New("give --results or --cancel, not both")}
+			case (results || cancel) && len(args) == 0:
+				return usageError{errors.New("--results and --cancel need the batch's ID")}
+			case after < 0:
+				return usageError{fmt.Errorf("--after %d: give an input line, 0 or more", after)}
+			case cmd.Flags().Changed("after") && !results:
+				return usageError{errors.New("--after goes with --results")}
+			}
 			if ef.noData() {
 				// Nothing has run here: say so without creating the
 				// data directory.

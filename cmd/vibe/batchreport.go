@@ -99,6 +99,30 @@ func interrupted(io stdio, atOnce bool, out, in, id, batchID string, line int) e
 	return &interruptedError{fmt.Sprintf("batch %s %s; %s:\n  vibe %s", batchID, what, how, shellQuote(args))}
 }
 
+// systemicStop is the error of a batch stopped at an item that failed
+// for a reason not its own (no model, an endpoint that refuses or stayed
+// down): it says the cause, that no item is marked failed for it, and the
+// command that goes on — exit 2 when waiting does not mend it.
+func systemicStop(io stdio, se *batch.SystemicError, out, in, id string, line int) error {
+	args := io.args
+	if in == "-" && id == "" {
+		args = append(slices.Clone(args), "--id", se.ID)
+	}
+	mend := "once the model endpoint answers"
+	if se.Refused {
+		mend = "once the model, its key or its endpoint is mended"
+	}
+	where := fmt.Sprintf("; it continues %s after line %d", out, line)
+	if out == "" || out == "-" {
+		where = "; it writes every result again from line 1 (give --out FILE to have a file continued)"
+	}
+	err := fmt.Errorf("%w; run the same command again %s to go on, asking that item and those after it%s:\n  vibe %s", se, mend, where, shellQuote(args))
+	if se.Refused {
+		return stopError{err}
+	}
+	return err
+}
+
 // shellQuote joins args into a command line a POSIX shell reads back as
 // args.
 func shellQuote(args []string) string {

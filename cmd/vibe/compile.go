@@ -75,6 +75,9 @@ and exits with status 1.`,
 			opts := compile.Options{Registry: reg}
 			if cmd.Flags().Changed("actions") {
 				opts.Actions = splitList(actions)
+				if err := checkActionNames(opts.Actions); err != nil {
+					return err
+				}
 			}
 			if actionsFile != "" {
 				names, err := actionNames(actionsFile)

@@ -97,3 +97,35 @@ func TestFlagSuggestions(t *testing.T) {
 		}
 	}
 }
+
+// TestNoModelRefused: vibe run and vibe batch of a process that asks a
+// model, with no model selected, refuse before anything starts (as vibe
+// ask does): exit 2, no process started, no item failed, no results file.
+func TestNoModelRefused(t *testing.T) {
+	t.Setenv("VIBE_LLM", "")
+	dir := t.TempDir()
+	data := filepath.Join(dir, "data")
+	common := []string{"--registry", "testdata/registry", "--pipeline", "identifyParticipants", "--data", data}
+	const want = "vibe: identify-participants asks a model (LLM_step1_identify_participants)"
+	const how = "and no model is selected: give --llm openai:MODEL, anthropic:MODEL or replay:FILE (or set VIBE_LLM)"
+
+	status, _, stderr := run(t, "", append([]string{"run", "--prompt", "Meet Bob"}, common...)...)
+	if status != exitUsage || !strings.Contains(stderr, want) || !strings.Contains(stderr, how) || strings.Contains(stderr, "started") {
+		t.Errorf("run: status %d\n%s", status, stderr)
+	}
+
+	items := filepath.Join(dir, "items.jsonl")
+	out := filepath.Join(dir, "out.jsonl")
+	os.WriteFile(items, []byte("\"Meet Bob\"\n\"Meet Carol\"\n"), 0o600)
+	status, stdout, stderr := run(t, "", append([]string{"batch", "--in", items, "--out", out}, common...)...)
+	if status != exitUsage || !strings.Contains(stderr, want) || stdout != "" {
+		t.Errorf("batch: status %d\n%s%s", status, stdout, stderr)
+	}
+	if b, err := os.ReadFile(out); err == nil && len(b) > 0 {
+		t.Errorf("batch wrote results: %s", b)
+	}
+	status, stdout, _ = run(t, "", "ps", "--data", data)
+	if status != exitOK || strings.Contains(stdout, "pipeline") {
+		t.Errorf("ps after the refusals: %d\n%s", status, stdout)
+	}
+}

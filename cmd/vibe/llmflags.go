@@ -69,6 +69,7 @@ func (f *llmFlags) provider(io stdio) (llm.Provider, error) {
 	// One limiter paces every call to the endpoint, and sees each 429
 	// through the client's transport, the SDK's own retries included.
 	lim := limiter{llm.NewLimiter(llm.LimiterOptions{Start: f.concurrency, Fixed: f.concurrency > 0})}
+	lim.Patience(llm.DefaultPatience)
 	var p llm.Provider
 	switch kind {
 	case "openai":

@@ -19,6 +19,7 @@ import (
 	"github.com/augceo/vibe/compose"
 	"github.com/augceo/vibe/durable"
 	"github.com/augceo/vibe/llm"
+	"github.com/augceo/vibe/process"
 	"github.com/augceo/vibe/registry"
 	"github.com/augceo/vibe/schema"
 	"github.com/augceo/vibe/vessel"
@@ -152,6 +153,13 @@ func drainOnInterrupt(ctx context.Context) <-chan struct{} {
 // usageError marks an error in how the command was called.
 type usageError struct{ error }
 
+// stopError is a command's refusal to go on that is no misuse of it (a
+// batch stopped at a model endpoint that refuses every request): exit 2,
+// without the pointer to vibe help.
+type stopError struct{ error }
+
+func (e stopError) Unwrap() error { return e.error }
+
 // Main runs the vibe command line with args and returns the exit status.
 func Main(args []string, in io.Reader, out, errOut io.Writer) int {
 	// A worker keeps the workflows it ran in memory, to run their next
@@ -167,6 +175,14 @@ func Main(args []string, in io.Reader, out, errOut io.Writer) int {
 	root.SetOut(out)
 	root.SetErr(errOut)
 	err := root.ExecuteContext(ctx)
+	if nm, ok := errors.AsType[*process.NoModelError](err); ok {
+		// Refused before it started, as vibe ask refuses.
+		err = usageError{fmt.Errorf("%w: give --llm openai:MODEL, anthropic:MODEL or replay:FILE (or set VIBE_LLM)", nm)}
+	}
+	if se, ok := errors.AsType[stopError](err); ok {
+		fmt.Fprintf(errOut, "vibe: %v\n", se)
+		return exitUsage
+	}
 	var ue usageError
 	if err != nil && (errors.As(err, &ue) || isCobraUsage(err)) {
 		fmt.Fprintf(errOut, "vibe: %v\nRun 'vibe help' for usage.\n", err)

@@ -79,6 +79,9 @@ J is JSON, or @FILE.`,
 		ValidArgsFunction: completeProcess(&regDir),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
+			if err := checkWait("wait-actions", waitActions); err != nil {
+				return err
+			}
 			reg, err := openRegistry(regDir)
 			if err != nil {
 				return err
@@ -171,6 +174,9 @@ and waits for its fire-and-forget actions as vibe run does (--wait-actions).`,
 		Args:              exactArgs(2),
 		ValidArgsFunction: completeProcessIDs(&ef, process.Waiting),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := checkWait("wait-actions", waitActions); err != nil {
+				return err
+			}
 			ans, err := parseJSONArg("answer", args[1])
 			if err != nil {
 				return err
@@ -235,7 +241,7 @@ func (f *listFlags) add(cmd *cobra.Command, what string) {
 	cmd.Flags().BoolVar(&f.all, "all", false, "show every one of the "+what)
 	cmd.Flags().BoolVar(&f.json, "json", false, "print a JSON array (the API's fields), not a table")
 	// Checked before the engine starts.
-	cmd.PreRunE = func(cmd *cobra.Command, args []string) error {
+	beforeRun(cmd, func() error {
 		if f.limit < 1 {
 			return usageError{fmt.Errorf("--limit %d: give a number of %s from 1 up", f.limit, what)}
 		}
@@ -248,7 +254,7 @@ func (f *listFlags) add(cmd *cobra.Command, what string) {
 			return usageError{fmt.Errorf("--status %q: give running, waiting, completed or failed", f.status)}
 		}
 		return nil
-	}
+	})
 }
 
 // listPages prints a list, newest first, following the cursors: pages of
@@ -420,7 +426,7 @@ func follow(ctx context.Context, io stdio, p processes, id string, answer jsonv.
 					return err
 				}
 			default:
-				fmt.Fprintf(io.err, "vibe: the process waits, durably; answer it with\n  vibe answer %s '%s'\n", id, answerSkeleton(w.Schema))
+				fmt.Fprintf(io.err, "vibe: the process waits, durably; answer it with\n  vibe answer %s\n", shellQuote(append([]string{id, answerSkeleton(w.Schema)}, carried(io.args)...)))
 				return nil
 			}
 		}
@@ -625,4 +631,34 @@ func actionRunText(r process.ActionRun) string {
 func deadlineError(err error) bool {
 	var de *serviceerror.DeadlineExceeded
 	return errors.Is(err, context.DeadlineExceeded) || errors.As(err, &de)
+}
+
+// carriedFlags are the flags of the engine and worker a command that
+// goes on with a process needs as the command that left it waiting had
+// them: its data directory, its actions file, its model. The token is
+// never carried (it is a secret; $VIBE_TOKEN gives it).
+var carriedFlags = map[string]bool{ // name → takes a value
+	"data": true, "actions-file": true, "delegate-allow": true, "namespace": true, "temporal": true,
+	"tls-ca": true, "tls-cert": true, "tls-dir": true, "tls-key": true, "tls-server-name": true,
+	"llm": true, "llm-base-url": true, "llm-strict": false, "llm-tools": false, "inline-schemas": false,
+}
+
+// carried are the carriedFlags among args, as given: printed with a
+// vibe answer hint, they make it run where the process waits, with the
+// actions and model its next steps need.
+func carried(args []string) []string {
+	var out []string
+	for i := 0; i < len(args); i++ {
+		name, _, inline := strings.Cut(strings.TrimLeft(args[i], "-"), "=")
+		value, ok := carriedFlags[name]
+		if !ok || !strings.HasPrefix(args[i], "--") {
+			continue
+		}
+		out = append(out, args[i])
+		if value && !inline && i+1 < len(args) {
+			i++
+			out = append(out, args[i])
+		}
+	}
+	return out
 }

@@ -72,6 +72,12 @@ func (f *engineFlags) add(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&f.tlsKey, "tls-key", os.Getenv("VIBE_TLS_KEY"), "with --temporal: the client certificate's private key (default $VIBE_TLS_KEY)")
 	cmd.Flags().StringVar(&f.tlsCA, "tls-ca", os.Getenv("VIBE_TLS_CA"), "with --temporal: the CA the server's certificate chains to; empty: the system's (default $VIBE_TLS_CA)")
 	cmd.Flags().StringVar(&f.tlsServerName, "tls-server-name", "", "with --temporal: the name to check the server's certificate against, when it is not the dialled host")
+	beforeRun(cmd, func() error {
+		if strings.TrimSpace(f.namespace) == "" {
+			return usageError{errors.New("--namespace is empty: give a Temporal namespace (without the flag: " + engine.DefaultNamespace + ")")}
+		}
+		return nil
+	})
 }
 
 // options are the engine options the flags give.
@@ -217,6 +223,12 @@ func startLocal(ctx context.Context, io stdio, ef *engineFlags, wf *workerFlags,
 	eopts.NoSystemWorkers = !ef.serve
 	opts.Engine = eopts
 	rt, err := vibe.Start(ctx, opts)
+	if err == nil && wf != nil && opts.Provider == nil && !ef.serve {
+		// This command's worker is the only one: what needs a model is
+		// refused before it starts (a serve's API may be joined by
+		// workers that have one).
+		rt.Processes.NoModel = true
+	}
 	if err != nil {
 		if addr, ok := engine.RunningAddr(ef.data); ok && ef.temporal == "" {
 			return nil, fmt.Errorf("%w\n(another vibe process has the data directory; its engine is at %s: run `vibe serve` once and the other commands use it, or give --data another directory)", err, addr)

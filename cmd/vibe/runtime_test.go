@@ -271,13 +271,20 @@ func TestRunEmbedded(t *testing.T) {
 		t.Errorf("the answer's skeleton %s is not shown:\n%s", want, stderr)
 	}
 
+	firstErr := stderr
 	status, _, stderr = run(t, "", append([]string{"answer", id, `{"confirmInvitation":{"decision":"Maybe"}}`}, common...)...)
 	if status != 1 || !strings.Contains(stderr, "/confirmInvitation/decision") {
 		t.Errorf("a bad answer: %d %s", status, stderr)
 	}
+	// The hint, run as printed, carries the data directory, the actions
+	// file and the model the process's next steps need.
+	hint := strings.SplitN(firstErr[i:], "\n", 2)[0]
+	if want := "vibe answer " + id + ` '{"confirmInvitation":{"decision":"Approve"}}' ` + shellQuote(common); hint != want {
+		t.Errorf("the hint\n%s\nwant\n%s", hint, want)
+	}
 	status, stdout, stderr = run(t, "", append([]string{"answer", id, `{"confirmInvitation":{"decision":"Approve"}}`}, common...)...)
 	if status != 0 || !strings.Contains(stderr, "completed") || !strings.Contains(stdout, `"status": "sent"`) {
-		t.Fatalf("answer: %d\n%s%s", status, stdout, stderr)
+		t.Fatalf("answer, as the hint says: %d\n%s%s", status, stdout, stderr)
 	}
 	prices := filepath.Join(t.TempDir(), "prices.json")
 	os.WriteFile(prices, []byte(`{"models": {"test-model": {"input": 1, "output": 2}}}`), 0o600)

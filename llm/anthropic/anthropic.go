@@ -35,8 +35,12 @@ type Options struct {
 	// (honouring the endpoint's retry-after-ms and retry-after headers).
 	// 0 means 2; -1 means none.
 	MaxRetries int
-	// Timeout bounds each attempt; 0 means the client's default.
+	// Timeout bounds each attempt, from the request to the answer's last
+	// byte; 0 means llm.CallTimeout.
 	Timeout time.Duration
+	// IdleTimeout bounds the wait for the next bytes of an answer; 0 means
+	// llm.IdleTimeout.
+	IdleTimeout time.Duration
 	// HTTPClient replaces the client's HTTP client (tests, proxies).
 	HTTPClient *http.Client
 	// Inline sends every schema with its "$ref"s replaced by what they
@@ -83,6 +87,13 @@ func New(opts Options) *Provider {
 	return &Provider{opts: opts, client: sdk.NewClient(ro...)}
 }
 
+// bound is middleware of a model call: its answer's body is bounded in
+// time and size (llm.BoundAnswer).
+func (p *Provider) bound(req *http.Request, next option.MiddlewareNext) (*http.Response, error) {
+	resp, err := next(req)
+	return llm.BoundAnswer(resp, err, p.opts.IdleTimeout)
+}
+
 // System is the GenAI system of the provider, for traces: "anthropic".
 func (p *Provider) System() string { return "anthropic" }
 
@@ -109,7 +120,7 @@ func (p *Provider) Complete(ctx context.Context, req *llm.Request) (*llm.Respons
 	// params tell the client the request's timeout; the body goes as build
 	// made it, so that a batch's request holds the very bytes a direct call
 	// sends.
-	msg, err := p.client.Messages.New(ctx, c.params, option.WithRequestBody("application/json", c.body))
+	msg, err := p.client.Messages.New(ctx, c.params, option.WithRequestBody("application/json", c.body), option.WithMiddleware(p.bound))
 	latency := time.Since(start)
 	if err != nil {
 		return nil, apiError(ctx, err)

@@ -55,8 +55,12 @@ type Options struct {
 	// 409, 429 and 5xx, with exponential backoff (honouring the endpoint's
 	// retry-after-ms and retry-after headers). 0 means 2; -1 means none.
 	MaxRetries int
-	// Timeout bounds each attempt; 0 means the client's default.
+	// Timeout bounds each attempt, from the request to the answer's last
+	// byte; 0 means llm.CallTimeout.
 	Timeout time.Duration
+	// IdleTimeout bounds the wait for the next bytes of an answer; 0 means
+	// llm.IdleTimeout.
+	IdleTimeout time.Duration
 	// MaxTokens caps the answer (max_completion_tokens); 0 leaves it to the
 	// endpoint.
 	MaxTokens int64
@@ -77,6 +81,13 @@ func New(opts Options) *Provider {
 		option.WithBaseURL, option.WithAPIKey, option.WithMaxRetries, option.WithRequestTimeout, option.WithHTTPClient)
 	ro = append(ro, option.WithMiddleware(errorEnvelope))
 	return &Provider{opts: opts, client: oai.NewClient(ro...)}
+}
+
+// bound is middleware of a model call: its answer's body is bounded in
+// time and size (llm.BoundAnswer).
+func (p *Provider) bound(req *http.Request, next option.MiddlewareNext) (*http.Response, error) {
+	resp, err := next(req)
+	return llm.BoundAnswer(resp, err, p.opts.IdleTimeout)
 }
 
 // System is the GenAI system of the provider, for traces: "openai".
@@ -104,7 +115,7 @@ func (p *Provider) Complete(ctx context.Context, req *llm.Request) (*llm.Respons
 	start := time.Now()
 	// The body is sent as build made it, so that a batch's request file
 	// holds the very bytes a direct call sends.
-	resp, err := p.client.Chat.Completions.New(ctx, c.params, option.WithRequestBody("application/json", c.body))
+	resp, err := p.client.Chat.Completions.New(ctx, c.params, option.WithRequestBody("application/json", c.body), option.WithMiddleware(p.bound))
 	latency := time.Since(start)
 	if err != nil {
 		return nil, apiError(ctx, err)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -504,5 +505,38 @@ func TestCancel(t *testing.T) {
 	}
 	if n := srv.count.Load(); n != 1 {
 		t.Errorf("%d requests: a cancelled request is not retried", n)
+	}
+}
+
+// TestBoundedAnswer: an endpoint that sends its headers and then a byte
+// now and then fails the call once it is silent past the idle timeout (a
+// failure of the endpoint: down), and one whose answer has no end fails it
+// past llm.MaxBodySize, not retried.
+func TestBoundedAnswer(t *testing.T) {
+	stop := make(chan struct{})
+	drip := newFake(t, func(w http.ResponseWriter) {
+		w.WriteHeader(200)
+		io.WriteString(w, `{"id":`)
+		w.(http.Flusher).Flush()
+		<-stop
+	})
+	t.Cleanup(func() { close(stop) }) // runs before the server closes
+	_, err := New(Options{Model: "m", BaseURL: drip.URL, IdleTimeout: 50 * time.Millisecond, MaxRetries: -1}).Complete(context.Background(), request())
+	if ne, ok := errors.AsType[net.Error](err); !ok || !ne.Timeout() || llm.Classify(err) != llm.FaultDown || !strings.Contains(err.Error(), "sent nothing of its answer for 50ms") {
+		t.Errorf("a stalled answer: %v", err)
+	}
+
+	endless := newFake(t, func(w http.ResponseWriter) {
+		io.WriteString(w, `{"id":"chatcmpl-1","object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","content":"`)
+		chunk := strings.Repeat("x", 64<<10)
+		for range 2 * llm.MaxBodySize / len(chunk) {
+			if _, err := io.WriteString(w, chunk); err != nil {
+				return
+			}
+		}
+	})
+	_, err = New(Options{Model: "m", BaseURL: endless.URL}).Complete(context.Background(), request())
+	if _, ok := errors.AsType[*llm.AnswerTooLargeError](err); !ok || !errors.Is(err, llm.ErrCutOff) || endless.count.Load() != 1 {
+		t.Errorf("an endless answer: %v after %d requests", err, endless.count.Load())
 	}
 }

@@ -161,9 +161,10 @@ type Recorder struct {
 }
 
 // Record returns a Recorder that answers through p and appends the answers
-// to the recording at path, creating it if needed.
+// to the recording at path, creating it if needed: 0600, the owner's alone,
+// since it holds every prompt and answer.
 func Record(p llm.Provider, path string) (*Recorder, error) {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("replay: %w", err)
 	}

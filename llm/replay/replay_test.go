@@ -72,6 +72,10 @@ func TestRecordThenReplay(t *testing.T) {
 	if err := rec.Close(); err != nil {
 		t.Fatal(err)
 	}
+	// Every prompt and answer is in it: the owner's alone.
+	if fi, err := os.Stat(path); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Errorf("the recording's mode: %v (%v), want 0600", fi.Mode().Perm(), err)
+	}
 	if _, err := rec.Complete(ctx, reqs[0]); err == nil {
 		t.Error("a closed recorder answered")
 	}
