@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 
 	"github.com/augceo/vibe/batch"
@@ -27,7 +28,9 @@ type Options struct {
 	// items that need it.
 	Provider llm.Provider
 	// Model is the model's name (llm.ModelOf(Provider)): a chunk recorded
-	// with another model is asked again. "" takes any recorded model.
+	// with another model is asked again; a provider's dated name of the
+	// model (gpt-4o-2024-08-06 for gpt-4o) is the model. "" takes any
+	// recorded model.
 	Model string
 	// Size is K, the items one call asks at most; 0 means
 	// batch.DefaultSize.
@@ -126,7 +129,9 @@ type Summary struct {
 }
 
 // AnyChanged reports whether an item changed (the --fail-on-change gate).
-func (r *Report) AnyChanged() bool { return slices.ContainsFunc(r.Items, func(it Item) bool { return it.Changed }) }
+func (r *Report) AnyChanged() bool {
+	return slices.ContainsFunc(r.Items, func(it Item) bool { return it.Changed })
+}
 
 // ChangedAt reports whether an item's answer changed at path, or below it.
 func (r *Report) ChangedAt(path string) bool {
@@ -273,7 +278,14 @@ func reusable(rc *record.Chunk, ch *compile.ProgramChunk, system string, mctx js
 	return rc != nil && rc.Kind == compile.LLM && rc.Answer.Object() != nil &&
 		rc.Fingerprint == record.Fingerprint(ch, system) &&
 		(jsonv.Equal(rc.Context, mctx) || rc.Context.IsNull() && mctx.Len() == 0) &&
-		(model == "" || rc.Model == "" || rc.Model == model)
+		sameModel(rc.Model, model)
+}
+
+// sameModel reports whether the recorded model is the model: the same
+// name, or a provider's dated name of it (gpt-4o-2024-08-06 for
+// gpt-4o); either unknown is taken as the same.
+func sameModel(recorded, model string) bool {
+	return model == "" || recorded == "" || recorded == model || strings.HasPrefix(recorded, model+"-")
 }
 
 // keepLLM keeps an LLM chunk's answer in the item's state and notes what
