@@ -41,6 +41,10 @@ type Options struct {
 	LLM llm.Options
 	// Concurrency is how many calls run at once; 0 means 4.
 	Concurrency int
+	// Answers, when set, is a file where the model's answers to changed
+	// chunks are kept as they come: a replay run again with the same
+	// file (after a kill) asks none of them again.
+	Answers string
 	// Missing are the items asked for that have no record: they are
 	// reported as not replayable, after the others.
 	Missing []Missing
@@ -123,7 +127,10 @@ type Summary struct {
 	// Requests are the model requests the replay made, Usage their
 	// tokens; ActionsSkipped the actions answered from records or not
 	// started.
-	Requests       int       `json:"requests"`
+	Requests int `json:"requests"`
+	// Resumed are the answers to changed chunks an earlier run of the
+	// replay had asked (Options.Answers), not asked again.
+	Resumed        int       `json:"resumed,omitempty"`
 	Usage          llm.Usage `json:"usage"`
 	ActionsSkipped int       `json:"actionsSkipped"`
 }
@@ -171,6 +178,10 @@ func Run(ctx context.Context, recs []record.Record, opts Options) (*Report, erro
 		}
 		runs[i] = r
 	}
+	kept, err := openAnswers(opts.Answers)
+	if err != nil {
+		return nil, err
+	}
 	sum := Summary{Fields: map[string]int{}, Moves: map[string]int{}, Asked: map[string]int{}, Reused: map[string]int{}}
 	for i := range opts.Program.Chunks {
 		ch := &opts.Program.Chunks[i]
@@ -213,7 +224,7 @@ func Run(ctx context.Context, recs []record.Record, opts Options) (*Report, erro
 			}
 		}
 		if len(ask) > 0 {
-			if err := fill(ctx, ch, ask, opts, &sum); err != nil {
+			if err := fill(ctx, ch, ask, opts, kept, &sum); err != nil {
 				return nil, err
 			}
 		}
@@ -349,8 +360,25 @@ func (r *run) server(ch *compile.ProgramChunk, rc *record.Chunk, sum *Summary) {
 }
 
 // fill asks the model the chunk for the items in ask, K at a time.
-func fill(ctx context.Context, ch *compile.ProgramChunk, ask []*run, opts Options, sum *Summary) error {
+func fill(ctx context.Context, ch *compile.ProgramChunk, all []*run, opts Options, kept *answers, sum *Summary) error {
 	k := cmp.Or(opts.Size, batch.DefaultSize)
+	var ask []*run
+	keys := map[*run]string{}
+	for _, r := range all {
+		mctx, _ := pick(r.state, ch.References)
+		keys[r] = answerKey(r.rec, ch, mctx, opts.Model)
+		v, ok := kept.get(keys[r])
+		if !ok {
+			ask = append(ask, r)
+			continue
+		}
+		sum.Asked[ch.Name]++
+		sum.Resumed++
+		r.item.Asked = append(r.item.Asked, ch.Name)
+		if err := r.keepLLM(ch, r.rec.Chunk(ch.Name), v, sum); err != nil {
+			r.stop(Failed, err.Error())
+		}
+	}
 	type group struct {
 		runs []*run
 		out  *batch.FillOutput
@@ -377,6 +405,16 @@ func fill(ctx context.Context, ch *compile.ProgramChunk, ask []*run, opts Option
 				in.Items = append(in.Items, batch.FillItem{ID: r.rec.ID, Prompt: r.rec.Prompt, Context: mctx})
 			}
 			g.out, g.err = batch.Fill(ctx, opts.Provider, in, opts.LLM)
+			if g.err != nil {
+				return
+			}
+			var lines []answerLine
+			for j, r := range g.runs {
+				if it := g.out.Items[j]; it.Error == "" {
+					lines = append(lines, answerLine{Key: keys[r], Value: it.Output.Value})
+				}
+			}
+			g.err = kept.put(lines)
 		})
 	}
 	wg.Wait()

@@ -3,6 +3,8 @@ package replay_test
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -154,5 +156,47 @@ func TestReplayThird(t *testing.T) {
 	}
 	if rep.Summary.Changed != n/2 || rep.Summary.Same != n/2 || rep.Summary.ActionsSkipped != 2*n {
 		t.Errorf("summary %+v, want %d changed, %d same, %d actions answered from records", rep.Summary, n/2, n/2, 2*n)
+	}
+}
+
+// TestReplayResumes: a replay run again with its answers file — as after
+// a kill that left the answers of one call kept — asks only the calls not
+// answered yet, and reports each item once.
+func TestReplayResumes(t *testing.T) {
+	const n = 20
+	ctx := context.Background()
+	store := &record.Store{Dir: t.TempDir()}
+	acts := &counter{}
+	rec := llmtest.NewServer(t, llmtest.Multiplexed(verdict), llmtest.Options{})
+	recs, err := store.Batch(recorded(t, model(rec.URL), acts.actions(), store, doc(t, "testdata/moderate.json"), n))
+	if err != nil {
+		t.Fatal(err)
+	}
+	start, _, err := (&process.Client{Actions: acts.actions().Names()}).Prepare(ctx,
+		doc(t, "testdata/moderate.json", `"enum": ["positive", "neutral", "negative"]`, `"enum": ["positive", "neutral", "negative", "mixed"]`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	answers := filepath.Join(t.TempDir(), "answers.jsonl")
+	m := llmtest.NewServer(t, llmtest.Multiplexed(mixed), llmtest.Options{})
+	opts := replay.Options{Name: start.Name, Program: start.Program, Provider: model(m.URL), Model: "test-model", Size: 8, Answers: answers}
+	first, err := replay.Run(ctx, recs, opts)
+	if err != nil || first.Summary.Changed != n || m.Requests() != 3 {
+		t.Fatalf("first run: %+v, %d requests, %v", first.Summary, m.Requests(), err)
+	}
+	// As a kill after the first call would leave it: its 8 answers, and a
+	// torn line.
+	data, _ := os.ReadFile(answers)
+	lines := strings.SplitAfter(string(data), "\n")
+	os.WriteFile(answers, []byte(strings.Join(lines[:8], "")+`{"key":"torn`), 0o600)
+	again, err := replay.Run(ctx, recs, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Requests() != 3+2 || again.Summary.Resumed != 8 || again.Summary.Changed != n || len(again.Items) != n {
+		t.Fatalf("run again: %+v, %d requests in all, want 2 more", again.Summary, m.Requests())
+	}
+	if _, err := replay.Run(ctx, recs, opts); err != nil || m.Requests() != 5 {
+		t.Fatalf("a third run made %d requests in all, want none more: %v", m.Requests(), err)
 	}
 }

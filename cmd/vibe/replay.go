@@ -2,6 +2,8 @@ package main
 
 import (
 	"cmp"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -57,6 +59,9 @@ embedded engine's data directory, --data) for 30 days, whatever the engine's own
 retention of histories; --prune removes those past --retention. An item with no
 record (it never ended, or its record was pruned) is reported as such.
 
+The model's answers are kept as they come (in DATA/replay/answers): killed, the
+same command run again asks none of them again and reports each item once.
+
 One JSON line per item goes to --out (default stdout):
   {"line": N, "id": ITEM, "changed": true|false, "outcome": "same"|"changed"|
    "needs the server"|"needs a person"|"failed"|"no record",
@@ -79,7 +84,7 @@ server or a person), or with --fail-on PATH when that field changed.`,
 				if err != nil {
 					return err
 				}
-				fmt.Fprintf(io.err, "vibe: pruned %d replay record files older than %s from %s\n", n, store.Retention.String(), store.Dir)
+				fmt.Fprintf(io.err, "vibe: pruned %d replay files (records and kept answers) older than %s from %s\n", n, store.Retention.String(), store.Dir)
 				return nil
 			}
 			if (proc == "") == (pipeline == "") {
@@ -123,7 +128,7 @@ server or a person), or with --fail-on PATH when that field changed.`,
 				return err
 			}
 			ropts := replay.Options{Name: start.Name, Program: start.Program, Size: size, Missing: missing,
-				Call: batch.CallOptions{Inline: lf.inline}}
+				Call: batch.CallOptions{Inline: lf.inline}, Answers: answersFile(store, start.Program)}
 			if lf.spec != "" {
 				if ropts.Provider, err = lf.provider(io); err != nil {
 					return err
@@ -166,6 +171,16 @@ server or a person), or with --fail-on PATH when that field changed.`,
 	cmd.Flags().DurationVar(&retention, "retention", record.DefaultRetention, "with --prune: how long records are kept")
 	lf.add(cmd)
 	return cmd
+}
+
+// answersFile is where a replay against program keeps the model's answers
+// as they come, so that the same command run again after a kill asks
+// none of them again: DATA/replay/answers/HASH.jsonl, pruned with the
+// records.
+func answersFile(store *record.Store, program any) string {
+	b, _ := json.Marshal(program)
+	sum := sha256.Sum256(b)
+	return filepath.Join(store.Dir, "answers", hex.EncodeToString(sum[:12])+".jsonl")
 }
 
 // selectRecords reads the records the arguments and filter name: a

@@ -82,7 +82,7 @@ func TestReplayCommand(t *testing.T) {
 	}
 
 	status, _, stderr = run(t, "", "replay", "--prune", "--retention", "1ns", "--data", data)
-	if status != exitOK || !strings.Contains(stderr, "pruned 3 replay record files") {
+	if status != exitOK || !strings.Contains(stderr, "pruned 5 replay files (records and kept answers)") {
 		t.Fatalf("--prune: status %d\n%s", status, stderr)
 	}
 	status, _, stderr = run(t, "", "replay", "moderation", "--process", enum, "--data", data, "--actions-file", filepath.Join(dir, "actions.json"))
