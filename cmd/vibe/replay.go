@@ -2,8 +2,6 @@ package main
 
 import (
 	"cmp"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -123,12 +121,12 @@ server or a person), or with --fail-on PATH when that field changed.`,
 			if err != nil {
 				return err
 			}
-			recs, missing, err := selectRecords(store, args, name, status, since)
+			recs, missing, err := replay.Select(store, replay.Selection{IDs: args, From: name, Status: status, Since: since})
 			if err != nil {
 				return err
 			}
 			ropts := replay.Options{Name: start.Name, Program: start.Program, Size: size, Missing: missing,
-				Call: batch.CallOptions{Inline: lf.inline}, Answers: answersFile(store, start.Program)}
+				Call: batch.CallOptions{Inline: lf.inline}, Answers: replay.AnswersFile(store, start.Program)}
 			if lf.spec != "" {
 				if ropts.Provider, err = lf.provider(io); err != nil {
 					return err
@@ -171,64 +169,6 @@ server or a person), or with --fail-on PATH when that field changed.`,
 	cmd.Flags().DurationVar(&retention, "retention", record.DefaultRetention, "with --prune: how long records are kept")
 	lf.add(cmd)
 	return cmd
-}
-
-// answersFile is where a replay against program keeps the model's answers
-// as they come, so that the same command run again after a kill asks
-// none of them again: DATA/replay/answers/HASH.jsonl, pruned with the
-// records.
-func answersFile(store *record.Store, program any) string {
-	b, _ := json.Marshal(program)
-	sum := sha256.Sum256(b)
-	return filepath.Join(store.Dir, "answers", hex.EncodeToString(sum[:12])+".jsonl")
-}
-
-// selectRecords reads the records the arguments and filter name: a
-// batch's items, processes by id, or the processes the filter keeps; and
-// the items asked for that have none.
-func selectRecords(store *record.Store, args []string, name, status string, since time.Duration) ([]record.Record, []replay.Missing, error) {
-	var recs []record.Record
-	var missing []replay.Missing
-	for _, a := range args {
-		items, err := store.Batch(a)
-		if err != nil {
-			return nil, nil, err
-		}
-		if len(items) > 0 {
-			// The lines before the last recorded one that have no record.
-			have := map[int]bool{}
-			for _, r := range items {
-				have[r.Line] = true
-			}
-			for line := 1; line < items[len(items)-1].Line; line++ {
-				if !have[line] {
-					missing = append(missing, replay.Missing{ID: batch.ItemID(a, line), Line: line})
-				}
-			}
-			recs = append(recs, items...)
-			continue
-		}
-		r, err := store.Process(a)
-		if errors.Is(err, record.ErrNoRecord) {
-			missing = append(missing, replay.Missing{ID: a})
-			continue
-		}
-		if err != nil {
-			return nil, nil, err
-		}
-		recs = append(recs, r)
-	}
-	if name != "" || status != "" || since > 0 {
-		after := time.Now().Add(-since)
-		found, err := store.Processes(func(r *record.Record) bool {
-			return (name == "" || r.Process == name) && (status == "" || r.Status == status) && (since == 0 || r.Ended.After(after))
-		})
-		if err != nil {
-			return nil, nil, err
-		}
-		recs = append(recs, found...)
-	}
-	return recs, missing, nil
 }
 
 // writeReport writes the report's lines to out (stdout for ""), or the
