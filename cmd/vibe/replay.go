@@ -33,6 +33,7 @@ func newReplayCmd(io stdio) *cobra.Command {
 		asJSON, failOnChange, prune                    bool
 		failOn                                         []string
 		lf                                             llmFlags
+		pf                                             pricesFlag
 	)
 	cmd := &cobra.Command{
 		Use:   "replay (BATCH | PROCESS-ID... | --from NAME) (--process URI|FILE | --pipeline EXPR) [--fail-on-change]",
@@ -66,7 +67,7 @@ One JSON line per item goes to --out (default stdout):
    "changes": [{"path": "/step/field", "before": …, "after": …}], "route": […]}
 and a summary to stderr: items changed of items replayed, by field, the values
 that moved, the chunks asked and reused, and the model requests and tokens the
-replay cost. --json writes the whole report as one JSON object instead.
+replay cost (and, with --prices, what they cost). --json writes the whole report as one JSON object instead.
 
 Exit status: 0; 1 with --fail-on-change when any item changed (or needs the
 server or a person), or with --fail-on PATH when that field changed.`,
@@ -140,7 +141,11 @@ server or a person), or with --fail-on PATH when that field changed.`,
 			if err := writeReport(io, rep, out, asJSON); err != nil {
 				return err
 			}
-			summarize(io.err, rep)
+			prices, err := pf.load()
+			if err != nil {
+				return err
+			}
+			summarize(io.err, rep, costWords(prices, lf.model(), rep.Summary.Usage))
 			if failOnChange && rep.AnyChanged() {
 				return fmt.Errorf("%d of %d items replayed changed (--fail-on-change)", rep.Summary.Changed+rep.Summary.NeedsServer+rep.Summary.NeedsPerson+rep.Summary.Failed, rep.Summary.Replayed)
 			}
@@ -168,6 +173,7 @@ server or a person), or with --fail-on PATH when that field changed.`,
 	cmd.Flags().BoolVar(&prune, "prune", false, "remove the replay records past --retention, and do nothing else")
 	cmd.Flags().DurationVar(&retention, "retention", record.DefaultRetention, "with --prune: how long records are kept")
 	lf.add(cmd)
+	pf.add(cmd)
 	return cmd
 }
 
@@ -197,7 +203,7 @@ func writeReport(io stdio, rep *replay.Report, out string, whole bool) error {
 }
 
 // summarize writes the report's summary for a person.
-func summarize(w goio.Writer, rep *replay.Report) {
+func summarize(w goio.Writer, rep *replay.Report, cost string) {
 	s := rep.Summary
 	fmt.Fprintf(w, "vibe: replayed %d of %d items: %d changed, %d same", s.Replayed, s.Items, s.Changed, s.Same)
 	for _, c := range []struct {
@@ -222,8 +228,12 @@ func summarize(w goio.Writer, rep *replay.Report) {
 	if len(asked) == 0 {
 		asked = []string{"none"}
 	}
-	fmt.Fprintf(w, "vibe: chunks asked again: %s; answers reused: %d; actions not run: %d; %d LLM requests, %s\n",
-		strings.Join(asked, ", "), sumCounts(s.Reused), s.ActionsSkipped, s.Requests, tokens(s.Usage))
+	resumed := ""
+	if s.Resumed > 0 {
+		resumed = fmt.Sprintf(" (%d answers taken from an earlier run of this replay)", s.Resumed)
+	}
+	fmt.Fprintf(w, "vibe: chunks asked again: %s%s; answers reused: %d; actions not run: %d; %d LLM requests, %s%s\n",
+		strings.Join(asked, ", "), resumed, sumCounts(s.Reused), s.ActionsSkipped, s.Requests, tokens(s.Usage), cost)
 }
 
 // topCounts are the n keys of counts with the largest counts, largest

@@ -47,11 +47,13 @@ func TestReplayCommand(t *testing.T) {
 		}
 		return verdict(step, prompt, repair)
 	}), llmtest.Options{})
-	status, stdout, stderr := run(t, "", "replay", "moderation", "missing-1", "--process", enum, "--data", data, "--batch-size", "8",
+	prices := filepath.Join(dir, "prices.json")
+	os.WriteFile(prices, []byte(`{"models": {"test-model": {"input": 1, "output": 2}}}`), 0o600)
+	status, stdout, stderr := run(t, "", "replay", "moderation", "missing-1", "--process", enum, "--data", data, "--batch-size", "8", "--prices", prices,
 		"--actions-file", filepath.Join(dir, "actions.json"), "--llm", "openai:test-model", "--llm-base-url", neutral.URL, "--fail-on-change")
 	if status != exitError || !strings.Contains(stderr, fmt.Sprintf("vibe: replayed %d of %d items: %d changed, 0 same, 1 have no record", n, n+1, n)) ||
 		!strings.Contains(stderr, "/assess/sentiment changed in 20 items") || !strings.Contains(stderr, `/assess/sentiment: "negative" → "neutral"  10`) ||
-		!strings.Contains(stderr, "--fail-on-change") {
+		!strings.Contains(stderr, "--fail-on-change") || !strings.Contains(stderr, "actions not run: 20; 3 LLM requests") || !strings.Contains(stderr, "USD") {
 		t.Fatalf("replay of an enum change: status %d\n%s", status, stderr)
 	}
 	lines := strings.Split(strings.TrimSpace(stdout), "\n")
