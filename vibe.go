@@ -1,10 +1,12 @@
 package vibe
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
+	"path/filepath"
 	"time"
 
 	"go.temporal.io/sdk/worker"
@@ -16,6 +18,7 @@ import (
 	"github.com/augceo/vibe/llm"
 	"github.com/augceo/vibe/process"
 	"github.com/augceo/vibe/registry"
+	"github.com/augceo/vibe/replay/record"
 	"github.com/augceo/vibe/request"
 	"github.com/augceo/vibe/telemetry"
 	"github.com/augceo/vibe/vessel"
@@ -57,6 +60,11 @@ type Options struct {
 	// activity: it replays workflows to answer queries and runs nothing
 	// (the command line's read-only commands).
 	QueryOnly bool
+	// Records keeps what a replay needs of each process and batch item
+	// that ends (package replay/record); nil means DATA/replay for the
+	// embedded engine's data directory DATA, and none for a cluster with
+	// no data directory. Start prunes the records past its retention.
+	Records *record.Store
 }
 
 // Runtime is a running Vibe: an engine, a worker on it, and the clients
@@ -73,6 +81,9 @@ type Runtime struct {
 	// Actions are the worker's server actions, Options.ActionsFile's
 	// included.
 	Actions *action.Registry
+	// Records keeps the replay records (Options.Records); nil when none
+	// are kept.
+	Records *record.Store
 
 	mcp       action.MCPPool
 	telemetry func(context.Context) error
@@ -91,6 +102,9 @@ func Start(ctx context.Context, opts Options) (*Runtime, error) {
 	if err != nil {
 		return nil, err
 	}
+	if opts.Records == nil && eopts.DataDir != "" && eopts.HostPort == "" {
+		opts.Records = &record.Store{Dir: filepath.Join(eopts.DataDir, "replay")}
+	}
 	rt, err := StartOn(ctx, eng, opts)
 	if err != nil {
 		eng.Close()
@@ -102,7 +116,12 @@ func Start(ctx context.Context, opts Options) (*Runtime, error) {
 // StartOn starts a worker on eng, which the Runtime then owns: its Close
 // closes eng too.
 func StartOn(ctx context.Context, eng *engine.Engine, opts Options) (_ *Runtime, err error) {
-	rt := &Runtime{Engine: eng, Actions: opts.Actions}
+	rt := &Runtime{Engine: eng, Actions: opts.Actions, Records: opts.Records}
+	if !opts.QueryOnly {
+		if _, err := rt.Records.Prune(time.Now()); err != nil {
+			cmp.Or(opts.Logger, slog.Default()).Warn("replay records not pruned", "error", err)
+		}
+	}
 	defer func() {
 		if err != nil {
 			rt.mcp.Close()
@@ -135,7 +154,7 @@ func StartOn(ctx context.Context, eng *engine.Engine, opts Options) (_ *Runtime,
 			return nil, err
 		}
 	}
-	wopts := WorkerOptions{Provider: opts.Provider, Actions: rt.Actions, Loader: opts.Loader, Logger: opts.Logger, QueryOnly: opts.QueryOnly}
+	wopts := WorkerOptions{Provider: opts.Provider, Actions: rt.Actions, Loader: opts.Loader, Logger: opts.Logger, QueryOnly: opts.QueryOnly, Records: opts.Records}
 	if rt.Worker, err = StartWorker(c, wopts); err != nil {
 		rt.flush()
 		return nil, err

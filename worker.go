@@ -12,6 +12,7 @@ import (
 	"github.com/augceo/vibe/durable"
 	"github.com/augceo/vibe/llm"
 	"github.com/augceo/vibe/process"
+	"github.com/augceo/vibe/replay/record"
 	"github.com/augceo/vibe/request"
 	"github.com/augceo/vibe/vessel"
 )
@@ -34,6 +35,9 @@ type WorkerOptions struct {
 	// polls no activity task, so that it never takes a model call or an
 	// action it cannot run.
 	QueryOnly bool
+	// Records keeps the replay records of the processes and batch items
+	// that end; nil keeps none.
+	Records *record.Store
 }
 
 // NewWorker returns a worker on Vibe's task queue with every workflow and
@@ -53,9 +57,10 @@ func NewWorker(c client.Client, opts WorkerOptions) worker.Worker {
 	batch.RegisterWorkflows(w, opts.Actions)
 	if opts.QueryOnly {
 		durable.RegisterCheck(w) // a person's answer is checked where its workflow runs
+		durable.RegisterKeep(w, opts.Records)
 		return w
 	}
-	acts := &durable.Activities{Provider: opts.Provider, Actions: opts.Actions, Logger: opts.Logger}
+	acts := &durable.Activities{Provider: opts.Provider, Actions: opts.Actions, Logger: opts.Logger, Records: opts.Records}
 	durable.Register(w, acts)
 	request.RegisterActivities(w, &request.Activities{Model: acts, Loader: opts.Loader, Actions: opts.Actions.Names()})
 	batch.RegisterActivities(w, &batch.Activities{Provider: opts.Provider, Logger: opts.Logger})

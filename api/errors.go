@@ -82,7 +82,7 @@ func (s *server) failed(w http.ResponseWriter, r *http.Request, err error) {
 		writeError(w, http.StatusConflict, &apiError{Error: notWaiting.Error()})
 	case errors.Is(err, durable.ErrBadCursor):
 		writeError(w, http.StatusBadRequest, &apiError{Error: err.Error()})
-	case errors.Is(err, registry.ErrNoRegistry) && (strings.HasPrefix(r.URL.Path, "/v1/processes") || strings.HasPrefix(r.URL.Path, "/v1/batches")):
+	case errors.Is(err, registry.ErrNoRegistry) && (strings.HasPrefix(r.URL.Path, "/v1/processes") || strings.HasPrefix(r.URL.Path, "/v1/batches") || strings.HasPrefix(r.URL.Path, "/v1/replays")):
 		writeError(w, http.StatusBadRequest, &apiError{Error: "this server has no registry: send the process inline", Path: "/process"})
 	case errors.Is(err, registry.ErrNoRegistry):
 		writeError(w, http.StatusBadRequest, &apiError{Error: "this server has no registry to find the Vessel and its tools in", Path: "/vessel"})

@@ -72,6 +72,9 @@ type Options struct {
 	// MaxBatchBody bounds a batch's JSONL body; 0 means
 	// DefaultMaxBatchBody.
 	MaxBatchBody int64
+	// Replays, when set, serves replays (POST /v1/replays); without it
+	// the path is unknown (404).
+	Replays Replays
 }
 
 // Handler returns the API's handler.
@@ -96,6 +99,9 @@ func Handler(p Processes, opts Options) http.Handler {
 		mux.HandleFunc("GET /v1/batches/{id}/results", s.batchResults)
 		mux.HandleFunc("GET /v1/batches/{id}/waiting", s.batchWaiting)
 		mux.HandleFunc("POST /v1/batches/{id}/cancel", s.cancelBatch)
+	}
+	if opts.Replays != nil {
+		mux.HandleFunc("POST /v1/replays", s.startReplay)
 	}
 	if opts.Requests != nil {
 		mux.HandleFunc("POST /v1/requests", s.startRequest)

@@ -16,6 +16,7 @@ import (
 	"github.com/augceo/vibe/jsonv"
 	"github.com/augceo/vibe/llm"
 	"github.com/augceo/vibe/process"
+	"github.com/augceo/vibe/replay/record"
 )
 
 // DefaultWindow is how long a group waits, once no more of its items ask
@@ -246,6 +247,7 @@ func (w *Workflows) Group(ctx workflow.Context, in GroupInput) (GroupResult, err
 		}
 	}
 	_ = g.report(ctx, rep)
+	durable.Keep(ctx, func() []record.Record { return g.records(ctx) })
 	g.res.Cancelled = ctx.Err() != nil
 	g.trim()
 	return g.res, nil
@@ -693,6 +695,22 @@ func (g *group) collect(ctx workflow.Context, d ProviderDone) {
 // is gone (it was cancelled, or finished).
 func (g *group) report(ctx workflow.Context, r GroupReport) error {
 	return workflow.SignalExternalWorkflow(ctx, g.in.Batch, "", SignalGroup, r).Get(ctx, nil)
+}
+
+// records are the replay records of the group's items, each with its
+// batch and line.
+func (g *group) records(ctx workflow.Context) []record.Record {
+	now := workflow.Now(ctx)
+	var recs []record.Record
+	for i, m := range g.items {
+		if m.r == nil {
+			continue
+		}
+		rec := m.r.Record(now)
+		rec.Batch, rec.Line = g.in.Batch, g.in.Items[i].Line
+		recs = append(recs, rec)
+	}
+	return recs
 }
 
 // trim keeps the result within the engine's payload limit: past it, the

@@ -19,6 +19,7 @@ import (
 	"github.com/augceo/vibe/compose"
 	"github.com/augceo/vibe/jsonv"
 	"github.com/augceo/vibe/llm"
+	"github.com/augceo/vibe/replay/record"
 	"github.com/augceo/vibe/schema"
 )
 
@@ -36,6 +37,9 @@ type Activities struct {
 	Metrics *llm.Metrics
 	// MaxRepairs is llm.Options.MaxRepairs.
 	MaxRepairs int
+	// Records keeps what a replay needs of each process and batch item
+	// that ends (KeepName); nil keeps nothing.
+	Records *record.Store
 }
 
 // ErrNoProvider is the error of a model call on a worker that has no model

@@ -18,6 +18,10 @@
 //     one action in one activity, each call's result its own.
 //   - CheckValue (CheckName) is the local activity that validates a value
 //     against a schema, so that no workflow runs the validator itself.
+//   - Store.Keep of package replay/record (KeepName) is the local activity
+//     by which a process, or a batch group's items, keep their replay
+//     records as they end (Keep); histories from before it replay
+//     without it (a version marker).
 //
 // A workflow runs them with ExecuteFill, ExecuteAction, ExecuteActions and
 // Check, whose activity options (FillOptions, ActionOptions) are built here

@@ -10,6 +10,7 @@ import (
 	"github.com/augceo/vibe/action"
 	"github.com/augceo/vibe/compile"
 	"github.com/augceo/vibe/jsonv"
+	"github.com/augceo/vibe/replay/record"
 	"github.com/augceo/vibe/schema"
 )
 
@@ -152,3 +153,23 @@ func LaunchOptions(id, name string) workflow.ChildWorkflowOptions {
 // statusRunning is a running process's VibeStatus (package process's
 // Running).
 const statusRunning = "running"
+
+// keepTimeout bounds writing a process's replay records.
+const keepTimeout = time.Minute
+
+// Keep keeps the replay records recs (KeepName) as the process, or the
+// batch group, ends: on a context of its own, so that a cancelled
+// process keeps its record too. A record that cannot be written is
+// logged, not the process's failure. Histories from before records were
+// kept replay without it.
+func Keep(ctx workflow.Context, recs func() []record.Record) {
+	if workflow.GetVersion(ctx, KeepName, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+		return
+	}
+	dctx, _ := workflow.NewDisconnectedContext(ctx)
+	lctx := workflow.WithLocalActivityOptions(dctx, workflow.LocalActivityOptions{StartToCloseTimeout: keepTimeout,
+		RetryPolicy: &temporal.RetryPolicy{MaximumAttempts: 3}})
+	if err := workflow.ExecuteLocalActivity(lctx, KeepName, recs()).Get(dctx, nil); err != nil {
+		workflow.GetLogger(ctx).Warn("the replay record was not kept", "error", err)
+	}
+}

@@ -28,6 +28,9 @@ const (
 	// CheckName is the local activity that validates a value against a
 	// schema (CheckValue).
 	CheckName = "vibe.Check"
+	// KeepName is the local activity that keeps the replay records of a
+	// process, or of a batch group's items, when they end (Keep).
+	KeepName = "vibe.Keep"
 
 	// MemoProcess is the memo field that names a workflow's process, for
 	// listings: a process's, a batch's and its groups'.

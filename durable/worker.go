@@ -5,18 +5,21 @@ import (
 	"go.temporal.io/sdk/worker"
 
 	"github.com/augceo/vibe/action"
+	"github.com/augceo/vibe/replay/record"
 )
 
 // Register registers the shared activities on a worker, once for every
 // workflow that runs them: the model call (Activities.Fill), the action
 // (Activities.Action, Activities.RunActions) and the local activity that
 // checks a value (CheckValue). Each runtime registers its own workflows
-// and activities beside them.
+// and activities beside them. The local activity KeepName keeps replay
+// records in acts.Records (none when it is nil).
 func Register(w worker.ActivityRegistry, acts *Activities) {
 	if acts.Actions == nil {
 		acts.Actions = &action.Registry{}
 	}
 	RegisterCheck(w)
+	w.RegisterActivityWithOptions(acts.Records.Keep, activity.RegisterOptions{Name: KeepName})
 	w.RegisterActivityWithOptions(acts.Fill, activity.RegisterOptions{Name: FillName})
 	w.RegisterActivityWithOptions(acts.Action, activity.RegisterOptions{Name: ActionName})
 	w.RegisterActivityWithOptions(acts.RunActions, activity.RegisterOptions{Name: ActionsName})
@@ -28,4 +31,11 @@ func Register(w worker.ActivityRegistry, acts *Activities) {
 // workflow.
 func RegisterCheck(w worker.ActivityRegistry) {
 	w.RegisterActivityWithOptions(CheckValue, activity.RegisterOptions{Name: CheckName})
+}
+
+// RegisterKeep registers the local activity KeepName alone, keeping
+// records in store (none when it is nil): for a worker that registers
+// RegisterCheck and not Register.
+func RegisterKeep(w worker.ActivityRegistry, store *record.Store) {
+	w.RegisterActivityWithOptions(store.Keep, activity.RegisterOptions{Name: KeepName})
 }

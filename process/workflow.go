@@ -15,6 +15,7 @@ import (
 	"github.com/augceo/vibe/durable"
 	"github.com/augceo/vibe/jsonv"
 	"github.com/augceo/vibe/llm"
+	"github.com/augceo/vibe/replay/record"
 )
 
 // Workflows holds the workflow functions; they need the worker's actions
@@ -39,6 +40,7 @@ func (w *Workflows) Process(ctx workflow.Context, in durable.Start) (View, error
 		return r.view, err
 	}
 	err := r.Run(ctx, h)
+	durable.Keep(ctx, func() []record.Record { return []record.Record{r.Record(workflow.Now(ctx))} })
 	return r.view, err
 }
 

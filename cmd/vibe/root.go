@@ -328,7 +328,7 @@ arguments, 130 interrupted (Ctrl-C), 143 stopped by SIGTERM.`,
 	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error { return &flagError{suggestFlags(cmd, err)} })
 	root.AddCommand(newComposeCmd(io), newCompileCmd(io), newAskCmd(io),
 		newServeCmd(io), newWorkerCmd(io), newRunCmd(io), newAnswerCmd(io), newShowCmd(io), newPsCmd(io),
-		newVesselCmd(io), newPlanCmd(io), newMCPCmd(io), newBatchCmd(io), newBatchesCmd(io), newCalibrateCmd(io), newDoctorCmd(io), newVersionCmd(io), newRequestsCmd(io))
+		newVesselCmd(io), newPlanCmd(io), newMCPCmd(io), newBatchCmd(io), newBatchesCmd(io), newReplayCmd(io), newCalibrateCmd(io), newDoctorCmd(io), newVersionCmd(io), newRequestsCmd(io))
 	return root
 }
 

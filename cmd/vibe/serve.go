@@ -21,6 +21,8 @@ import (
 	"github.com/augceo/vibe/engine"
 	"github.com/augceo/vibe/internal/temporalui"
 	"github.com/augceo/vibe/process"
+	"github.com/augceo/vibe/replay"
+	"github.com/augceo/vibe/replay/record"
 )
 
 func newServeCmd(io stdio) *cobra.Command {
@@ -196,7 +198,13 @@ another matter: the client certificate that reaches a --temporal cluster.)`,
 			}
 			web := console.Handler(console.Options{Token: ef.token, Processes: l.Processes, Registry: reg, Requests: l.Requests, Batches: consoleBatches{batches.Client}, TemporalUI: ui,
 				Namespace: l.Engine.Namespace(), Logger: logger, Stop: ctx.Done(), Prices: prices})
-			h := api.Handler(l.Processes, api.Options{Token: ef.token, Logger: logger, Requests: l.Requests, Batches: batches,
+			replays := &replay.Service{Records: &record.Store{Dir: filepath.Join(ef.data, "replay")}, Processes: l.Processes}
+			if wf.llm.spec != "" {
+				if replays.Provider, err = wf.llm.provider(io); err != nil {
+					return err
+				}
+			}
+			h := api.Handler(l.Processes, api.Options{Token: ef.token, Logger: logger, Requests: l.Requests, Batches: batches, Replays: replays,
 				Mounts: map[string]http.Handler{"/mcp": mcpSrv.Handler(), "/": web}})
 			return vibe.Serve(ctx, h, vibe.ServeOptions{Listener: ln, DataDir: dataDir, TLS: tlsConfig, Ready: func(a net.Addr) {
 				mode := "embedded engine in " + ef.data

@@ -1,0 +1,256 @@
+package main
+
+import (
+	"cmp"
+	"encoding/json"
+	"errors"
+	"fmt"
+	goio "io"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/augceo/vibe/batch"
+	"github.com/augceo/vibe/engine"
+	"github.com/augceo/vibe/llm"
+	"github.com/augceo/vibe/process"
+	"github.com/augceo/vibe/registry"
+	"github.com/augceo/vibe/replay"
+	"github.com/augceo/vibe/replay/record"
+)
+
+func newReplayCmd(io stdio) *cobra.Command {
+	var (
+		data, regDir, proc, pipeline, actionsFile, out string
+		name, status                                   string
+		since, retention                               time.Duration
+		size                                           int
+		asJSON, failOnChange, prune                    bool
+		failOn                                         []string
+		lf                                             llmFlags
+		pf                                             pricesFlag
+	)
+	cmd := &cobra.Command{
+		Use:   "replay (BATCH | PROCESS-ID... | --from NAME) (--process URI|FILE | --pipeline EXPR) [--fail-on-change]",
+		Short: "Replay recorded runs against a changed process, with no effects",
+		Long: `Replay answers "which of these answers would come out different?" before a
+change ships. It takes recorded work — a batch's items (BATCH), processes by id,
+or the processes a filter selects (--from NAME, --status, --since) — and the
+changed process (--process, a registry URI or a schema file, or --pipeline EXPR
+with --registry), and replays each item with no effects:
+
+  - a server step is answered with the item's recorded output when the changed
+    process gives it the same input; otherwise the item stops there, "needs the
+    server", and counts as changed; fire-and-forget actions are not started;
+  - a person's step takes the recorded answer, or the item stops, "needs a
+    person";
+  - an LLM chunk whose compiled schema and instructions, inputs and model are
+    unchanged takes its recorded answer; only the others are asked of the model
+    (--llm), K items to a multiplexed call (--batch-size), as vibe batch asks.
+
+Every process and batch item that ends keeps a replay record in DATA/replay (the
+embedded engine's data directory, --data) for 30 days, whatever the engine's own
+retention of histories; --prune removes those past --retention. An item with no
+record (it never ended, or its record was pruned) is reported as such.
+
+The model's answers are kept as they come (in DATA/replay/answers): killed, the
+same command run again asks none of them again and reports each item once.
+
+One JSON line per item goes to --out (default stdout):
+  {"line": N, "id": ITEM, "changed": true|false, "outcome": "same"|"changed"|
+   "needs the server"|"needs a person"|"failed"|"no record",
+   "changes": [{"path": "/step/field", "before": …, "after": …}], "route": […]}
+and a summary to stderr: items changed of items replayed, by field, the values
+that moved, the chunks asked and reused, and the model requests and tokens the
+replay cost (and, with --prices, what they cost). --json writes the whole report as one JSON object instead.
+
+Exit status: 0; 1 with --fail-on-change when any item changed (or needs the
+server or a person), or with --fail-on PATH when that field changed.`,
+		Example: `  vibe replay moderate-3f2a9c1e --process aug:processes/moderate --registry CHANGED --llm openai:gpt-4o-mini --fail-on-change
+  vibe replay --from moderate --since 72h --process moderate.json --llm openai:gpt-4o-mini --out report.jsonl
+  vibe replay moderate-3f2a9c1e --pipeline 'prompt | Moderate | Record' --registry CHANGED --fail-on /moderate/verdict
+  vibe replay --prune --retention 720h`,
+		RunE: func(cmd *cobra.Command, args []string) (err error) {
+			ctx := cmd.Context()
+			store := &record.Store{Dir: filepath.Join(data, "replay"), Retention: retention}
+			if prune {
+				n, err := store.Prune(time.Now())
+				if err != nil {
+					return err
+				}
+				fmt.Fprintf(io.err, "vibe: pruned %d replay files (records and kept answers) older than %s from %s\n", n, store.Retention.String(), store.Dir)
+				return nil
+			}
+			if (proc == "") == (pipeline == "") {
+				return usageError{errors.New("give the changed process: --process URI|FILE, or --pipeline EXPR")}
+			}
+			if len(args) == 0 && name == "" && status == "" && since == 0 {
+				return usageError{errors.New("give the recorded work: a batch id, process ids, or a filter (--from NAME, --status, --since)")}
+			}
+			pipeline, pipeFile, err := readPipeline(pipeline)
+			if err != nil {
+				return err
+			}
+			defer func() { err = inPipelineFile(err, pipeFile) }()
+			reg, err := openRegistry(regDir)
+			if err != nil {
+				return err
+			}
+			pc := &process.Client{Registry: reg}
+			if actionsFile != "" {
+				if pc.Actions, err = actionNames(actionsFile); err != nil {
+					return err
+				}
+			}
+			sopts := process.StartOptions{Pipeline: pipeline}
+			switch {
+			case proc == "":
+			case registry.IsURI(proc):
+				sopts.Process = proc
+			default:
+				if sopts.Document, err = readInput(io, proc); err != nil {
+					return err
+				}
+				sopts.File = proc
+			}
+			start, _, err := pc.Prepare(ctx, sopts)
+			if err != nil {
+				return err
+			}
+			recs, missing, err := replay.Select(store, replay.Selection{IDs: args, From: name, Status: status, Since: since})
+			if err != nil {
+				return err
+			}
+			ropts := replay.Options{Name: start.Name, Program: start.Program, Size: size, Missing: missing,
+				Call: batch.CallOptions{Inline: lf.inline}, Answers: replay.AnswersFile(store, start.Program)}
+			if lf.spec != "" {
+				if ropts.Provider, err = lf.provider(io); err != nil {
+					return err
+				}
+				ropts.Model = llm.ModelOf(ropts.Provider)
+			}
+			rep, err := replay.Run(ctx, recs, ropts)
+			if err != nil {
+				return err
+			}
+			if err := writeReport(io, rep, out, asJSON); err != nil {
+				return err
+			}
+			prices, err := pf.load()
+			if err != nil {
+				return err
+			}
+			summarize(io.err, rep, costWords(prices, lf.model(), rep.Summary.Usage))
+			if failOnChange && rep.AnyChanged() {
+				return fmt.Errorf("%d of %d items replayed changed (--fail-on-change)", rep.Summary.Changed+rep.Summary.NeedsServer+rep.Summary.NeedsPerson+rep.Summary.Failed, rep.Summary.Replayed)
+			}
+			for _, p := range failOn {
+				if rep.ChangedAt(p) {
+					return fmt.Errorf("%s changed (--fail-on %s)", p, p)
+				}
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&data, "data", cmp.Or(os.Getenv("VIBE_DATA"), engine.DefaultDataDir), "data directory whose replay records are read (DATA/replay); $VIBE_DATA gives the default")
+	registryFlag(cmd, &regDir)
+	cmd.Flags().StringVar(&proc, "process", "", "the changed process: a registry `URI` or a process schema FILE")
+	cmd.Flags().StringVar(&pipeline, "pipeline", "", "the changed process as a pipeline expression (or @FILE)")
+	cmd.Flags().StringVar(&actionsFile, "actions-file", "", "the server actions' file, for their names (none is called)")
+	cmd.Flags().StringVar(&name, "from", "", "replay the recorded processes of this process `NAME` (not a batch's items)")
+	cmd.Flags().StringVar(&status, "status", "", "with a filter: only the processes that ended in this status (completed, failed, running, waiting)")
+	cmd.Flags().DurationVar(&since, "since", 0, "with a filter: only the processes that ended within this long before now")
+	cmd.Flags().IntVar(&size, "batch-size", 0, fmt.Sprintf("K, items per model call of a changed chunk (default %d)", batch.DefaultSize))
+	cmd.Flags().StringVar(&out, "out", "", "write the report's lines to `FILE`; default stdout")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "write the whole report, items and summary, as one JSON object")
+	cmd.Flags().BoolVar(&failOnChange, "fail-on-change", false, "exit 1 when any item changed (a CI gate)")
+	cmd.Flags().StringArrayVar(&failOn, "fail-on", nil, "exit 1 when the field at this `PATH` (/step/field) changed in any item; repeatable")
+	cmd.Flags().BoolVar(&prune, "prune", false, "remove the replay records past --retention, and do nothing else")
+	cmd.Flags().DurationVar(&retention, "retention", record.DefaultRetention, "with --prune: how long records are kept")
+	lf.add(cmd)
+	pf.add(cmd)
+	return cmd
+}
+
+// writeReport writes the report's lines to out (stdout for ""), or the
+// whole report as one object.
+func writeReport(io stdio, rep *replay.Report, out string, whole bool) error {
+	var w goio.Writer = io.out
+	if out != "" {
+		f, err := os.Create(out)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		w = f
+	}
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	if whole {
+		return enc.Encode(rep)
+	}
+	for _, it := range rep.Items {
+		if err := enc.Encode(it); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// summarize writes the report's summary for a person.
+func summarize(w goio.Writer, rep *replay.Report, cost string) {
+	s := rep.Summary
+	fmt.Fprintf(w, "vibe: replayed %d of %d items: %d changed, %d same", s.Replayed, s.Items, s.Changed, s.Same)
+	for _, c := range []struct {
+		n    int
+		what string
+	}{{s.NeedsServer, "need the server"}, {s.NeedsPerson, "need a person"}, {s.Failed, "failed"}, {s.NoRecord, "have no record"}, {s.Unfinished, "had not completed when recorded"}} {
+		if c.n > 0 {
+			fmt.Fprintf(w, ", %d %s", c.n, c.what)
+		}
+	}
+	fmt.Fprintln(w)
+	for _, f := range topCounts(s.Fields, 10) {
+		fmt.Fprintf(w, "  %s changed in %d items\n", f, s.Fields[f])
+	}
+	for _, m := range topCounts(s.Moves, 10) {
+		fmt.Fprintf(w, "  %s  %d\n", m, s.Moves[m])
+	}
+	var asked []string
+	for _, c := range slices.Sorted(maps.Keys(s.Asked)) {
+		asked = append(asked, fmt.Sprintf("%s %d", c, s.Asked[c]))
+	}
+	if len(asked) == 0 {
+		asked = []string{"none"}
+	}
+	resumed := ""
+	if s.Resumed > 0 {
+		resumed = fmt.Sprintf(" (%d answers taken from an earlier run of this replay)", s.Resumed)
+	}
+	fmt.Fprintf(w, "vibe: chunks asked again: %s%s; answers reused: %d; actions not run: %d; %d LLM requests, %s%s\n",
+		strings.Join(asked, ", "), resumed, sumCounts(s.Reused), s.ActionsSkipped, s.Requests, tokens(s.Usage), cost)
+}
+
+// topCounts are the n keys of counts with the largest counts, largest
+// first.
+func topCounts(counts map[string]int, n int) []string {
+	keys := slices.Sorted(maps.Keys(counts))
+	slices.SortStableFunc(keys, func(a, b string) int { return counts[b] - counts[a] })
+	if len(keys) > n {
+		keys = keys[:n]
+	}
+	return keys
+}
+
+func sumCounts(m map[string]int) int {
+	n := 0
+	for _, v := range m {
+		n += v
+	}
+	return n
+}

@@ -1,0 +1,94 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/augceo/vibe/internal/llmtest"
+	"github.com/augceo/vibe/replay"
+)
+
+// TestReplayCommand runs a batch of moderation runs, then replays it
+// against changed processes: an enum the model now answers otherwise
+// changes every item, with no action run and only the changed chunk asked,
+// multiplexed, and --fail-on-change exits 1; a description the model
+// answers alike changes none and exits 0. An id with no record is said to
+// have none, and --prune removes the records.
+func TestReplayCommand(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts the embedded engine")
+	}
+	const n = 20
+	dir, led := batchSetup(t, n, nil, 0)
+	data := filepath.Join(dir, "data")
+	model := llmtest.NewServer(t, llmtest.Multiplexed(verdict), llmtest.Options{})
+	status, _, stderr := run(t, "", "batch", filepath.Join(dir, "moderate.json"), "--in", filepath.Join(dir, "items.jsonl"), "--out", filepath.Join(dir, "out.jsonl"),
+		"--id", "moderation", "--batch-size", "8", "--data", data,
+		"--actions-file", filepath.Join(dir, "actions.json"), "--llm", "openai:test-model", "--llm-base-url", model.URL)
+	if status != exitOK {
+		t.Fatalf("vibe batch: status %d\n%s", status, stderr)
+	}
+	acted, _, _ := led.counts()
+	write := func(name, from, to string) string {
+		p := filepath.Join(dir, name)
+		os.WriteFile(p, []byte(strings.Replace(moderateProcess, from, to, 1)), 0o644)
+		return p
+	}
+	enum := write("enum.json", `"enum": ["positive", "negative"]`, `"enum": ["positive", "neutral", "negative"]`)
+	described := write("described.json", `"sentiment": {"type": "string",`, `"sentiment": {"type": "string", "description": "How the comment sounds",`)
+
+	neutral := llmtest.NewServer(t, llmtest.Multiplexed(func(step, prompt string, repair bool) string {
+		if step == "assess" {
+			return `{"sentiment":"neutral"}`
+		}
+		return verdict(step, prompt, repair)
+	}), llmtest.Options{})
+	prices := filepath.Join(dir, "prices.json")
+	os.WriteFile(prices, []byte(`{"models": {"test-model": {"input": 1, "output": 2}}}`), 0o600)
+	status, stdout, stderr := run(t, "", "replay", "moderation", "missing-1", "--process", enum, "--data", data, "--batch-size", "8", "--prices", prices,
+		"--actions-file", filepath.Join(dir, "actions.json"), "--llm", "openai:test-model", "--llm-base-url", neutral.URL, "--fail-on-change")
+	if status != exitError || !strings.Contains(stderr, fmt.Sprintf("vibe: replayed %d of %d items: %d changed, 0 same, 1 have no record", n, n+1, n)) ||
+		!strings.Contains(stderr, "/assess/sentiment changed in 20 items") || !strings.Contains(stderr, `/assess/sentiment: "negative" → "neutral"  10`) ||
+		!strings.Contains(stderr, "--fail-on-change") || !strings.Contains(stderr, "actions not run: 20; 3 LLM requests") || !strings.Contains(stderr, "USD") {
+		t.Fatalf("replay of an enum change: status %d\n%s", status, stderr)
+	}
+	lines := strings.Split(strings.TrimSpace(stdout), "\n")
+	if len(lines) != n+1 {
+		t.Fatalf("%d report lines, want %d:\n%s", len(lines), n+1, stdout)
+	}
+	var first, last replay.Item
+	json.Unmarshal([]byte(lines[0]), &first)
+	json.Unmarshal([]byte(lines[n]), &last)
+	if !first.Changed || first.Line != 1 || len(first.Changes) != 1 || first.Changes[0].Path != "/assess/sentiment" ||
+		first.Changes[0].Before.Str() != "negative" || first.Changes[0].After.Str() != "neutral" {
+		t.Errorf("line 1: %s", lines[0])
+	}
+	if last.ID != "missing-1" || last.Outcome != replay.NoRecord {
+		t.Errorf("the id with no record: %s", lines[n])
+	}
+	if calls, _, _ := led.counts(); calls != acted {
+		t.Errorf("the replay ran the action %d times", calls-acted)
+	}
+	if r := neutral.Requests(); r < 1 || r > (n+7)/8 {
+		t.Errorf("the replay made %d model requests, want at most %d", r, (n+7)/8)
+	}
+
+	status, _, stderr = run(t, "", "replay", "moderation", "--process", described, "--data", data, "--batch-size", "8", "--json",
+		"--actions-file", filepath.Join(dir, "actions.json"), "--llm", "openai:test-model", "--llm-base-url", model.URL, "--fail-on-change")
+	if status != exitOK || !strings.Contains(stderr, fmt.Sprintf("vibe: replayed %d of %d items: 0 changed, %d same", n, n, n)) {
+		t.Fatalf("replay of a description change: status %d\n%s", status, stderr)
+	}
+
+	status, _, stderr = run(t, "", "replay", "--prune", "--retention", "1ns", "--data", data)
+	if status != exitOK || !strings.Contains(stderr, "pruned 5 replay files (records and kept answers)") {
+		t.Fatalf("--prune: status %d\n%s", status, stderr)
+	}
+	status, _, stderr = run(t, "", "replay", "moderation", "--process", enum, "--data", data, "--actions-file", filepath.Join(dir, "actions.json"))
+	if status != exitOK || !strings.Contains(stderr, "vibe: replayed 0 of 1 items: 0 changed, 0 same, 1 have no record") {
+		t.Fatalf("after --prune: status %d\n%s", status, stderr)
+	}
+}

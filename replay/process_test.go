@@ -1,0 +1,120 @@
+package replay_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/augceo/vibe"
+	"github.com/augceo/vibe/durable"
+	"github.com/augceo/vibe/engine"
+	"github.com/augceo/vibe/internal/llmtest"
+	"github.com/augceo/vibe/jsonv"
+	"github.com/augceo/vibe/process"
+	"github.com/augceo/vibe/replay"
+	"github.com/augceo/vibe/replay/record"
+)
+
+// TestReplayProcesses replays processes of their own, selected by a
+// filter, after their engine is gone: the person's recorded answers
+// serve, an unchanged server input takes the recorded output, and a
+// changed one stops the item as needing the server — no action runs.
+func TestReplayProcesses(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts the embedded engine")
+	}
+	ctx := context.Background()
+	store := &record.Store{Dir: t.TempDir()}
+	acts := &counter{}
+	m := llmtest.NewServer(t, llmtest.Multiplexed(verdict), llmtest.Options{})
+	var waiting string
+	func() { // the engine, gone when the replay runs
+		eng, err := engine.Start(ctx, engine.Options{SearchAttributes: durable.SearchAttributes, DataDir: t.TempDir(), Logger: quiet()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer eng.Close()
+		w, err := vibe.StartWorker(eng.Client(), vibe.WorkerOptions{Provider: model(m.URL), Actions: acts.actions(), Logger: quiet(), Records: store})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer w.Stop()
+		pc := &process.Client{Temporal: eng.Client(), Actions: acts.actions().Names()}
+		await := func(id string, want process.Status) {
+			t.Helper()
+			for info, err := range pc.Watch(ctx, id, process.WatchOptions{Interval: 20 * time.Millisecond}) {
+				if err != nil {
+					t.Fatal(err)
+				}
+				if info.Status == want {
+					return
+				}
+			}
+			t.Fatalf("%s never %s", id, want)
+		}
+		for _, prompt := range []string{"comment 1", "comment 2", "comment 3", "comment 4"} {
+			opts := doc(t, "testdata/review.json")
+			opts.Prompt = prompt
+			started, err := pc.Start(ctx, opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			await(started.ID, process.Waiting)
+			if prompt == "comment 4" {
+				waiting = started.ID // never answered: it has no record
+				continue
+			}
+			if _, err := pc.Answer(ctx, started.ID, jsonv.ObjectValue(jsonv.Member{Name: "confirm", Value: jsonv.ObjectValue(jsonv.Member{Name: "approve", Value: jsonv.StringValue("yes")})})); err != nil {
+				t.Fatal(err)
+			}
+			await(started.ID, process.Completed)
+		}
+	}()
+	acted := acts.calls()
+	recs, err := store.Processes(func(r *record.Record) bool { return r.Process == "review" && r.Status == "completed" })
+	if err != nil || len(recs) != 3 {
+		t.Fatalf("%d records, %v; want 3", len(recs), err)
+	}
+	if _, err := store.Process(waiting); err == nil {
+		t.Errorf("a waiting process has a record")
+	}
+	if u := recs[0].Chunk("USER_userContext1"); u == nil || string(jsonv.Marshal(u.Answer)) != `{"confirm":{"approve":"yes"}}` {
+		t.Fatalf("the person's answer is not kept: %+v", u)
+	}
+
+	// The changed process may escalate; the model escalates comment 2.
+	changed := llmtest.NewServer(t, llmtest.Multiplexed(func(step, prompt string, repair bool) string {
+		if step == "decide" && prompt == "comment 2" {
+			return `{"decision":"escalate"}`
+		}
+		return verdict(step, prompt, repair)
+	}), llmtest.Options{})
+	start, _, err := (&process.Client{Actions: acts.actions().Names()}).Prepare(ctx,
+		doc(t, "testdata/review.json", `"publish",
+                "hide"`, `"publish",
+                "hide",
+                "escalate"`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := replay.Run(ctx, recs, replay.Options{Name: start.Name, Program: start.Program, Provider: model(changed.URL), Model: "test-model",
+		Missing: []replay.Missing{{ID: waiting}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if acts.calls() != acted {
+		t.Errorf("the replay ran the action %d times", acts.calls()-acted)
+	}
+	if changed.Requests() != 1 {
+		t.Errorf("%d model requests, want the 3 items in 1", changed.Requests())
+	}
+	s := rep.Summary
+	if s.Same != 2 || s.NeedsServer != 1 || s.NoRecord != 1 || s.Replayed != 3 || !rep.AnyChanged() {
+		t.Fatalf("summary %+v", s)
+	}
+	for _, it := range rep.Items {
+		if it.Outcome == replay.NeedsServer && (it.Needs != "step serverContext1.record: its input changed" || len(it.Changes) != 2) {
+			t.Errorf("the item that needs the server: %+v", it)
+		}
+	}
+}

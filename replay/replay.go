@@ -1,0 +1,445 @@
+package replay
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/augceo/vibe/batch"
+	"github.com/augceo/vibe/compare"
+	"github.com/augceo/vibe/compile"
+	"github.com/augceo/vibe/compose"
+	"github.com/augceo/vibe/jsonv"
+	"github.com/augceo/vibe/llm"
+	"github.com/augceo/vibe/replay/record"
+)
+
+// Options are what Run replays against and how it asks the model.
+type Options struct {
+	// Name is the changed process's name, for the model's metrics.
+	Name string
+	// Program is the changed process, compiled (process.Client.Prepare).
+	Program *compile.Program
+	// Provider asks the model the chunks that changed; nil fails the
+	// items that need it.
+	Provider llm.Provider
+	// Model is the model's name (llm.ModelOf(Provider)): a chunk recorded
+	// with another model is asked again; a provider's dated name of the
+	// model (gpt-4o-2024-08-06 for gpt-4o) is the model. "" takes any
+	// recorded model.
+	Model string
+	// Size is K, the items one call asks at most; 0 means
+	// batch.DefaultSize.
+	Size int
+	// Call shapes the calls (limits, --provider-batch is not yet taken).
+	Call batch.CallOptions
+	// LLM are the model call's options (repairs).
+	LLM llm.Options
+	// Concurrency is how many calls run at once; 0 means 4.
+	Concurrency int
+	// Answers, when set, is a file where the model's answers to changed
+	// chunks are kept as they come: a replay run again with the same
+	// file (after a kill) asks none of them again.
+	Answers string
+	// Missing are the items asked for that have no record: they are
+	// reported as not replayable, after the others.
+	Missing []Missing
+}
+
+// Missing is an item asked for that has no record.
+type Missing struct {
+	ID   string `json:"id"`
+	Line int    `json:"line,omitempty"`
+}
+
+// The outcomes of an item.
+const (
+	// Same: every answer replayed is the same answer.
+	Same = "same"
+	// Changed: some answer differs (Item.Changes).
+	Changed = "changed"
+	// NeedsServer and NeedsPerson: the item stopped at a step its record
+	// cannot answer; it counts as changed.
+	NeedsServer = "needs the server"
+	NeedsPerson = "needs a person"
+	// Failed: the model could not answer the item's changed chunk.
+	Failed = "failed"
+	// NoRecord: nothing was kept of the item; it was not replayed.
+	NoRecord = "no record"
+)
+
+// Item is one item's replay: its report line.
+type Item struct {
+	Line int    `json:"line,omitempty"`
+	ID   string `json:"id"`
+	// Changed is true when an answer differs, or the item needs a server
+	// or a person: what --fail-on-change counts.
+	Changed bool             `json:"changed"`
+	Outcome string           `json:"outcome"`
+	Changes []compare.Change `json:"changes,omitempty"`
+	// Route says when the item takes another way: a chunk it now reaches
+	// that its record did not, or one it no longer does.
+	Route []string `json:"route,omitempty"`
+	// Needs says what a step needs that the record cannot give: the step
+	// and what changed.
+	Needs string `json:"needs,omitempty"`
+	// Recorded is the status the item's record ended in; an item that did
+	// not complete is replayed up to where it got.
+	Recorded string `json:"recorded,omitempty"`
+	Error    string `json:"error,omitempty"`
+	// Asked are the chunks asked of the model again; the others took
+	// their recorded answers.
+	Asked []string `json:"asked,omitempty"`
+}
+
+// Report is a replay's outcome: an item per record, in the records'
+// order, then the missing ones, and the counts.
+type Report struct {
+	Items   []Item  `json:"items"`
+	Summary Summary `json:"summary"`
+}
+
+// Summary counts a replay.
+type Summary struct {
+	Items    int `json:"items"`    // items reported
+	Replayed int `json:"replayed"` // items with a record
+	Same     int `json:"same"`
+	Changed  int `json:"changed"` // answers that differ
+	// NeedsServer and NeedsPerson stopped at a step; Failed, NoRecord.
+	NeedsServer int `json:"needsServer"`
+	NeedsPerson int `json:"needsPerson"`
+	Failed      int `json:"failed"`
+	NoRecord    int `json:"noRecord"`
+	// Unfinished are the items whose records had not completed.
+	Unfinished int `json:"unfinished"`
+	// Fields counts the changes by path, Moves the values that moved
+	// ("/assess/sentiment: positive → negative").
+	Fields map[string]int `json:"fields,omitempty"`
+	Moves  map[string]int `json:"moves,omitempty"`
+	// Asked counts the items asked again by chunk, Reused those that took
+	// their recorded answer.
+	Asked  map[string]int `json:"asked,omitempty"`
+	Reused map[string]int `json:"reused,omitempty"`
+	// Requests are the model requests the replay made, Usage their
+	// tokens; ActionsSkipped the actions answered from records or not
+	// started.
+	Requests int `json:"requests"`
+	// Resumed are the answers to changed chunks an earlier run of the
+	// replay had asked (Options.Answers), not asked again.
+	Resumed        int       `json:"resumed,omitempty"`
+	Usage          llm.Usage `json:"usage"`
+	ActionsSkipped int       `json:"actionsSkipped"`
+}
+
+// AnyChanged reports whether an item changed (the --fail-on-change gate).
+func (r *Report) AnyChanged() bool {
+	return slices.ContainsFunc(r.Items, func(it Item) bool { return it.Changed })
+}
+
+// ChangedAt reports whether an item's answer changed at path, or below it.
+func (r *Report) ChangedAt(path string) bool {
+	p := jsonv.Pointer(path)
+	for _, it := range r.Items {
+		for _, c := range it.Changes {
+			if c.Path == p || len(c.Path) > len(p) && c.Path[:len(p)] == p && c.Path[len(p)] == '/' {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// run is one item under replay.
+type run struct {
+	rec    *record.Record
+	item   Item
+	state  jsonv.Value
+	active bool
+}
+
+// Run replays recs against opts.Program: chunk by chunk, every item at
+// once, asking the model only the chunks that changed. It runs no action
+// and asks no person. Its error is the context's, or the options'; what
+// goes wrong for one item is that item's outcome.
+func Run(ctx context.Context, recs []record.Record, opts Options) (*Report, error) {
+	if opts.Program == nil || len(opts.Program.Chunks) == 0 {
+		return nil, errors.New("replay: no changed process to replay against (Options.Program)")
+	}
+	runs := make([]*run, len(recs))
+	for i := range recs {
+		r := &run{rec: &recs[i], active: true, state: jsonv.NewObject(4).Value(),
+			item: Item{Line: recs[i].Line, ID: recs[i].ID, Recorded: recs[i].Status}}
+		if !recs[i].Input.IsNull() {
+			r.state.Object().Set("input", recs[i].Input)
+		}
+		runs[i] = r
+	}
+	kept, err := openAnswers(opts.Answers)
+	if err != nil {
+		return nil, err
+	}
+	sum := Summary{Fields: map[string]int{}, Moves: map[string]int{}, Asked: map[string]int{}, Reused: map[string]int{}}
+	for i := range opts.Program.Chunks {
+		ch := &opts.Program.Chunks[i]
+		var ask []*run
+		for _, r := range runs {
+			if !r.active {
+				continue
+			}
+			rc := r.rec.Chunk(ch.Name)
+			if rc == nil && r.rec.Status != "completed" {
+				r.active = false // the recording stopped before: so does its replay
+				continue
+			}
+			switch ch.Kind {
+			case compile.LLM:
+				mctx, err := pick(r.state, ch.References)
+				if err != nil {
+					r.stop(Failed, fmt.Sprintf("chunk %s: %v", ch.Name, err))
+					continue
+				}
+				if reusable(rc, ch, r.rec.System, mctx, opts.Model) {
+					sum.Reused[ch.Name]++
+					if err := r.keepLLM(ch, rc, rc.Answer, &sum); err != nil {
+						r.stop(Failed, err.Error())
+					}
+					continue
+				}
+				ask = append(ask, r)
+			case compile.Server:
+				r.server(ch, rc, &sum)
+			case compile.User:
+				if rc == nil || rc.Kind != compile.User || rc.Answer.Object() == nil {
+					r.item.Needs = fmt.Sprintf("chunk %s: a person's step the recorded run did not reach", ch.Name)
+					r.stop(NeedsPerson, "")
+					continue
+				}
+				if err := keepChunk(r.state, ch, rc.Answer); err != nil {
+					r.stop(Failed, err.Error())
+				}
+			}
+		}
+		if len(ask) > 0 {
+			if err := fill(ctx, ch, ask, opts, kept, &sum); err != nil {
+				return nil, err
+			}
+		}
+	}
+	rep := &Report{}
+	for _, r := range runs {
+		it := &r.item
+		if it.Outcome == "" {
+			it.Outcome = Same
+			if len(it.Changes) > 0 {
+				it.Outcome = Changed
+			}
+		}
+		for _, c := range r.rec.Chunks {
+			if !slices.ContainsFunc(opts.Program.Chunks, func(p compile.ProgramChunk) bool { return p.Name == c.Name }) {
+				it.Route = append(it.Route, fmt.Sprintf("chunk %s is no longer reached", c.Name))
+			}
+		}
+		it.Changed = it.Outcome != Same
+		rep.Items = append(rep.Items, *it)
+	}
+	for _, m := range opts.Missing {
+		rep.Items = append(rep.Items, Item{Line: m.Line, ID: m.ID, Outcome: NoRecord, Error: "no replay record: it never ended, ended before records were kept, or its record was pruned"})
+	}
+	for _, it := range rep.Items {
+		sum.Items++
+		switch it.Outcome {
+		case Same:
+			sum.Same++
+		case Changed:
+			sum.Changed++
+		case NeedsServer:
+			sum.NeedsServer++
+		case NeedsPerson:
+			sum.NeedsPerson++
+		case Failed:
+			sum.Failed++
+		case NoRecord:
+			sum.NoRecord++
+		}
+		if it.Outcome != NoRecord {
+			sum.Replayed++
+			if it.Recorded != "completed" {
+				sum.Unfinished++
+			}
+		}
+	}
+	rep.Summary = sum
+	return rep, nil
+}
+
+// stop ends the item's replay with outcome and why.
+func (r *run) stop(outcome, why string) {
+	r.active = false
+	r.item.Outcome = outcome
+	r.item.Error = why
+}
+
+// reusable reports whether a recorded LLM chunk's answer serves the
+// changed chunk: same fingerprint, same inputs, same model.
+func reusable(rc *record.Chunk, ch *compile.ProgramChunk, system string, mctx jsonv.Value, model string) bool {
+	return rc != nil && rc.Kind == compile.LLM && rc.Answer.Object() != nil &&
+		rc.Fingerprint == record.Fingerprint(ch, system) &&
+		(jsonv.Equal(rc.Context, mctx) || rc.Context.IsNull() && mctx.Len() == 0) &&
+		sameModel(rc.Model, model)
+}
+
+// sameModel reports whether the recorded model is the model: the same
+// name, or a provider's dated name of it (gpt-4o-2024-08-06 for
+// gpt-4o); either unknown is taken as the same.
+func sameModel(recorded, model string) bool {
+	return model == "" || recorded == "" || recorded == model || strings.HasPrefix(recorded, model+"-")
+}
+
+// keepLLM keeps an LLM chunk's answer in the item's state and notes what
+// changed from the recorded answer; fire-and-forget steps start nothing.
+func (r *run) keepLLM(ch *compile.ProgramChunk, rc *record.Chunk, answer jsonv.Value, sum *Summary) error {
+	if err := keepChunk(r.state, ch, answer); err != nil {
+		return err
+	}
+	for _, s := range ch.Steps {
+		if s.FireAndForget {
+			sum.ActionsSkipped++
+		}
+	}
+	if rc == nil {
+		r.item.Route = append(r.item.Route, fmt.Sprintf("chunk %s is reached now, not in the recorded run", ch.Name))
+		return nil
+	}
+	for _, c := range compare.Diff(ch.Schema, rc.Answer, answer) {
+		r.item.Changes = append(r.item.Changes, c)
+		sum.Fields[string(c.Path)]++
+		sum.Moves[fmt.Sprintf("%s: %s → %s", c.Path, jsonv.Marshal(c.Before), jsonv.Marshal(c.After))]++
+	}
+	return nil
+}
+
+// server answers a SERVER chunk's steps from the record, or stops the
+// item where the record cannot serve.
+func (r *run) server(ch *compile.ProgramChunk, rc *record.Chunk, sum *Summary) {
+	for i := range ch.Steps {
+		s := &ch.Steps[i]
+		in, err := actionInput(r.state, s)
+		if err != nil {
+			r.stop(Failed, err.Error())
+			return
+		}
+		var rs *record.Step
+		if rc != nil {
+			rs = rc.Step(s.Qualified())
+		}
+		if rs == nil {
+			r.item.Needs = fmt.Sprintf("step %s: the recorded run did not call it", s.Qualified())
+			r.stop(NeedsServer, "")
+			return
+		}
+		if !jsonv.Equal(rs.Input, in) {
+			r.item.Needs = fmt.Sprintf("step %s: its input changed", s.Qualified())
+			r.item.Changes = append(r.item.Changes, compare.Change{Path: jsonv.Pointer("/" + s.Qualified() + "/input"), Before: rs.Input, After: in})
+			r.stop(NeedsServer, "")
+			return
+		}
+		sum.ActionsSkipped++
+		out := rs.Output
+		if s.Blocking {
+			out = jsonv.ObjectValue(jsonv.Member{Name: "input", Value: in}, jsonv.Member{Name: "output", Value: out})
+		}
+		if _, err := jsonv.SetAll(r.state, s.State.Pointer(), compose.Split(out).Output); err != nil {
+			r.stop(Failed, fmt.Sprintf("step %s: %v", s.Qualified(), err))
+			return
+		}
+	}
+}
+
+// fill asks the model the chunk for the items in ask, K at a time.
+func fill(ctx context.Context, ch *compile.ProgramChunk, all []*run, opts Options, kept *answers, sum *Summary) error {
+	k := cmp.Or(opts.Size, batch.DefaultSize)
+	var ask []*run
+	keys := map[*run]string{}
+	for _, r := range all {
+		mctx, _ := pick(r.state, ch.References)
+		keys[r] = answerKey(r.rec, ch, mctx, opts.Model)
+		v, ok := kept.get(keys[r])
+		if !ok {
+			ask = append(ask, r)
+			continue
+		}
+		sum.Asked[ch.Name]++
+		sum.Resumed++
+		r.item.Asked = append(r.item.Asked, ch.Name)
+		if err := r.keepLLM(ch, r.rec.Chunk(ch.Name), v, sum); err != nil {
+			r.stop(Failed, err.Error())
+		}
+	}
+	type group struct {
+		runs []*run
+		out  *batch.FillOutput
+		err  error
+	}
+	var groups []*group
+	for g := range slices.Chunk(ask, k) {
+		groups = append(groups, &group{runs: g})
+	}
+	sem := make(chan struct{}, cmp.Or(opts.Concurrency, 4))
+	var wg sync.WaitGroup
+	for _, g := range groups {
+		if opts.Provider == nil {
+			g.err = errors.New("no model to ask the changed chunk")
+			continue
+		}
+		wg.Go(func() {
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			in := batch.FillInput{Group: "replay", ProcessName: opts.Name, Chunk: ch.Name, StepContext: ch.StepContext(),
+				System: g.runs[0].rec.System, Schema: ch.Schema, Call: opts.Call}
+			for _, r := range g.runs {
+				mctx, _ := pick(r.state, ch.References)
+				in.Items = append(in.Items, batch.FillItem{ID: r.rec.ID, Prompt: r.rec.Prompt, Context: mctx})
+			}
+			g.out, g.err = batch.Fill(ctx, opts.Provider, in, opts.LLM)
+			if g.err != nil {
+				return
+			}
+			var lines []answerLine
+			for j, r := range g.runs {
+				if it := g.out.Items[j]; it.Error == "" {
+					lines = append(lines, answerLine{Key: keys[r], Value: it.Output.Value})
+				}
+			}
+			g.err = kept.put(lines)
+		})
+	}
+	wg.Wait()
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	for _, g := range groups {
+		if g.out != nil {
+			sum.Requests += g.out.Requests
+			sum.Usage = sum.Usage.Add(g.out.Usage)
+		}
+		for j, r := range g.runs {
+			switch {
+			case g.err != nil:
+				r.stop(Failed, fmt.Sprintf("chunk %s: %v", ch.Name, g.err))
+			case g.out.Items[j].Error != "":
+				r.stop(Failed, g.out.Items[j].Error)
+			default:
+				sum.Asked[ch.Name]++
+				r.item.Asked = append(r.item.Asked, ch.Name)
+				if err := r.keepLLM(ch, r.rec.Chunk(ch.Name), g.out.Items[j].Output.Value, sum); err != nil {
+					r.stop(Failed, err.Error())
+				}
+			}
+		}
+	}
+	return nil
+}
