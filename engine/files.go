@@ -54,7 +54,7 @@ func tighten(path string, mode fs.FileMode) (bool, error) {
 // before the server opens it covers the files SQLite makes later.
 func tightenDataFiles(dataDir string) ([]string, error) {
 	var paths []string
-	for _, name := range []string{dbFile, dbFile + "-wal", dbFile + "-shm", dbFile + "-journal", logFile, lockFile, addrFile} {
+	for _, name := range []string{dbFile, dbFile + "-wal", dbFile + "-shm", dbFile + "-journal", dbFile + madeSuffix, logFile, lockFile, addrFile} {
 		paths = append(paths, filepath.Join(dataDir, name))
 	}
 	tlsPath := filepath.Join(dataDir, tlsDir)
