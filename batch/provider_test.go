@@ -114,6 +114,10 @@ func TestProviderBatchFaults(t *testing.T) {
 			created := model.Batches.Await(llmtest.EventBatch)
 			call := providerCall
 			call.ProviderFallback = fallback
+			// The test counts the calls of all 10 groups in the first
+			// provider batch: a longer quiet time than providerCall's, for a
+			// busy machine whose groups hand their calls seconds apart.
+			call.ProviderWindow = 6 * time.Second
 			type done struct {
 				sum *batch.Summary
 				err error
