@@ -1,6 +1,7 @@
 package compile
 
 import (
+	"fmt"
 	"strings"
 
 	"github.com/augceo/vibe/jsonv"
@@ -85,6 +86,52 @@ func (p Path) String() string { return strings.Join(p, ".") }
 // Qualified is the step's name with its context, as errors and the process
 // view name it: "llmContext1.identifyParticipants".
 func (s *ProgramStep) Qualified() string { return s.State.String() }
+
+// ActionInput is a server step's input in state, the process's state (as
+// the process's interpreter keeps it): for a blocking step with inputs,
+// what the model filled (and, with WithReferences, its references' values
+// beside); else the minimal context of its references, or the process's
+// input when it has none.
+func (s *ProgramStep) ActionInput(state jsonv.Value) (jsonv.Value, error) {
+	if s.Inputs {
+		filled, err := state.At(append(s.State, "input").Pointer())
+		if err != nil {
+			return jsonv.Value{}, fmt.Errorf("step %s: the model filled no inputs for it: %w", s.Qualified(), err)
+		}
+		in := filled.Clone()
+		in.Object().Delete("output")
+		if s.WithReferences {
+			refs, err := pickPaths(state, s.References)
+			if err != nil {
+				return jsonv.Value{}, fmt.Errorf("step %s: %w", s.Qualified(), err)
+			}
+			for name, v := range refs.Members() {
+				in.Object().Set(name, v)
+			}
+		}
+		return in, nil
+	}
+	if len(s.References) == 0 {
+		if in, ok := state.Get("input"); ok {
+			return in, nil
+		}
+		return jsonv.NewObject(0).Value(), nil
+	}
+	v, err := pickPaths(state, s.References)
+	if err != nil {
+		return jsonv.Value{}, fmt.Errorf("step %s: %w", s.Qualified(), err)
+	}
+	return v, nil
+}
+
+// pickPaths is the minimal context of paths in state.
+func pickPaths(state jsonv.Value, paths []Path) (jsonv.Value, error) {
+	ps := make([]jsonv.Pointer, len(paths))
+	for i, p := range paths {
+		ps[i] = p.Pointer()
+	}
+	return jsonv.Pick(state, ps...)
+}
 
 // ProgramDirect is a direct server call: the model fills Chunk, then Action
 // runs with Step's value.

@@ -288,40 +288,10 @@ func (r *Interpreter) serverChunk(ctx workflow.Context, h Host, ch *compile.Prog
 	return nil
 }
 
-// actionInput is a server step's input: for a blocking step with inputs,
-// what the model filled (and, withReferences, its references' values
-// beside); else the minimal context of its references, or the process's
-// input when it has none.
+// actionInput is a server step's input in the process's state
+// (compile.ProgramStep.ActionInput).
 func (r *Interpreter) actionInput(s *compile.ProgramStep) (jsonv.Value, error) {
-	if s.Inputs {
-		filled, err := r.view.State.At(append(s.State, "input").Pointer())
-		if err != nil {
-			return jsonv.Value{}, fmt.Errorf("step %s: the model filled no inputs for it: %w", s.Qualified(), err)
-		}
-		in := filled.Clone()
-		in.Object().Delete("output")
-		if s.WithReferences {
-			refs, err := r.view.context(s.References)
-			if err != nil {
-				return jsonv.Value{}, fmt.Errorf("step %s: %w", s.Qualified(), err)
-			}
-			for name, v := range refs.Members() {
-				in.Object().Set(name, v)
-			}
-		}
-		return in, nil
-	}
-	if len(s.References) == 0 {
-		if in, ok := r.view.State.Get("input"); ok {
-			return in, nil
-		}
-		return jsonv.NewObject(0).Value(), nil
-	}
-	v, err := r.view.context(s.References)
-	if err != nil {
-		return jsonv.Value{}, fmt.Errorf("step %s: %w", s.Qualified(), err)
-	}
-	return v, nil
+	return s.ActionInput(r.view.State)
 }
 
 // userChunk waits for a person's answer to the chunk.

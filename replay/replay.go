@@ -327,7 +327,7 @@ func (r *run) keepLLM(ch *compile.ProgramChunk, rc *record.Chunk, answer jsonv.V
 func (r *run) server(ch *compile.ProgramChunk, rc *record.Chunk, sum *Summary) {
 	for i := range ch.Steps {
 		s := &ch.Steps[i]
-		in, err := actionInput(r.state, s)
+		in, err := s.ActionInput(r.state)
 		if err != nil {
 			r.stop(Failed, err.Error())
 			return

@@ -38,37 +38,3 @@ func keepChunk(state jsonv.Value, ch *compile.ProgramChunk, value jsonv.Value) e
 	}
 	return nil
 }
-
-// actionInput is a SERVER step's input, as the process's interpreter
-// gives it to the action.
-func actionInput(state jsonv.Value, s *compile.ProgramStep) (jsonv.Value, error) {
-	if s.Inputs {
-		filled, err := state.At(append(s.State, "input").Pointer())
-		if err != nil {
-			return jsonv.Value{}, fmt.Errorf("step %s: the model filled no inputs for it: %w", s.Qualified(), err)
-		}
-		in := filled.Clone()
-		in.Object().Delete("output")
-		if s.WithReferences {
-			refs, err := pick(state, s.References)
-			if err != nil {
-				return jsonv.Value{}, fmt.Errorf("step %s: %w", s.Qualified(), err)
-			}
-			for name, v := range refs.Members() {
-				in.Object().Set(name, v)
-			}
-		}
-		return in, nil
-	}
-	if len(s.References) == 0 {
-		if in, ok := state.Get("input"); ok {
-			return in, nil
-		}
-		return jsonv.NewObject(0).Value(), nil
-	}
-	v, err := pick(state, s.References)
-	if err != nil {
-		return jsonv.Value{}, fmt.Errorf("step %s: %w", s.Qualified(), err)
-	}
-	return v, nil
-}
