@@ -377,23 +377,16 @@ func sample(in io.Reader, file string, n int) ([]Item, error) {
 	r := rand.New(rand.NewPCG(1, 2))
 	var kept []Item
 	seen := 0
-	for {
-		it, err := lr.next()
-		if err != nil {
-			return nil, err
-		}
-		if it == nil {
-			break
-		}
-		if it.Error != "" {
-			continue
-		}
+	err := lr.valid(func(it Item) {
 		seen++
 		if len(kept) < n {
-			kept = append(kept, *it)
+			kept = append(kept, it)
 		} else if j := r.IntN(seen); j < n {
-			kept[j] = *it
+			kept[j] = it
 		}
+	})
+	if err != nil {
+		return nil, err
 	}
 	slices.SortFunc(kept, func(a, b Item) int { return a.Line - b.Line })
 	return kept, nil

@@ -98,22 +98,15 @@ func (c *Client) Estimate(ctx context.Context, in io.Reader, opts Options) (*Est
 		}
 		group = group[:0]
 	}
-	for {
-		it, err := lr.next()
-		if err != nil {
-			return nil, err
-		}
-		if it == nil {
-			break
-		}
-		if it.Error != "" {
-			continue
-		}
+	err = lr.valid(func(it Item) {
 		est.Items++
-		group = append(group, *it)
+		group = append(group, it)
 		if len(group) == size {
 			flush()
 		}
+	})
+	if err != nil {
+		return nil, err
 	}
 	flush()
 	for _, ch := range est.Chunks {

@@ -55,6 +55,21 @@ func (lr *lineReader) next() (*Item, error) {
 
 var errLong = errors.New("line too long")
 
+// valid calls f with each item of the rest of the input that reads (a
+// line that does not, such as one that is no JSON, is passed over), and
+// returns the first error reading the input.
+func (lr *lineReader) valid(f func(Item)) error {
+	for {
+		it, err := lr.next()
+		if err != nil || it == nil {
+			return err
+		}
+		if it.Error == "" {
+			f(*it)
+		}
+	}
+}
+
 // readLine returns one line without its newline; a line past MaxLineSize
 // is read to its end and dropped, with errLong.
 func (lr *lineReader) readLine() ([]byte, error) {
