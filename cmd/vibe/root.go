@@ -166,6 +166,7 @@ func Main(args []string, in io.Reader, out, errOut io.Writer) int {
 	// task without reading their history: 10,000 by default, too many for
 	// a batch's thousands of items that finish and are not touched again.
 	worker.SetStickyWorkflowCacheSize(stickyCacheSize)
+	worker.SetBinaryChecksum(binaryID())
 	ctx, stop := notifyInterrupts(context.Background())
 	defer stop()
 	io := stdio{in: in, out: out, err: errOut, args: args}
