@@ -9,7 +9,6 @@ import (
 
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
-	metricnoop "go.opentelemetry.io/otel/metric/noop"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
@@ -37,10 +36,12 @@ func (r recorded) Complete(context.Context, *llm.Request) (*llm.Response, error)
 func TestCompleteConventions(t *testing.T) {
 	spans := testSpans()
 	before := len(spans.Ended())
-	reader := sdkmetric.NewManualReader()
-	otel.SetMeterProvider(sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader)))
-	t.Cleanup(func() { otel.SetMeterProvider(metricnoop.NewMeterProvider()) })
+	reader := testMetrics()
 	ctx := context.Background()
+	var rm metricdata.ResourceMetrics
+	if err := reader.Collect(ctx, &rm); err != nil { // what runs before this one recorded
+		t.Fatal(err)
+	}
 	srv := newChatServer(t, `{"subject": "Hi"}`)
 	p := llm.Priced{Provider: openai.New(openai.Options{Model: "test-model", BaseURL: srv.URL, APIKey: "k", MaxRetries: -1})}
 	req := &llm.Request{Name: "draft", Messages: []llm.Message{{Role: llm.RoleUser, Content: "Draft it."}}, Schema: []byte(`{"type": "object"}`)}
@@ -94,7 +95,6 @@ func TestCompleteConventions(t *testing.T) {
 		t.Errorf("error.type %q", got)
 	}
 
-	var rm metricdata.ResourceMetrics
 	if err := reader.Collect(ctx, &rm); err != nil {
 		t.Fatal(err)
 	}
@@ -165,6 +165,18 @@ func TestRecordBatched(t *testing.T) {
 		t.Errorf("attributes %v", got)
 	}
 }
+
+// testMetrics reads the package's metrics, as what was recorded since the
+// last read: the package's instruments delegate to the first meter
+// provider installed, so it is installed once (go test -count=N runs a
+// test N times in one process).
+var testMetrics = sync.OnceValue(func() *sdkmetric.ManualReader {
+	reader := sdkmetric.NewManualReader(sdkmetric.WithTemporalitySelector(func(sdkmetric.InstrumentKind) metricdata.Temporality {
+		return metricdata.DeltaTemporality
+	}))
+	otel.SetMeterProvider(sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader)))
+	return reader
+})
 
 // testSpans records the package's spans: OpenTelemetry's global tracers
 // take the first tracer provider set and keep it, so the tests share one.
