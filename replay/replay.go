@@ -48,6 +48,20 @@ type Options struct {
 	// Missing are the items asked for that have no record: they are
 	// reported as not replayable, after the others.
 	Missing []Missing
+	// Sample, when above 0 and below the number of records, replays that
+	// many of them, chosen at random by Seed (the same seed, the same
+	// sample), in the records' order; the missing items are still listed.
+	Sample int
+	Seed   uint64
+	// Baseline, when above 0, asks that many of the items replayed (the
+	// first ones) again with Recorded, the process as it was recorded,
+	// every LLM chunk asked and none reused, K to a call as the changed
+	// process asks them: how often the model answers the unchanged
+	// process otherwise (Summary.Baseline). Its answers are kept apart
+	// (BaselineAnswers).
+	Baseline        int
+	Recorded        *compile.Program
+	BaselineAnswers string
 }
 
 // Missing is an item asked for that has no record.
@@ -101,6 +115,9 @@ type Item struct {
 type Report struct {
 	Items   []Item  `json:"items"`
 	Summary Summary `json:"summary"`
+	// Baseline are the items asked again with the unchanged process
+	// (Options.Baseline).
+	Baseline []Item `json:"baseline,omitempty"`
 }
 
 // Summary counts a replay.
@@ -133,6 +150,19 @@ type Summary struct {
 	Resumed        int       `json:"resumed,omitempty"`
 	Usage          llm.Usage `json:"usage"`
 	ActionsSkipped int       `json:"actionsSkipped"`
+	// Sample says which sample was replayed (Options.Sample): of how many
+	// records, by which seed.
+	Sample *Sample `json:"sample,omitempty"`
+	// Share is the changed share of the items replayed, with its 95 %
+	// interval.
+	Share *Share `json:"share,omitempty"`
+	// Baseline is what the unchanged process changed, asked again
+	// (Options.Baseline): the model's own noise. Its requests are not in
+	// Requests.
+	Baseline *Baseline `json:"baseline,omitempty"`
+	// Beyond is the edit's effect beyond the model's noise: Share's rate
+	// less Baseline's, with a baseline.
+	Beyond *float64 `json:"beyondNoise,omitempty"`
 }
 
 // AnyChanged reports whether an item changed (the --fail-on-change gate).
@@ -169,6 +199,42 @@ func Run(ctx context.Context, recs []record.Record, opts Options) (*Report, erro
 	if opts.Program == nil || len(opts.Program.Chunks) == 0 {
 		return nil, errors.New("replay: no changed process to replay against (Options.Program)")
 	}
+	if opts.Baseline > 0 && (opts.Recorded == nil || len(opts.Recorded.Chunks) == 0) {
+		return nil, errors.New("replay: a baseline needs the process as it was recorded (Options.Recorded)")
+	}
+	of := len(recs)
+	recs = sample(recs, opts.Sample, opts.Seed)
+	rep, err := replayAll(ctx, recs, opts, false)
+	if err != nil {
+		return nil, err
+	}
+	s := &rep.Summary
+	if opts.Sample > 0 {
+		s.Sample = &Sample{Items: len(recs), Of: of, Seed: opts.Seed}
+	}
+	s.Share = shareOf(rep.Items)
+	if opts.Baseline > 0 && len(recs) > 0 {
+		bopts := opts
+		bopts.Program, bopts.Missing, bopts.Answers = opts.Recorded, nil, opts.BaselineAnswers
+		base, err := replayAll(ctx, recs[:min(opts.Baseline, len(recs))], bopts, true)
+		if err != nil {
+			return nil, fmt.Errorf("replay: the baseline: %w", err)
+		}
+		rep.Baseline = base.Items
+		b := base.Summary
+		s.Baseline = &Baseline{Items: b.Replayed, Changed: b.Changed + b.NeedsServer + b.NeedsPerson, Failed: b.Failed,
+			Share: shareOf(base.Items), Fields: b.Fields, Requests: b.Requests, Resumed: b.Resumed, Usage: b.Usage}
+		if s.Share != nil && s.Baseline.Share != nil {
+			d := s.Share.Rate - s.Baseline.Share.Rate
+			s.Beyond = &d
+		}
+	}
+	return rep, nil
+}
+
+// replayAll replays recs against opts.Program; reask asks every LLM
+// chunk again, none reused (a baseline).
+func replayAll(ctx context.Context, recs []record.Record, opts Options, reask bool) (*Report, error) {
 	runs := make([]*run, len(recs))
 	for i := range recs {
 		r := &run{rec: &recs[i], active: true, state: jsonv.NewObject(4).Value(),
@@ -202,7 +268,7 @@ func Run(ctx context.Context, recs []record.Record, opts Options) (*Report, erro
 					r.stop(Failed, fmt.Sprintf("chunk %s: %v", ch.Name, err))
 					continue
 				}
-				if reusable(rc, ch, r.rec.System, mctx, opts.Model) {
+				if !reask && reusable(rc, ch, r.rec.System, mctx, opts.Model) {
 					sum.Reused[ch.Name]++
 					if err := r.keepLLM(ch, rc, rc.Answer, &sum); err != nil {
 						r.stop(Failed, err.Error())

@@ -41,12 +41,13 @@ func TestReplayCommand(t *testing.T) {
 	enum := write("enum.json", `"enum": ["positive", "negative"]`, `"enum": ["positive", "neutral", "negative"]`)
 	described := write("described.json", `"sentiment": {"type": "string",`, `"sentiment": {"type": "string", "description": "How the comment sounds",`)
 
-	neutral := llmtest.NewServer(t, llmtest.Multiplexed(func(step, prompt string, repair bool) string {
+	neutralAnswer := llmtest.Multiplexed(func(step, prompt string, repair bool) string {
 		if step == "assess" {
 			return `{"sentiment":"neutral"}`
 		}
 		return verdict(step, prompt, repair)
-	}), llmtest.Options{})
+	})
+	neutral := llmtest.NewServer(t, neutralAnswer, llmtest.Options{})
 	prices := filepath.Join(dir, "prices.json")
 	os.WriteFile(prices, []byte(`{"models": {"test-model": {"input": 1, "output": 2}}}`), 0o600)
 	status, stdout, stderr := run(t, "", "replay", "moderation", "missing-1", "--process", enum, "--data", data, "--batch-size", "8", "--prices", prices,
@@ -83,8 +84,26 @@ func TestReplayCommand(t *testing.T) {
 		t.Fatalf("replay of a description change: status %d\n%s", status, stderr)
 	}
 
+	// The baseline asks the unchanged process, whose enum has no
+	// neutral: the model answers it as recorded.
+	either := llmtest.NewServer(t, func(name, body string) string {
+		if strings.Contains(body, "neutral") {
+			return neutralAnswer(name, body)
+		}
+		return llmtest.Multiplexed(verdict)(name, body)
+	}, llmtest.Options{})
+	status, _, stderr = run(t, "", "replay", "moderation", "--process", enum, "--data", data, "--batch-size", "8", "--sample", "10", "--seed", "3",
+		"--baseline", "8", "--baseline-process", filepath.Join(dir, "moderate.json"), "--out", filepath.Join(dir, "sampled.jsonl"),
+		"--actions-file", filepath.Join(dir, "actions.json"), "--llm", "openai:test-model", "--llm-base-url", either.URL)
+	if status != exitOK || !strings.Contains(stderr, "vibe: replayed 10 of 10 items: 10 changed") ||
+		!strings.Contains(stderr, "a random sample of 10 of 20 recorded items (--seed 3 chooses it again)") ||
+		!strings.Contains(stderr, "vibe: changed 10 of 10 (100 %, 95% 72.2–100 %); the unchanged process changes 0 of 8 (0 %, 95% 0–32.4 %): the edit's effect beyond noise ≈ 100 %") ||
+		!strings.Contains(stderr, "vibe: the baseline asked 8 items again with the unchanged process: 1 LLM requests") {
+		t.Fatalf("replay of a sample, with a baseline: status %d\n%s", status, stderr)
+	}
+
 	status, _, stderr = run(t, "", "replay", "--prune", "--retention", "1ns", "--data", data)
-	if status != exitOK || !strings.Contains(stderr, "pruned 5 replay files (records and kept answers)") {
+	if status != exitOK || !strings.Contains(stderr, "pruned 6 replay files (records and kept answers)") {
 		t.Fatalf("--prune: status %d\n%s", status, stderr)
 	}
 	status, _, stderr = run(t, "", "replay", "moderation", "--process", enum, "--data", data, "--actions-file", filepath.Join(dir, "actions.json"))
