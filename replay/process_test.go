@@ -18,7 +18,9 @@ import (
 // TestReplayProcesses replays processes of their own, selected by a
 // filter, after their engine is gone: the person's recorded answers
 // serve, an unchanged server input takes the recorded output, and a
-// changed one stops the item as needing the server — no action runs.
+// changed one stops the item as needing the server — no action runs. A
+// process that still waits for a person has kept a record as it began
+// to wait, and is replayed up to there, counted apart.
 func TestReplayProcesses(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts the embedded engine")
@@ -61,7 +63,15 @@ func TestReplayProcesses(t *testing.T) {
 			}
 			await(started.ID, process.Waiting)
 			if prompt == "comment 4" {
-				waiting = started.ID // never answered: it has no record
+				// Never answered: it keeps a record as it starts to wait.
+				waiting = started.ID
+				deadline := time.Now().Add(time.Minute)
+				for _, err := store.Process(waiting); err != nil; _, err = store.Process(waiting) {
+					if time.Now().After(deadline) {
+						t.Fatalf("the waiting process has no record: %v", err)
+					}
+					time.Sleep(20 * time.Millisecond)
+				}
 				continue
 			}
 			if _, err := pc.Answer(ctx, started.ID, jsonv.ObjectValue(jsonv.Member{Name: "confirm", Value: jsonv.ObjectValue(jsonv.Member{Name: "approve", Value: jsonv.StringValue("yes")})})); err != nil {
@@ -75,9 +85,11 @@ func TestReplayProcesses(t *testing.T) {
 	if err != nil || len(recs) != 3 {
 		t.Fatalf("%d records, %v; want 3", len(recs), err)
 	}
-	if _, err := store.Process(waiting); err == nil {
-		t.Errorf("a waiting process has a record")
+	w, err := store.Process(waiting)
+	if err != nil || w.Status != "waiting" || len(w.Chunks) != 1 || w.Chunk("LLM_llmContext1") == nil {
+		t.Fatalf("the waiting process's record: %+v, %v; want its model's chunk, waiting", w, err)
 	}
+	recs = append(recs, w)
 	if u := recs[0].Chunk("USER_userContext1"); u == nil || string(jsonv.Marshal(u.Answer)) != `{"confirm":{"approve":"yes"}}` {
 		t.Fatalf("the person's answer is not kept: %+v", u)
 	}
@@ -98,7 +110,7 @@ func TestReplayProcesses(t *testing.T) {
 		t.Fatal(err)
 	}
 	rep, err := replay.Run(ctx, recs, replay.Options{Name: start.Name, Program: start.Program, Provider: model(changed.URL), Model: "test-model",
-		Missing: []replay.Missing{{ID: waiting}}})
+		Missing: []replay.Missing{{ID: "never-started"}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -106,11 +118,14 @@ func TestReplayProcesses(t *testing.T) {
 		t.Errorf("the replay ran the action %d times", acts.calls()-acted)
 	}
 	if changed.Requests() != 1 {
-		t.Errorf("%d model requests, want the 3 items in 1", changed.Requests())
+		t.Errorf("%d model requests, want the 4 items in 1", changed.Requests())
 	}
 	s := rep.Summary
-	if s.Same != 2 || s.NeedsServer != 1 || s.NoRecord != 1 || s.Replayed != 3 || !rep.AnyChanged() {
+	if s.Same != 3 || s.NeedsServer != 1 || s.NoRecord != 1 || s.Replayed != 4 || s.Unfinished != 1 || s.UnfinishedBy["waiting"] != 1 || !rep.AnyChanged() {
 		t.Fatalf("summary %+v", s)
+	}
+	if it := rep.Items[3]; it.ID != waiting || it.Recorded != "waiting" || it.Outcome != replay.Same || len(it.Asked) != 1 {
+		t.Errorf("the waiting item, replayed up to the person's step: %+v", it)
 	}
 	for _, it := range rep.Items {
 		if it.Outcome == replay.NeedsServer && (it.Needs != "step serverContext1.record: its input changed" || len(it.Changes) != 2) {

@@ -131,8 +131,11 @@ type Summary struct {
 	NeedsPerson int `json:"needsPerson"`
 	Failed      int `json:"failed"`
 	NoRecord    int `json:"noRecord"`
-	// Unfinished are the items whose records had not completed.
-	Unfinished int `json:"unfinished"`
+	// Unfinished are the items whose records had not completed, replayed
+	// up to where they got; UnfinishedBy counts them by the status they
+	// were recorded in (failed, waiting, …).
+	Unfinished   int            `json:"unfinished"`
+	UnfinishedBy map[string]int `json:"unfinishedBy,omitempty"`
 	// Fields counts the changes by path, Moves the values that moved
 	// ("/assess/sentiment: positive → negative").
 	Fields map[string]int `json:"fields,omitempty"`
@@ -313,7 +316,7 @@ func replayAll(ctx context.Context, recs []record.Record, opts Options, reask bo
 		rep.Items = append(rep.Items, *it)
 	}
 	for _, m := range opts.Missing {
-		rep.Items = append(rep.Items, Item{Line: m.Line, ID: m.ID, Outcome: NoRecord, Error: "no replay record: it never ended, ended before records were kept, or its record was pruned"})
+		rep.Items = append(rep.Items, Item{Line: m.Line, ID: m.ID, Outcome: NoRecord, Error: "no replay record: it never ended nor waited, ended before records were kept, or its record was pruned"})
 	}
 	for _, it := range rep.Items {
 		sum.Items++
@@ -335,6 +338,10 @@ func replayAll(ctx context.Context, recs []record.Record, opts Options, reask bo
 			sum.Replayed++
 			if it.Recorded != "completed" {
 				sum.Unfinished++
+				if sum.UnfinishedBy == nil {
+					sum.UnfinishedBy = map[string]int{}
+				}
+				sum.UnfinishedBy[cmp.Or(it.Recorded, "unknown")]++
 			}
 		}
 	}

@@ -59,10 +59,18 @@ with --registry), and replays each item with no effects:
     unchanged takes its recorded answer; only the others are asked of the model
     (--llm), K items to a multiplexed call (--batch-size), as vibe batch asks.
 
-Every process and batch item that ends keeps a replay record in DATA/replay (the
-embedded engine's data directory, --data) for 30 days, whatever the engine's own
-retention of histories; --prune removes those past --retention. An item with no
-record (it never ended, or its record was pruned) is reported as such.
+Every process and batch item that ends, and every process that starts to wait
+for a person, keeps a replay record in DATA/replay (the embedded engine's data
+directory, --data) for 30 days, whatever the engine's own retention of
+histories; --prune removes those past --retention. An item that had not
+completed (failed, cancelled, waiting) is replayed up to where it got and
+counted apart; one with no record (it never ended nor waited, or its record was
+pruned) is reported as such.
+
+--sample N replays a random sample of N items (--seed S chooses it again) and
+gives the changed share's 95% interval; --baseline N asks N of them again with
+the process as it was recorded (--baseline-process): the model's own noise,
+beside the edit's effect.
 
 The model's answers are kept as they come (in DATA/replay/answers): killed, the
 same command run again asks none of them again and reports each item once.
@@ -252,10 +260,17 @@ func summarize(w goio.Writer, rep *replay.Report, cost string) {
 	for _, c := range []struct {
 		n    int
 		what string
-	}{{s.NeedsServer, "need the server"}, {s.NeedsPerson, "need a person"}, {s.Failed, "failed"}, {s.NoRecord, "have no record"}, {s.Unfinished, "had not completed when recorded"}} {
+	}{{s.NeedsServer, "need the server"}, {s.NeedsPerson, "need a person"}, {s.Failed, "failed"}, {s.NoRecord, "have no record"}} {
 		if c.n > 0 {
 			fmt.Fprintf(w, ", %d %s", c.n, c.what)
 		}
+	}
+	if s.Unfinished > 0 {
+		var by []string
+		for _, st := range slices.Sorted(maps.Keys(s.UnfinishedBy)) {
+			by = append(by, fmt.Sprintf("%d %s", s.UnfinishedBy[st], st))
+		}
+		fmt.Fprintf(w, ", %d had not completed when recorded (%s: replayed up to where they got)", s.Unfinished, strings.Join(by, ", "))
 	}
 	fmt.Fprintln(w)
 	if s.Sample != nil {
