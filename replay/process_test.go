@@ -2,10 +2,14 @@ package replay_test
 
 import (
 	"context"
+	"fmt"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/augceo/vibe"
+	"github.com/augceo/vibe/batch"
 	"github.com/augceo/vibe/durable"
 	"github.com/augceo/vibe/engine"
 	"github.com/augceo/vibe/internal/llmtest"
@@ -130,6 +134,82 @@ func TestReplayProcesses(t *testing.T) {
 	for _, it := range rep.Items {
 		if it.Outcome == replay.NeedsServer && (it.Needs != "step serverContext1.record: its input changed" || len(it.Changes) != 2) {
 			t.Errorf("the item that needs the server: %+v", it)
+		}
+	}
+}
+
+// TestReplayWaitingBatch: a batch's items that wait for a person keep
+// their group's records as they begin to wait, before the group ends; a
+// replay of the batch takes each up to the person's step and counts them
+// apart, as waiting.
+func TestReplayWaitingBatch(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts the embedded engine")
+	}
+	const n = 4
+	ctx := context.Background()
+	store := &record.Store{Dir: t.TempDir()}
+	acts := &counter{}
+	m := llmtest.NewServer(t, llmtest.Multiplexed(verdict), llmtest.Options{})
+	func() { // the engine, gone when the replay runs
+		eng, err := engine.Start(ctx, engine.Options{SearchAttributes: durable.SearchAttributes, DataDir: t.TempDir(), Logger: quiet()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer eng.Close()
+		w, err := vibe.StartWorker(eng.Client(), vibe.WorkerOptions{Provider: model(m.URL), Actions: acts.actions(), Logger: quiet(), Records: store})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer w.Stop()
+		pc := &process.Client{Temporal: eng.Client(), Actions: acts.actions().Names()}
+		c := batch.NewClient(pc)
+		pc.Hosts = c
+		bctx, cancel := context.WithCancel(ctx)
+		done := make(chan struct{})
+		defer func() { cancel(); <-done }()
+		go func() {
+			defer close(done)
+			var in strings.Builder
+			for i := 1; i <= n; i++ {
+				fmt.Fprintf(&in, "%q\n", fmt.Sprintf("comment %d", i))
+			}
+			_, _ = c.Run(bctx, strings.NewReader(in.String()), func(batch.Result) error { return nil }, batch.Options{Process: doc(t, "testdata/review.json"), ID: "waits", Size: n})
+		}()
+		deadline := time.Now().Add(2 * time.Minute)
+		for {
+			recs, err := store.Batch("waits")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(recs) == n && !slices.ContainsFunc(recs, func(r record.Record) bool { return r.Status != "waiting" }) {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("the waiting items' records: %+v", recs)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}()
+	recs, missing, err := replay.Select(store, replay.Selection{IDs: []string{"waits"}})
+	if err != nil || len(recs) != n || len(missing) != 0 {
+		t.Fatalf("%d records, missing %v, %v", len(recs), missing, err)
+	}
+	start, _, err := (&process.Client{Actions: acts.actions().Names()}).Prepare(ctx, doc(t, "testdata/review.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := replay.Run(ctx, recs, replay.Options{Name: start.Name, Program: start.Program})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := rep.Summary
+	if s.Replayed != n || s.Same != n || s.Unfinished != n || s.UnfinishedBy["waiting"] != n || s.Requests != 0 || s.ActionsSkipped != 0 {
+		t.Fatalf("summary %+v", s)
+	}
+	for _, it := range rep.Items {
+		if it.Recorded != "waiting" || it.Outcome != replay.Same || len(it.Asked) != 0 {
+			t.Errorf("line %d: %+v, want replayed up to the person's step", it.Line, it)
 		}
 	}
 }
