@@ -54,10 +54,11 @@ type Options struct {
 	Sample int
 	Seed   uint64
 	// Baseline, when above 0, asks that many of the items replayed (the
-	// first ones) again with Recorded, the process as it was recorded,
-	// every LLM chunk asked and none reused, K to a call as the changed
-	// process asks them: how often the model answers the unchanged
-	// process otherwise (Summary.Baseline). Its answers are kept apart
+	// first ones) again with Recorded, the process as it was recorded:
+	// the LLM chunks the changed process asked are asked again, K to a
+	// call as the changed process asked them, the others reused as it
+	// reused them — how often the model answers the unchanged process
+	// otherwise (Summary.Baseline). Its answers are kept apart
 	// (BaselineAnswers).
 	Baseline        int
 	Recorded        *compile.Program
@@ -207,7 +208,7 @@ func Run(ctx context.Context, recs []record.Record, opts Options) (*Report, erro
 	}
 	of := len(recs)
 	recs = sample(recs, opts.Sample, opts.Seed)
-	rep, err := replayAll(ctx, recs, opts, false)
+	rep, asked, err := replayAll(ctx, recs, opts, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -219,7 +220,10 @@ func Run(ctx context.Context, recs []record.Record, opts Options) (*Report, erro
 	if opts.Baseline > 0 && len(recs) > 0 {
 		bopts := opts
 		bopts.Program, bopts.Missing, bopts.Answers = opts.Recorded, nil, opts.BaselineAnswers
-		base, err := replayAll(ctx, recs[:min(opts.Baseline, len(recs))], bopts, true)
+		// The chunks the changed process asked again are asked again with
+		// the recorded one, the others reused as the replay reused them:
+		// the noise the replay's own calls carry.
+		base, _, err := replayAll(ctx, recs[:min(opts.Baseline, len(recs))], bopts, asked)
 		if err != nil {
 			return nil, fmt.Errorf("replay: the baseline: %w", err)
 		}
@@ -235,9 +239,11 @@ func Run(ctx context.Context, recs []record.Record, opts Options) (*Report, erro
 	return rep, nil
 }
 
-// replayAll replays recs against opts.Program; reask asks every LLM
-// chunk again, none reused (a baseline).
-func replayAll(ctx context.Context, recs []record.Record, opts Options, reask bool) (*Report, error) {
+// replayAll replays recs against opts.Program; the LLM chunks named in
+// reask are asked again whatever their records hold (a baseline). It
+// returns the report and the LLM chunks it asked the model, or tried to.
+func replayAll(ctx context.Context, recs []record.Record, opts Options, reask map[string]bool) (*Report, map[string]bool, error) {
+	asked := map[string]bool{}
 	runs := make([]*run, len(recs))
 	for i := range recs {
 		r := &run{rec: &recs[i], active: true, state: jsonv.NewObject(4).Value(),
@@ -249,7 +255,7 @@ func replayAll(ctx context.Context, recs []record.Record, opts Options, reask bo
 	}
 	kept, err := openAnswers(opts.Answers)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	sum := Summary{Fields: map[string]int{}, Moves: map[string]int{}, Asked: map[string]int{}, Reused: map[string]int{}}
 	for i := range opts.Program.Chunks {
@@ -271,7 +277,7 @@ func replayAll(ctx context.Context, recs []record.Record, opts Options, reask bo
 					r.stop(Failed, fmt.Sprintf("chunk %s: %v", ch.Name, err))
 					continue
 				}
-				if !reask && reusable(rc, ch, r.rec.System, mctx, opts.Model) {
+				if !reask[ch.Name] && reusable(rc, ch, r.rec.System, mctx, opts.Model) {
 					sum.Reused[ch.Name]++
 					if err := r.keepLLM(ch, rc, rc.Answer, &sum); err != nil {
 						r.stop(Failed, err.Error())
@@ -293,8 +299,9 @@ func replayAll(ctx context.Context, recs []record.Record, opts Options, reask bo
 			}
 		}
 		if len(ask) > 0 {
+			asked[ch.Name] = true
 			if err := fill(ctx, ch, ask, opts, kept, &sum); err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 		}
 	}
@@ -346,7 +353,7 @@ func replayAll(ctx context.Context, recs []record.Record, opts Options, reask bo
 		}
 	}
 	rep.Summary = sum
-	return rep, nil
+	return rep, asked, nil
 }
 
 // stop ends the item's replay with outcome and why.
