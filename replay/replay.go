@@ -198,7 +198,10 @@ type run struct {
 // Run replays recs against opts.Program: chunk by chunk, every item at
 // once, asking the model only the chunks that changed. It runs no action
 // and asks no person. Its error is the context's, or the options'; what
-// goes wrong for one item is that item's outcome.
+// goes wrong for one item is that item's outcome. With Options.Sample it
+// replays a seeded sample of recs; with Options.Baseline it then asks
+// some of them again with the recorded process, the model's own noise
+// (Summary.Baseline).
 func Run(ctx context.Context, recs []record.Record, opts Options) (*Report, error) {
 	if opts.Program == nil || len(opts.Program.Chunks) == 0 {
 		return nil, errors.New("replay: no changed process to replay against (Options.Program)")
