@@ -111,3 +111,30 @@ func TestReplayCommand(t *testing.T) {
 		t.Fatalf("after --prune: status %d\n%s", status, stderr)
 	}
 }
+
+// TestReplaySummary: the summary says the sample and its seed, the
+// changed share with its interval beside the baseline's, and the items
+// that had not completed by their recorded status.
+func TestReplaySummary(t *testing.T) {
+	beyond := 0.145
+	low, high := replay.Wilson(37, 200)
+	blow, bhigh := replay.Wilson(2, 50)
+	rep := &replay.Report{Summary: replay.Summary{Items: 200, Replayed: 200, Changed: 37, Same: 163, Unfinished: 3,
+		UnfinishedBy: map[string]int{"waiting": 2, "failed": 1},
+		Sample:       &replay.Sample{Items: 200, Of: 10000, Seed: 7},
+		Share:        &replay.Share{Changed: 37, Of: 200, Rate: 0.185, Low: low, High: high},
+		Baseline:     &replay.Baseline{Items: 50, Changed: 2, Requests: 2, Share: &replay.Share{Changed: 2, Of: 50, Rate: 0.04, Low: blow, High: bhigh}},
+		Beyond:       &beyond}}
+	var b strings.Builder
+	summarize(&b, rep, "")
+	for _, want := range []string{
+		"vibe: replayed 200 of 200 items: 37 changed, 163 same, 3 had not completed when recorded (1 failed, 2 waiting: replayed up to where they got)\n",
+		"  a random sample of 200 of 10000 recorded items (--seed 7 chooses it again)\n",
+		"vibe: changed 37 of 200 (18.5 %, 95% 13.7–24.5 %); the unchanged process changes 2 of 50 (4 %, 95% 1.1–13.5 %): the edit's effect beyond noise ≈ 14.5 %\n",
+		"vibe: the baseline asked 50 items again with the unchanged process: 2 LLM requests",
+	} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("the summary has no %q:\n%s", want, b.String())
+		}
+	}
+}
