@@ -31,11 +31,17 @@ func (s *server) startReplay(w http.ResponseWriter, r *http.Request) {
 	}
 	// "process" is a registry URI or an inline schema, as POST
 	// /v1/processes takes it.
-	var doc jsonv.Value
+	var doc, was jsonv.Value
 	if p, ok := body.Get("process"); ok && p.Object() != nil {
 		doc = p
 		body = body.Clone()
 		body.Object().Delete("process")
+	}
+	// So is "baselineProcess", the process as it was recorded.
+	if p, ok := body.Get("baselineProcess"); ok && p.Object() != nil {
+		was = p
+		body = body.Clone()
+		body.Object().Delete("baselineProcess")
 	}
 	var req replay.Request
 	if err := json.Unmarshal(jsonv.Marshal(body), &req); err != nil {
@@ -44,6 +50,9 @@ func (s *server) startReplay(w http.ResponseWriter, r *http.Request) {
 	}
 	if !doc.IsNull() {
 		req.Document = doc
+	}
+	if !was.IsNull() {
+		req.BaselineDocument = was
 	}
 	rep, err := s.opts.Replays.Replay(r.Context(), req)
 	var bad *replay.BadRequestError

@@ -43,10 +43,27 @@ func TestReplays(t *testing.T) {
 		t.Errorf("items %v", items)
 	}
 
+	// A sample, and a baseline with the recorded process inline: the
+	// replay asked no chunk again, so neither does the baseline.
+	code, out, raw = call(t, h, "POST", "/v1/replays", `{"ids": ["tag-1"], "process": `+doc+`, "sample": 1, "seed": 5, "baseline": 1, "baselineProcess": `+doc+`}`, "")
+	if code != 200 {
+		t.Fatalf("%d %s", code, raw)
+	}
+	sum = out["summary"].(map[string]any)
+	sample, _ := sum["sample"].(map[string]any)
+	share, _ := sum["share"].(map[string]any)
+	base, _ := sum["baseline"].(map[string]any)
+	if sample["items"] != 1.0 || sample["of"] != 1.0 || sample["seed"] != 5.0 || share["of"] != 1.0 || share["changed"] != 0.0 ||
+		base["items"] != 1.0 || base["changed"] != 0.0 || base["requests"] != 0.0 || len(out["baseline"].([]any)) != 1 {
+		t.Errorf("a sample with a baseline: %s", raw)
+	}
+
 	tests := []struct {
 		body, path string
 		code       int
 	}{
+		{`{"ids": ["tag-1"], "baseline": 2, "process": ` + doc + `}`, "/baselineProcess", 400},
+		{`{"ids": ["tag-1"], "sample": -1, "process": ` + doc + `}`, "/sample", 400},
 		{`{"process": ` + doc + `}`, "/ids", 400},
 		{`{"from": "tag", "since": "yesterday", "process": ` + doc + `}`, "/since", 400},
 		{`[1]`, "", 400},

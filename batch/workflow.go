@@ -162,6 +162,9 @@ type group struct {
 	// live: the group reports what its calls spend as they are answered
 	// (liveUsage).
 	live bool
+	// waited: an item began to wait for a person since the group's
+	// records were last kept (keepWaiting).
+	waited bool
 }
 
 // member is one line of a group: its item's process and where it stands.
@@ -237,6 +240,7 @@ func (w *Workflows) Group(ctx workflow.Context, in GroupInput) (GroupResult, err
 	for g.open > 0 {
 		g.sel.Select(ctx)
 		g.dispatch(ctx)
+		g.keepWaiting(ctx)
 	}
 	rep := GroupReport{Index: in.Index, Items: n, Finished: true, Usage: g.res.Usage, Requests: g.res.Requests, Model: g.res.Model, Splits: g.res.Splits, Audits: g.res.Audits, Again: in.Again}
 	for _, r := range g.res.Results {
@@ -401,6 +405,7 @@ func (h *itemHost) Status(ctx workflow.Context, s process.Status) {
 	switch {
 	case s == process.Waiting:
 		g.items[h.i].state = waiting
+		g.waited = true
 	case s == process.Running && g.items[h.i].state == waiting:
 		g.items[h.i].state = running
 	default:
@@ -711,6 +716,21 @@ func (g *group) records(ctx workflow.Context) []record.Record {
 		recs = append(recs, rec)
 	}
 	return recs
+}
+
+// keepWaiting keeps the group's records, each item as far as it got,
+// when an item began to wait for a person since they were last kept: a
+// replay takes the waiting item up to there, and its siblings, before
+// the group ends (its records at its end replace these). Items that
+// begin to wait together are kept once.
+func (g *group) keepWaiting(ctx workflow.Context) {
+	if !g.waited {
+		return
+	}
+	g.waited = false
+	if workflow.GetVersion(ctx, durable.KeepWaitingChange, workflow.DefaultVersion, 1) == 1 {
+		durable.Keep(ctx, func() []record.Record { return g.records(ctx) })
+	}
 }
 
 // trim keeps the result within the engine's payload limit: past it, the

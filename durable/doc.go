@@ -20,8 +20,9 @@
 //     against a schema, so that no workflow runs the validator itself.
 //   - Store.Keep of package replay/record (KeepName) is the local activity
 //     by which a process, or a batch group's items, keep their replay
-//     records as they end (Keep); histories from before it replay
-//     without it (a version marker).
+//     records as they end, and as one begins to wait for a person (Keep);
+//     histories from before it replay without it (version markers,
+//     KeepName and KeepWaitingChange).
 //
 // A workflow runs them with ExecuteFill, ExecuteAction, ExecuteActions and
 // Check, whose activity options (FillOptions, ActionOptions) are built here

@@ -158,7 +158,8 @@ const statusRunning = "running"
 const keepTimeout = time.Minute
 
 // Keep keeps the replay records recs (KeepName) as the process, or the
-// batch group, ends: on a context of its own, so that a cancelled
+// batch group, ends, or a process starts to wait for a person
+// (KeepWaitingChange): on a context of its own, so that a cancelled
 // process keeps its record too. A record that cannot be written is
 // logged, not the process's failure. Histories from before records were
 // kept replay without it.

@@ -31,6 +31,11 @@ const (
 	// KeepName is the local activity that keeps the replay records of a
 	// process, or of a batch group's items, when they end (Keep).
 	KeepName = "vibe.Keep"
+	// KeepWaitingChange is the change (workflow.GetVersion) from which a
+	// process keeps its replay record also as it starts to wait for a
+	// person, not only when it ends: a history from before it replays
+	// without that record.
+	KeepWaitingChange = "vibe.KeepWaiting"
 
 	// MemoProcess is the memo field that names a workflow's process, for
 	// listings: a process's, a batch's and its groups'.

@@ -13,7 +13,8 @@ import (
 // record): its input, and each finished chunk's context and answer, the
 // model that gave it, a SERVER step's input and output, a person's
 // answer. The process's workflow and a batch's group keep it when the
-// process ends (durable.Keep); ended is when.
+// process ends (durable.Keep), and the process's workflow as it starts to
+// wait for a person (Status waiting); ended is when.
 func (r *Interpreter) Record(ended time.Time) record.Record {
 	v := &r.view
 	rec := record.Record{ID: r.id, Process: r.in.Name, Status: string(v.Status), Ended: ended,

@@ -60,6 +60,12 @@ func (h *processHost) Action(ctx workflow.Context, in durable.ActionInput) (json
 }
 
 func (h *processHost) Status(ctx workflow.Context, s Status) {
+	// A process that waits for a person keeps its record as far as it
+	// got, before it says it waits: a replay takes it up to there, and
+	// the record at its end replaces it.
+	if s == Waiting && workflow.GetVersion(ctx, durable.KeepWaitingChange, workflow.DefaultVersion, 1) == 1 {
+		durable.Keep(ctx, func() []record.Record { return []record.Record{h.r.Record(workflow.Now(ctx))} })
+	}
 	// Visible in Temporal's own UI and CLI: VibeProcess, VibeStatus.
 	_ = workflow.UpsertTypedSearchAttributes(ctx, durable.ProcessAttribute.ValueSet(h.r.in.Name), durable.StatusAttribute.ValueSet(string(s)))
 }

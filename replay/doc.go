@@ -17,6 +17,10 @@
 // a time in multiplexed calls (batch.Fill), as a batch asks them.
 //
 // Run replays the records in memory, chunk by chunk for all the items at
-// once; it writes nothing. It imports the batch runtime for its calls
+// once; it writes nothing but the model's answers (Options.Answers). A
+// replay may take a seeded sample of the records, its changed share given
+// with a 95 % Wilson interval (Wilson), and ask some items again with the
+// process as it was recorded: a baseline of the model's own noise, beside
+// which the change's effect is read. It imports the batch runtime for its calls
 // and nothing of Temporal's engine is asked.
 package replay

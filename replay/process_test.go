@@ -2,10 +2,14 @@ package replay_test
 
 import (
 	"context"
+	"fmt"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/augceo/vibe"
+	"github.com/augceo/vibe/batch"
 	"github.com/augceo/vibe/durable"
 	"github.com/augceo/vibe/engine"
 	"github.com/augceo/vibe/internal/llmtest"
@@ -18,7 +22,9 @@ import (
 // TestReplayProcesses replays processes of their own, selected by a
 // filter, after their engine is gone: the person's recorded answers
 // serve, an unchanged server input takes the recorded output, and a
-// changed one stops the item as needing the server — no action runs.
+// changed one stops the item as needing the server — no action runs. A
+// process that still waits for a person has kept a record as it began
+// to wait, and is replayed up to there, counted apart.
 func TestReplayProcesses(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts the embedded engine")
@@ -61,7 +67,15 @@ func TestReplayProcesses(t *testing.T) {
 			}
 			await(started.ID, process.Waiting)
 			if prompt == "comment 4" {
-				waiting = started.ID // never answered: it has no record
+				// Never answered: it keeps a record as it starts to wait.
+				waiting = started.ID
+				deadline := time.Now().Add(time.Minute)
+				for _, err := store.Process(waiting); err != nil; _, err = store.Process(waiting) {
+					if time.Now().After(deadline) {
+						t.Fatalf("the waiting process has no record: %v", err)
+					}
+					time.Sleep(20 * time.Millisecond)
+				}
 				continue
 			}
 			if _, err := pc.Answer(ctx, started.ID, jsonv.ObjectValue(jsonv.Member{Name: "confirm", Value: jsonv.ObjectValue(jsonv.Member{Name: "approve", Value: jsonv.StringValue("yes")})})); err != nil {
@@ -75,9 +89,11 @@ func TestReplayProcesses(t *testing.T) {
 	if err != nil || len(recs) != 3 {
 		t.Fatalf("%d records, %v; want 3", len(recs), err)
 	}
-	if _, err := store.Process(waiting); err == nil {
-		t.Errorf("a waiting process has a record")
+	w, err := store.Process(waiting)
+	if err != nil || w.Status != "waiting" || len(w.Chunks) != 1 || w.Chunk("LLM_llmContext1") == nil {
+		t.Fatalf("the waiting process's record: %+v, %v; want its model's chunk, waiting", w, err)
 	}
+	recs = append(recs, w)
 	if u := recs[0].Chunk("USER_userContext1"); u == nil || string(jsonv.Marshal(u.Answer)) != `{"confirm":{"approve":"yes"}}` {
 		t.Fatalf("the person's answer is not kept: %+v", u)
 	}
@@ -98,7 +114,7 @@ func TestReplayProcesses(t *testing.T) {
 		t.Fatal(err)
 	}
 	rep, err := replay.Run(ctx, recs, replay.Options{Name: start.Name, Program: start.Program, Provider: model(changed.URL), Model: "test-model",
-		Missing: []replay.Missing{{ID: waiting}}})
+		Missing: []replay.Missing{{ID: "never-started"}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -106,15 +122,94 @@ func TestReplayProcesses(t *testing.T) {
 		t.Errorf("the replay ran the action %d times", acts.calls()-acted)
 	}
 	if changed.Requests() != 1 {
-		t.Errorf("%d model requests, want the 3 items in 1", changed.Requests())
+		t.Errorf("%d model requests, want the 4 items in 1", changed.Requests())
 	}
 	s := rep.Summary
-	if s.Same != 2 || s.NeedsServer != 1 || s.NoRecord != 1 || s.Replayed != 3 || !rep.AnyChanged() {
+	if s.Same != 3 || s.NeedsServer != 1 || s.NoRecord != 1 || s.Replayed != 4 || s.Unfinished != 1 || s.UnfinishedBy["waiting"] != 1 || !rep.AnyChanged() {
 		t.Fatalf("summary %+v", s)
+	}
+	if it := rep.Items[3]; it.ID != waiting || it.Recorded != "waiting" || it.Outcome != replay.Same || len(it.Asked) != 1 {
+		t.Errorf("the waiting item, replayed up to the person's step: %+v", it)
 	}
 	for _, it := range rep.Items {
 		if it.Outcome == replay.NeedsServer && (it.Needs != "step serverContext1.record: its input changed" || len(it.Changes) != 2) {
 			t.Errorf("the item that needs the server: %+v", it)
+		}
+	}
+}
+
+// TestReplayWaitingBatch: a batch's items that wait for a person keep
+// their group's records as they begin to wait, before the group ends; a
+// replay of the batch takes each up to the person's step and counts them
+// apart, as waiting.
+func TestReplayWaitingBatch(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts the embedded engine")
+	}
+	const n = 4
+	ctx := context.Background()
+	store := &record.Store{Dir: t.TempDir()}
+	acts := &counter{}
+	m := llmtest.NewServer(t, llmtest.Multiplexed(verdict), llmtest.Options{})
+	func() { // the engine, gone when the replay runs
+		eng, err := engine.Start(ctx, engine.Options{SearchAttributes: durable.SearchAttributes, DataDir: t.TempDir(), Logger: quiet()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer eng.Close()
+		w, err := vibe.StartWorker(eng.Client(), vibe.WorkerOptions{Provider: model(m.URL), Actions: acts.actions(), Logger: quiet(), Records: store})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer w.Stop()
+		pc := &process.Client{Temporal: eng.Client(), Actions: acts.actions().Names()}
+		c := batch.NewClient(pc)
+		pc.Hosts = c
+		bctx, cancel := context.WithCancel(ctx)
+		done := make(chan struct{})
+		defer func() { cancel(); <-done }()
+		go func() {
+			defer close(done)
+			var in strings.Builder
+			for i := 1; i <= n; i++ {
+				fmt.Fprintf(&in, "%q\n", fmt.Sprintf("comment %d", i))
+			}
+			_, _ = c.Run(bctx, strings.NewReader(in.String()), func(batch.Result) error { return nil }, batch.Options{Process: doc(t, "testdata/review.json"), ID: "waits", Size: n})
+		}()
+		deadline := time.Now().Add(2 * time.Minute)
+		for {
+			recs, err := store.Batch("waits")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(recs) == n && !slices.ContainsFunc(recs, func(r record.Record) bool { return r.Status != "waiting" }) {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("the waiting items' records: %+v", recs)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}()
+	recs, missing, err := replay.Select(store, replay.Selection{IDs: []string{"waits"}})
+	if err != nil || len(recs) != n || len(missing) != 0 {
+		t.Fatalf("%d records, missing %v, %v", len(recs), missing, err)
+	}
+	start, _, err := (&process.Client{Actions: acts.actions().Names()}).Prepare(ctx, doc(t, "testdata/review.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := replay.Run(ctx, recs, replay.Options{Name: start.Name, Program: start.Program})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := rep.Summary
+	if s.Replayed != n || s.Same != n || s.Unfinished != n || s.UnfinishedBy["waiting"] != n || s.Requests != 0 || s.ActionsSkipped != 0 {
+		t.Fatalf("summary %+v", s)
+	}
+	for _, it := range rep.Items {
+		if it.Recorded != "waiting" || it.Outcome != replay.Same || len(it.Asked) != 0 {
+			t.Errorf("line %d: %+v, want replayed up to the person's step", it.Line, it)
 		}
 	}
 }

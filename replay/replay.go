@@ -48,6 +48,21 @@ type Options struct {
 	// Missing are the items asked for that have no record: they are
 	// reported as not replayable, after the others.
 	Missing []Missing
+	// Sample, when above 0 and below the number of records, replays that
+	// many of them, chosen at random by Seed (the same seed, the same
+	// sample), in the records' order; the missing items are still listed.
+	Sample int
+	Seed   uint64
+	// Baseline, when above 0, asks that many of the items replayed (the
+	// first ones) again with Recorded, the process as it was recorded:
+	// the LLM chunks the changed process asked are asked again, K to a
+	// call as the changed process asked them, the others reused as it
+	// reused them — how often the model answers the unchanged process
+	// otherwise (Summary.Baseline). Its answers are kept apart
+	// (BaselineAnswers).
+	Baseline        int
+	Recorded        *compile.Program
+	BaselineAnswers string
 }
 
 // Missing is an item asked for that has no record.
@@ -101,6 +116,9 @@ type Item struct {
 type Report struct {
 	Items   []Item  `json:"items"`
 	Summary Summary `json:"summary"`
+	// Baseline are the items asked again with the unchanged process
+	// (Options.Baseline).
+	Baseline []Item `json:"baseline,omitempty"`
 }
 
 // Summary counts a replay.
@@ -114,8 +132,11 @@ type Summary struct {
 	NeedsPerson int `json:"needsPerson"`
 	Failed      int `json:"failed"`
 	NoRecord    int `json:"noRecord"`
-	// Unfinished are the items whose records had not completed.
-	Unfinished int `json:"unfinished"`
+	// Unfinished are the items whose records had not completed, replayed
+	// up to where they got; UnfinishedBy counts them by the status they
+	// were recorded in (failed, waiting, …).
+	Unfinished   int            `json:"unfinished"`
+	UnfinishedBy map[string]int `json:"unfinishedBy,omitempty"`
 	// Fields counts the changes by path, Moves the values that moved
 	// ("/assess/sentiment: positive → negative").
 	Fields map[string]int `json:"fields,omitempty"`
@@ -133,6 +154,19 @@ type Summary struct {
 	Resumed        int       `json:"resumed,omitempty"`
 	Usage          llm.Usage `json:"usage"`
 	ActionsSkipped int       `json:"actionsSkipped"`
+	// Sample says which sample was replayed (Options.Sample): of how many
+	// records, by which seed.
+	Sample *Sample `json:"sample,omitempty"`
+	// Share is the changed share of the items replayed, with its 95 %
+	// interval.
+	Share *Share `json:"share,omitempty"`
+	// Baseline is what the unchanged process changed, asked again
+	// (Options.Baseline): the model's own noise. Its requests are not in
+	// Requests.
+	Baseline *Baseline `json:"baseline,omitempty"`
+	// Beyond is the edit's effect beyond the model's noise: Share's rate
+	// less Baseline's, with a baseline.
+	Beyond *float64 `json:"beyondNoise,omitempty"`
 }
 
 // AnyChanged reports whether an item changed (the --fail-on-change gate).
@@ -164,11 +198,55 @@ type run struct {
 // Run replays recs against opts.Program: chunk by chunk, every item at
 // once, asking the model only the chunks that changed. It runs no action
 // and asks no person. Its error is the context's, or the options'; what
-// goes wrong for one item is that item's outcome.
+// goes wrong for one item is that item's outcome. With Options.Sample it
+// replays a seeded sample of recs; with Options.Baseline it then asks
+// some of them again with the recorded process, the model's own noise
+// (Summary.Baseline).
 func Run(ctx context.Context, recs []record.Record, opts Options) (*Report, error) {
 	if opts.Program == nil || len(opts.Program.Chunks) == 0 {
 		return nil, errors.New("replay: no changed process to replay against (Options.Program)")
 	}
+	if opts.Baseline > 0 && (opts.Recorded == nil || len(opts.Recorded.Chunks) == 0) {
+		return nil, errors.New("replay: a baseline needs the process as it was recorded (Options.Recorded)")
+	}
+	of := len(recs)
+	recs = sample(recs, opts.Sample, opts.Seed)
+	rep, asked, err := replayAll(ctx, recs, opts, nil)
+	if err != nil {
+		return nil, err
+	}
+	s := &rep.Summary
+	if opts.Sample > 0 {
+		s.Sample = &Sample{Items: len(recs), Of: of, Seed: opts.Seed}
+	}
+	s.Share = shareOf(rep.Items)
+	if opts.Baseline > 0 && len(recs) > 0 {
+		bopts := opts
+		bopts.Program, bopts.Missing, bopts.Answers = opts.Recorded, nil, opts.BaselineAnswers
+		// The chunks the changed process asked again are asked again with
+		// the recorded one, the others reused as the replay reused them:
+		// the noise the replay's own calls carry.
+		base, _, err := replayAll(ctx, recs[:min(opts.Baseline, len(recs))], bopts, asked)
+		if err != nil {
+			return nil, fmt.Errorf("replay: the baseline: %w", err)
+		}
+		rep.Baseline = base.Items
+		b := base.Summary
+		s.Baseline = &Baseline{Items: b.Replayed, Changed: b.Changed + b.NeedsServer + b.NeedsPerson, Failed: b.Failed,
+			Share: shareOf(base.Items), Fields: b.Fields, Requests: b.Requests, Resumed: b.Resumed, Usage: b.Usage}
+		if s.Share != nil && s.Baseline.Share != nil {
+			d := s.Share.Rate - s.Baseline.Share.Rate
+			s.Beyond = &d
+		}
+	}
+	return rep, nil
+}
+
+// replayAll replays recs against opts.Program; the LLM chunks named in
+// reask are asked again whatever their records hold (a baseline). It
+// returns the report and the LLM chunks it asked the model, or tried to.
+func replayAll(ctx context.Context, recs []record.Record, opts Options, reask map[string]bool) (*Report, map[string]bool, error) {
+	asked := map[string]bool{}
 	runs := make([]*run, len(recs))
 	for i := range recs {
 		r := &run{rec: &recs[i], active: true, state: jsonv.NewObject(4).Value(),
@@ -180,7 +258,7 @@ func Run(ctx context.Context, recs []record.Record, opts Options) (*Report, erro
 	}
 	kept, err := openAnswers(opts.Answers)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	sum := Summary{Fields: map[string]int{}, Moves: map[string]int{}, Asked: map[string]int{}, Reused: map[string]int{}}
 	for i := range opts.Program.Chunks {
@@ -202,7 +280,7 @@ func Run(ctx context.Context, recs []record.Record, opts Options) (*Report, erro
 					r.stop(Failed, fmt.Sprintf("chunk %s: %v", ch.Name, err))
 					continue
 				}
-				if reusable(rc, ch, r.rec.System, mctx, opts.Model) {
+				if !reask[ch.Name] && reusable(rc, ch, r.rec.System, mctx, opts.Model) {
 					sum.Reused[ch.Name]++
 					if err := r.keepLLM(ch, rc, rc.Answer, &sum); err != nil {
 						r.stop(Failed, err.Error())
@@ -224,8 +302,9 @@ func Run(ctx context.Context, recs []record.Record, opts Options) (*Report, erro
 			}
 		}
 		if len(ask) > 0 {
+			asked[ch.Name] = true
 			if err := fill(ctx, ch, ask, opts, kept, &sum); err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 		}
 	}
@@ -247,7 +326,7 @@ func Run(ctx context.Context, recs []record.Record, opts Options) (*Report, erro
 		rep.Items = append(rep.Items, *it)
 	}
 	for _, m := range opts.Missing {
-		rep.Items = append(rep.Items, Item{Line: m.Line, ID: m.ID, Outcome: NoRecord, Error: "no replay record: it never ended, ended before records were kept, or its record was pruned"})
+		rep.Items = append(rep.Items, Item{Line: m.Line, ID: m.ID, Outcome: NoRecord, Error: "no replay record: it never ended nor waited, ended before records were kept, or its record was pruned"})
 	}
 	for _, it := range rep.Items {
 		sum.Items++
@@ -269,11 +348,15 @@ func Run(ctx context.Context, recs []record.Record, opts Options) (*Report, erro
 			sum.Replayed++
 			if it.Recorded != "completed" {
 				sum.Unfinished++
+				if sum.UnfinishedBy == nil {
+					sum.UnfinishedBy = map[string]int{}
+				}
+				sum.UnfinishedBy[cmp.Or(it.Recorded, "unknown")]++
 			}
 		}
 	}
 	rep.Summary = sum
-	return rep, nil
+	return rep, asked, nil
 }
 
 // stop ends the item's replay with outcome and why.

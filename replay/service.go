@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"path/filepath"
 	"time"
 
@@ -94,6 +95,17 @@ type Request struct {
 	Pipeline string      `json:"pipeline,omitempty"`
 	// Size is K (Options.Size).
 	Size int `json:"batchSize,omitempty"`
+	// Sample and Seed replay a random sample (Options.Sample); a Seed of
+	// 0 is drawn at random, and the summary says it.
+	Sample int    `json:"sample,omitempty"`
+	Seed   uint64 `json:"seed,omitempty"`
+	// Baseline asks that many items again with the process as it was
+	// recorded (Options.Baseline): BaselineProcess, a registry URI, or
+	// BaselineDocument, an inline schema, or BaselinePipeline.
+	Baseline         int         `json:"baseline,omitempty"`
+	BaselineProcess  string      `json:"baselineProcess,omitempty"`
+	BaselineDocument jsonv.Value `json:"baselineDocument,omitzero"`
+	BaselinePipeline string      `json:"baselinePipeline,omitempty"`
 }
 
 // Service replays requests against the records of a Store: what a server
@@ -151,12 +163,32 @@ func (s *Service) Replay(ctx context.Context, req Request) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
+	if req.Sample < 0 {
+		return nil, &BadRequestError{Path: "/sample", Message: "a sample is a number of items above 0"}
+	}
+	if req.Baseline < 0 {
+		return nil, &BadRequestError{Path: "/baseline", Message: "a baseline is a number of items above 0"}
+	}
+	opts := Options{Name: start.Name, Program: start.Program, Provider: s.Provider, Model: llm.ModelOf(s.Provider), Size: req.Size,
+		Call: s.Call, Answers: AnswersFile(s.Records, start.Program), Sample: req.Sample, Seed: req.Seed, Baseline: req.Baseline}
+	if opts.Sample > 0 && opts.Seed == 0 {
+		opts.Seed = rand.Uint64()
+	}
+	if req.Baseline > 0 {
+		if req.BaselineProcess == "" && req.BaselineDocument.IsNull() && req.BaselinePipeline == "" {
+			return nil, &BadRequestError{Path: "/baselineProcess", Message: "a baseline needs the process as it was recorded: baselineProcess (a URI or an inline schema) or baselinePipeline"}
+		}
+		was, _, err := pc.Prepare(ctx, process.StartOptions{Process: req.BaselineProcess, Document: req.BaselineDocument, File: "baselineProcess", Pipeline: req.BaselinePipeline})
+		if err != nil {
+			return nil, fmt.Errorf("the baseline's process: %w", err)
+		}
+		opts.Recorded, opts.BaselineAnswers = was.Program, BaselineAnswersFile(s.Records, was.Program)
+	}
 	recs, missing, err := Select(s.Records, req.Selection)
 	if err != nil {
 		return nil, err
 	}
-	opts := Options{Name: start.Name, Program: start.Program, Provider: s.Provider, Model: llm.ModelOf(s.Provider), Size: req.Size,
-		Call: s.Call, Missing: missing, Answers: AnswersFile(s.Records, start.Program)}
+	opts.Missing = missing
 	return Run(ctx, recs, opts)
 }
 
@@ -173,4 +205,14 @@ func AnswersFile(store *record.Store, program any) string {
 	}
 	sum := sha256.Sum256(b)
 	return filepath.Join(store.Dir, "answers", hex.EncodeToString(sum[:12])+".jsonl")
+}
+
+// BaselineAnswersFile is where a baseline with the recorded process
+// program keeps its answers (Options.BaselineAnswers): apart from a
+// replay's against the same process, which reuses what a baseline asks
+// again.
+func BaselineAnswersFile(store *record.Store, program any) string {
+	return AnswersFile(store, struct {
+		Baseline any `json:"baseline"`
+	}{program})
 }

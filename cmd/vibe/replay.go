@@ -7,15 +7,19 @@ import (
 	"fmt"
 	goio "io"
 	"maps"
+	"math"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/augceo/vibe/batch"
+	"github.com/augceo/vibe/compile"
 	"github.com/augceo/vibe/engine"
 	"github.com/augceo/vibe/llm"
 	"github.com/augceo/vibe/process"
@@ -29,7 +33,9 @@ func newReplayCmd(io stdio) *cobra.Command {
 		data, regDir, proc, pipeline, actionsFile, out string
 		name, status                                   string
 		since, retention                               time.Duration
-		size                                           int
+		size, sampleN, baselineN                       int
+		seed                                           uint64
+		baseProc, baseReg                              string
 		asJSON, failOnChange, prune                    bool
 		failOn                                         []string
 		lf                                             llmFlags
@@ -53,10 +59,18 @@ with --registry), and replays each item with no effects:
     unchanged takes its recorded answer; only the others are asked of the model
     (--llm), K items to a multiplexed call (--batch-size), as vibe batch asks.
 
-Every process and batch item that ends keeps a replay record in DATA/replay (the
-embedded engine's data directory, --data) for 30 days, whatever the engine's own
-retention of histories; --prune removes those past --retention. An item with no
-record (it never ended, or its record was pruned) is reported as such.
+Every process and batch item that ends, and every process that starts to wait
+for a person, keeps a replay record in DATA/replay (the embedded engine's data
+directory, --data) for 30 days, whatever the engine's own retention of
+histories; --prune removes those past --retention. An item that had not
+completed (failed, cancelled, waiting) is replayed up to where it got and
+counted apart; one with no record (it never ended nor waited, or its record was
+pruned) is reported as such.
+
+--sample N replays a random sample of N items (--seed S chooses it again) and
+gives the changed share's 95% interval; --baseline N asks N of them again with
+the process as it was recorded (--baseline-process): the model's own noise,
+beside the edit's effect.
 
 The model's answers are kept as they come (in DATA/replay/answers): killed, the
 same command run again asks none of them again and reports each item once.
@@ -107,27 +121,59 @@ server or a person), or with --fail-on PATH when that field changed.`,
 					return err
 				}
 			}
-			sopts := process.StartOptions{Pipeline: pipeline}
-			switch {
-			case proc == "":
-			case registry.IsURI(proc):
-				sopts.Process = proc
-			default:
-				if sopts.Document, err = readInput(io, proc); err != nil {
-					return err
+			prepare := func(pc *process.Client, proc, pipeline string) (*compile.Program, string, error) {
+				var err error
+				sopts := process.StartOptions{Pipeline: pipeline}
+				switch {
+				case proc == "":
+				case registry.IsURI(proc):
+					sopts.Process = proc
+				default:
+					if sopts.Document, err = readInput(io, proc); err != nil {
+						return nil, "", err
+					}
+					sopts.File = proc
 				}
-				sopts.File = proc
+				start, _, err := pc.Prepare(ctx, sopts)
+				if err != nil {
+					return nil, "", err
+				}
+				return start.Program, start.Name, nil
 			}
-			start, _, err := pc.Prepare(ctx, sopts)
+			program, pname, err := prepare(pc, proc, pipeline)
 			if err != nil {
 				return err
+			}
+			if sampleN < 0 || baselineN < 0 {
+				return usageError{errors.New("--sample and --baseline take a number of items above 0")}
+			}
+			if !cmd.Flags().Changed("seed") {
+				seed = rand.Uint64()
+			}
+			ropts := replay.Options{Name: pname, Program: program, Size: size, Sample: sampleN, Seed: seed, Baseline: baselineN,
+				Call: batch.CallOptions{Inline: lf.inline}, Answers: replay.AnswersFile(store, program)}
+			if baselineN > 0 {
+				if baseProc == "" {
+					return usageError{errors.New("--baseline needs the process as it was recorded: --baseline-process URI|FILE")}
+				}
+				bpc := pc
+				if baseReg != "" {
+					breg, err := openRegistry(baseReg)
+					if err != nil {
+						return err
+					}
+					bpc = &process.Client{Registry: breg, Actions: pc.Actions}
+				}
+				if ropts.Recorded, _, err = prepare(bpc, baseProc, ""); err != nil {
+					return fmt.Errorf("--baseline-process: %w", err)
+				}
+				ropts.BaselineAnswers = replay.BaselineAnswersFile(store, ropts.Recorded)
 			}
 			recs, missing, err := replay.Select(store, replay.Selection{IDs: args, From: name, Status: status, Since: since})
 			if err != nil {
 				return err
 			}
-			ropts := replay.Options{Name: start.Name, Program: start.Program, Size: size, Missing: missing,
-				Call: batch.CallOptions{Inline: lf.inline}, Answers: replay.AnswersFile(store, start.Program)}
+			ropts.Missing = missing
 			if lf.spec != "" {
 				if ropts.Provider, err = lf.provider(io); err != nil {
 					return err
@@ -166,6 +212,11 @@ server or a person), or with --fail-on PATH when that field changed.`,
 	cmd.Flags().StringVar(&status, "status", "", "with a filter: only the processes that ended in this status (completed, failed, running, waiting)")
 	cmd.Flags().DurationVar(&since, "since", 0, "with a filter: only the processes that ended within this long before now")
 	cmd.Flags().IntVar(&size, "batch-size", 0, fmt.Sprintf("K, items per model call of a changed chunk (default %d)", batch.DefaultSize))
+	cmd.Flags().IntVar(&sampleN, "sample", 0, "replay a random sample of `N` of the recorded items; the summary gives the changed share's 95% interval")
+	cmd.Flags().Uint64Var(&seed, "seed", 0, "with --sample: the seed that chooses the sample (default: drawn at random, and said in the summary)")
+	cmd.Flags().IntVar(&baselineN, "baseline", 0, "ask `N` of the items again with the process as it was recorded (--baseline-process), at the same K and positions: the model's own noise")
+	cmd.Flags().StringVar(&baseProc, "baseline-process", "", "with --baseline: the process as it was recorded, a registry `URI` or a process schema FILE")
+	cmd.Flags().StringVar(&baseReg, "baseline-registry", "", "with --baseline: the registry `DIR` the recorded process resolves in (default --registry)")
 	cmd.Flags().StringVar(&out, "out", "", "write the report's lines to `FILE`; default stdout")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "write the whole report, items and summary, as one JSON object")
 	cmd.Flags().BoolVar(&failOnChange, "fail-on-change", false, "exit 1 when any item changed (a CI gate)")
@@ -209,12 +260,30 @@ func summarize(w goio.Writer, rep *replay.Report, cost string) {
 	for _, c := range []struct {
 		n    int
 		what string
-	}{{s.NeedsServer, "need the server"}, {s.NeedsPerson, "need a person"}, {s.Failed, "failed"}, {s.NoRecord, "have no record"}, {s.Unfinished, "had not completed when recorded"}} {
+	}{{s.NeedsServer, "need the server"}, {s.NeedsPerson, "need a person"}, {s.Failed, "failed"}, {s.NoRecord, "have no record"}} {
 		if c.n > 0 {
 			fmt.Fprintf(w, ", %d %s", c.n, c.what)
 		}
 	}
+	if s.Unfinished > 0 {
+		var by []string
+		for _, st := range slices.Sorted(maps.Keys(s.UnfinishedBy)) {
+			by = append(by, fmt.Sprintf("%d %s", s.UnfinishedBy[st], st))
+		}
+		fmt.Fprintf(w, ", %d had not completed when recorded (%s: replayed up to where they got)", s.Unfinished, strings.Join(by, ", "))
+	}
 	fmt.Fprintln(w)
+	if s.Sample != nil {
+		fmt.Fprintf(w, "  a random sample of %d of %d recorded items (--seed %d chooses it again)\n", s.Sample.Items, s.Sample.Of, s.Sample.Seed)
+	}
+	if sh := s.Share; sh != nil && (s.Sample != nil || s.Baseline != nil) {
+		fmt.Fprintf(w, "vibe: changed %d of %d (%s, 95%% %s–%s)", sh.Changed, sh.Of, percent(sh.Rate), percentNum(sh.Low), percent(sh.High))
+		if b := s.Baseline; b != nil && b.Share != nil {
+			fmt.Fprintf(w, "; the unchanged process changes %d of %d (%s, 95%% %s–%s): the edit's effect beyond noise ≈ %s",
+				b.Share.Changed, b.Share.Of, percent(b.Share.Rate), percentNum(b.Share.Low), percent(b.Share.High), percent(*s.Beyond))
+		}
+		fmt.Fprintln(w)
+	}
 	for _, f := range topCounts(s.Fields, 10) {
 		fmt.Fprintf(w, "  %s changed in %d items\n", f, s.Fields[f])
 	}
@@ -234,6 +303,18 @@ func summarize(w goio.Writer, rep *replay.Report, cost string) {
 	}
 	fmt.Fprintf(w, "vibe: chunks asked again: %s%s; answers reused: %d; actions not run: %d; %d LLM requests, %s%s\n",
 		strings.Join(asked, ", "), resumed, sumCounts(s.Reused), s.ActionsSkipped, s.Requests, tokens(s.Usage), cost)
+	if b := s.Baseline; b != nil {
+		fmt.Fprintf(w, "vibe: the baseline asked %d items again with the unchanged process: %d LLM requests, %s (apart from the above)\n",
+			b.Items, b.Requests, tokens(b.Usage))
+	}
+}
+
+// percent writes a share as a percentage, to a tenth when it needs one:
+// "4 %", "18.5 %".
+func percent(x float64) string { return percentNum(x) + " %" }
+
+func percentNum(x float64) string {
+	return strconv.FormatFloat(math.Round(x*1000)/10, 'f', -1, 64)
 }
 
 // topCounts are the n keys of counts with the largest counts, largest

@@ -41,12 +41,13 @@ func TestReplayCommand(t *testing.T) {
 	enum := write("enum.json", `"enum": ["positive", "negative"]`, `"enum": ["positive", "neutral", "negative"]`)
 	described := write("described.json", `"sentiment": {"type": "string",`, `"sentiment": {"type": "string", "description": "How the comment sounds",`)
 
-	neutral := llmtest.NewServer(t, llmtest.Multiplexed(func(step, prompt string, repair bool) string {
+	neutralAnswer := llmtest.Multiplexed(func(step, prompt string, repair bool) string {
 		if step == "assess" {
 			return `{"sentiment":"neutral"}`
 		}
 		return verdict(step, prompt, repair)
-	}), llmtest.Options{})
+	})
+	neutral := llmtest.NewServer(t, neutralAnswer, llmtest.Options{})
 	prices := filepath.Join(dir, "prices.json")
 	os.WriteFile(prices, []byte(`{"models": {"test-model": {"input": 1, "output": 2}}}`), 0o600)
 	status, stdout, stderr := run(t, "", "replay", "moderation", "missing-1", "--process", enum, "--data", data, "--batch-size", "8", "--prices", prices,
@@ -83,12 +84,57 @@ func TestReplayCommand(t *testing.T) {
 		t.Fatalf("replay of a description change: status %d\n%s", status, stderr)
 	}
 
+	// The baseline asks the unchanged process, whose enum has no
+	// neutral: the model answers it as recorded.
+	either := llmtest.NewServer(t, func(name, body string) string {
+		if strings.Contains(body, "neutral") {
+			return neutralAnswer(name, body)
+		}
+		return llmtest.Multiplexed(verdict)(name, body)
+	}, llmtest.Options{})
+	status, _, stderr = run(t, "", "replay", "moderation", "--process", enum, "--data", data, "--batch-size", "8", "--sample", "10", "--seed", "3",
+		"--baseline", "8", "--baseline-process", filepath.Join(dir, "moderate.json"), "--out", filepath.Join(dir, "sampled.jsonl"),
+		"--actions-file", filepath.Join(dir, "actions.json"), "--llm", "openai:test-model", "--llm-base-url", either.URL)
+	if status != exitOK || !strings.Contains(stderr, "vibe: replayed 10 of 10 items: 10 changed") ||
+		!strings.Contains(stderr, "a random sample of 10 of 20 recorded items (--seed 3 chooses it again)") ||
+		!strings.Contains(stderr, "vibe: changed 10 of 10 (100 %, 95% 72.2–100 %); the unchanged process changes 0 of 8 (0 %, 95% 0–32.4 %): the edit's effect beyond noise ≈ 100 %") ||
+		!strings.Contains(stderr, "vibe: the baseline asked 8 items again with the unchanged process: 1 LLM requests") {
+		t.Fatalf("replay of a sample, with a baseline: status %d\n%s", status, stderr)
+	}
+
 	status, _, stderr = run(t, "", "replay", "--prune", "--retention", "1ns", "--data", data)
-	if status != exitOK || !strings.Contains(stderr, "pruned 5 replay files (records and kept answers)") {
+	if status != exitOK || !strings.Contains(stderr, "pruned 6 replay files (records and kept answers)") {
 		t.Fatalf("--prune: status %d\n%s", status, stderr)
 	}
 	status, _, stderr = run(t, "", "replay", "moderation", "--process", enum, "--data", data, "--actions-file", filepath.Join(dir, "actions.json"))
 	if status != exitOK || !strings.Contains(stderr, "vibe: replayed 0 of 1 items: 0 changed, 0 same, 1 have no record") {
 		t.Fatalf("after --prune: status %d\n%s", status, stderr)
+	}
+}
+
+// TestReplaySummary: the summary says the sample and its seed, the
+// changed share with its interval beside the baseline's, and the items
+// that had not completed by their recorded status.
+func TestReplaySummary(t *testing.T) {
+	beyond := 0.145
+	low, high := replay.Wilson(37, 200)
+	blow, bhigh := replay.Wilson(2, 50)
+	rep := &replay.Report{Summary: replay.Summary{Items: 200, Replayed: 200, Changed: 37, Same: 163, Unfinished: 3,
+		UnfinishedBy: map[string]int{"waiting": 2, "failed": 1},
+		Sample:       &replay.Sample{Items: 200, Of: 10000, Seed: 7},
+		Share:        &replay.Share{Changed: 37, Of: 200, Rate: 0.185, Low: low, High: high},
+		Baseline:     &replay.Baseline{Items: 50, Changed: 2, Requests: 2, Share: &replay.Share{Changed: 2, Of: 50, Rate: 0.04, Low: blow, High: bhigh}},
+		Beyond:       &beyond}}
+	var b strings.Builder
+	summarize(&b, rep, "")
+	for _, want := range []string{
+		"vibe: replayed 200 of 200 items: 37 changed, 163 same, 3 had not completed when recorded (1 failed, 2 waiting: replayed up to where they got)\n",
+		"  a random sample of 200 of 10000 recorded items (--seed 7 chooses it again)\n",
+		"vibe: changed 37 of 200 (18.5 %, 95% 13.7–24.5 %); the unchanged process changes 2 of 50 (4 %, 95% 1.1–13.5 %): the edit's effect beyond noise ≈ 14.5 %\n",
+		"vibe: the baseline asked 50 items again with the unchanged process: 2 LLM requests",
+	} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("the summary has no %q:\n%s", want, b.String())
+		}
 	}
 }

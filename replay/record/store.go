@@ -23,7 +23,8 @@ import (
 const DefaultRetention = 30 * 24 * time.Hour
 
 // ErrNoRecord is the error of a process that has no record: it never
-// ended, ended before records were kept, or its record was pruned.
+// ended nor waited, ended before records were kept, or its record was
+// pruned.
 var ErrNoRecord = errors.New("no replay record")
 
 // Store keeps records under a directory: processes/ID.json.gz for a
