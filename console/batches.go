@@ -103,7 +103,12 @@ type batchPage struct {
 	Now    time.Time
 }
 
-func (p batchPage) title() string { return "Batch " + p.Batch.ID }
+func (p batchPage) title() string {
+	if p.Batch.Kind == batch.KindReplay {
+		return "Replay " + p.Batch.ID
+	}
+	return "Batch " + p.Batch.ID
+}
 
 func (c *console) batch(r *http.Request) (any, error) {
 	id := r.PathValue("id")
@@ -114,7 +119,7 @@ func (c *console) batch(r *http.Request) (any, error) {
 	now := c.now()
 	page := batchPage{Batch: rowOf(s, now), Limit: failedLimit, Now: now}
 	page.Batch.Cost = c.cost(s.Model, s.Usage)
-	if s.Failed > 0 {
+	if s.Failed > 0 && s.Kind != batch.KindReplay { // a replay's report is its command's
 		if page.Failed, err = c.opts.Batches.Results(r.Context(), id, true, failedLimit); err != nil {
 			return nil, err
 		}

@@ -224,3 +224,33 @@ func TestInboxBatchItems(t *testing.T) {
 		t.Error("a later page lists the batch's items again")
 	}
 }
+
+// TestReplayBatch: a replay's record is listed with the batches, its kind
+// beside its process; its page says it is a replay and how many items
+// changed, and reads no result lines (a replay's report is its
+// command's).
+func TestReplayBatch(t *testing.T) {
+	f := fakeBatchesFixture()
+	ended := f.list[1].StartedAt.Add(10 * time.Second)
+	f.list = append(f.list, batch.Status{ID: "moderate-replay-3f2a9c1e4b5d", Process: "moderate", Kind: batch.KindReplay, Status: "failed",
+		Items: 201, Done: 200, Failed: 1, Changed: 104, Requests: 7, StartedAt: f.list[1].StartedAt, FinishedAt: &ended})
+	c := pagesAt(t, Options{Batches: f})
+	status, page := fetch(t, c, "/batches")
+	if status != 200 {
+		t.Fatalf("%d\n%s", status, page)
+	}
+	inOrder(t, page, `<a href="/batches/moderate-replay-3f2a9c1e4b5d">moderate-replay-3f2a9c1e4b5d</a></td><td>moderate <span class="id">replay</span></td>`,
+		`<span class="badge partial">completed with failures</span>`, "201 of 201")
+	if strings.Count(page, `<span class="id">replay</span>`) != 1 {
+		t.Errorf("a batch's row says replay:\n%s", page)
+	}
+	status, page = fetch(t, c, "/batches/moderate-replay-3f2a9c1e4b5d")
+	if status != 200 {
+		t.Fatalf("%d\n%s", status, page)
+	}
+	inOrder(t, page, "<h1>Replay moderate-replay-3f2a9c1e4b5d", "<dt>Changed</dt><dd>104 of the items replayed",
+		"7 (0 prompt + 0 completion tokens)", "what its vibe replay wrote (--out)")
+	if len(f.asked) != 0 || strings.Contains(page, "Failed items") {
+		t.Errorf("a replay's page read results %q:\n%s", f.asked, page)
+	}
+}

@@ -48,6 +48,10 @@ type Options struct {
 	// Missing are the items asked for that have no record: they are
 	// reported as not replayable, after the others.
 	Missing []Missing
+	// Spent, when set, is told what each model call of a changed chunk
+	// spent as it comes back: its requests, tokens and model. It may be
+	// called from several goroutines at once.
+	Spent func(requests int, usage llm.Usage, model string)
 }
 
 // Missing is an item asked for that has no record.
@@ -407,6 +411,9 @@ func fill(ctx context.Context, ch *compile.ProgramChunk, all []*run, opts Option
 			g.out, g.err = batch.Fill(ctx, opts.Provider, in, opts.LLM)
 			if g.err != nil {
 				return
+			}
+			if opts.Spent != nil {
+				opts.Spent(g.out.Requests, g.out.Usage, opts.Model)
 			}
 			var lines []answerLine
 			for j, r := range g.runs {

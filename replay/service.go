@@ -107,6 +107,9 @@ type Service struct {
 	Provider llm.Provider
 	// Call shapes the calls.
 	Call batch.CallOptions
+	// Batches, when set, keeps each replay's record as a batch of its
+	// own (RunKept): listed with the batches.
+	Batches *batch.Client
 }
 
 // ErrNothingSelected is the error of a replay that names no recorded work.
@@ -157,7 +160,14 @@ func (s *Service) Replay(ctx context.Context, req Request) (*Report, error) {
 	}
 	opts := Options{Name: start.Name, Program: start.Program, Provider: s.Provider, Model: llm.ModelOf(s.Provider), Size: req.Size,
 		Call: s.Call, Missing: missing, Answers: AnswersFile(s.Records, start.Program)}
-	return Run(ctx, recs, opts)
+	if s.Batches == nil {
+		return Run(ctx, recs, opts)
+	}
+	id, err := ID(start.Name, req.Selection, start.Program, opts.Model, opts.Size)
+	if err != nil {
+		return nil, err
+	}
+	return RunKept(ctx, s.Batches, id, recs, opts)
 }
 
 // AnswersFile is where a replay against program keeps the model's answers

@@ -2,6 +2,7 @@ package main
 
 import (
 	"cmp"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -58,8 +59,10 @@ embedded engine's data directory, --data) for 30 days, whatever the engine's own
 retention of histories; --prune removes those past --retention. An item with no
 record (it never ended, or its record was pruned) is reported as such.
 
-The model's answers are kept as they come (in DATA/replay/answers): killed, the
-same command run again asks none of them again and reports each item once.
+A replay is a batch of its own: vibe batches and the console list it (kind
+"replay") with its items, requests and tokens. The model's answers are kept as
+they come (in DATA/replay/answers): killed, even with kill -9, the same command
+run again asks none of them again and reports each item once.
 
 One JSON line per item goes to --out (default stdout):
   {"line": N, "id": ITEM, "changed": true|false, "outcome": "same"|"changed"|
@@ -122,7 +125,8 @@ server or a person), or with --fail-on PATH when that field changed.`,
 			if err != nil {
 				return err
 			}
-			recs, missing, err := replay.Select(store, replay.Selection{IDs: args, From: name, Status: status, Since: since})
+			sel := replay.Selection{IDs: args, From: name, Status: status, Since: since}
+			recs, missing, err := replay.Select(store, sel)
 			if err != nil {
 				return err
 			}
@@ -134,7 +138,7 @@ server or a person), or with --fail-on PATH when that field changed.`,
 				}
 				ropts.Model = llm.ModelOf(ropts.Provider)
 			}
-			rep, err := replay.Run(ctx, recs, ropts)
+			rep, err := runReplay(ctx, io, data, start.Name, sel, start.Program, recs, ropts)
 			if err != nil {
 				return err
 			}
@@ -175,6 +179,23 @@ server or a person), or with --fail-on PATH when that field changed.`,
 	lf.add(cmd)
 	pf.add(cmd)
 	return cmd
+}
+
+// runReplay runs a replay as a batch of its own on the engine of the data
+// directory (a vibe serve's, or one started here): its record is listed
+// by vibe batches and the console.
+func runReplay(ctx context.Context, io stdio, data, name string, sel replay.Selection, program any, recs []record.Record, opts replay.Options) (*replay.Report, error) {
+	id, err := replay.ID(name, sel, program, opts.Model, opts.Size)
+	if err != nil {
+		return nil, err
+	}
+	p, done, err := connectEngine(ctx, io, &engineFlags{data: data, namespace: engine.DefaultNamespace})
+	if err != nil {
+		return nil, err
+	}
+	defer done()
+	fmt.Fprintf(io.err, "vibe: replay %s: %d items (vibe batches %s shows it; killed, the same command goes on)\n", id, len(recs)+len(opts.Missing), id)
+	return replay.RunKept(ctx, batch.NewClient(p), id, recs, opts)
 }
 
 // writeReport writes the report's lines to out (stdout for ""), or the

@@ -198,7 +198,7 @@ another matter: the client certificate that reaches a --temporal cluster.)`,
 			}
 			web := console.Handler(console.Options{Token: ef.token, Processes: l.Processes, Registry: reg, Requests: l.Requests, Batches: consoleBatches{batches.Client}, TemporalUI: ui,
 				Namespace: l.Engine.Namespace(), Logger: logger, Stop: ctx.Done(), Prices: prices})
-			replays := &replay.Service{Records: &record.Store{Dir: filepath.Join(ef.data, "replay")}, Processes: l.Processes}
+			replays := &replay.Service{Records: &record.Store{Dir: filepath.Join(ef.data, "replay")}, Processes: l.Processes, Batches: l.Batches}
 			if wf.llm.spec != "" {
 				if replays.Provider, err = wf.llm.provider(io); err != nil {
 					return err
