@@ -94,6 +94,12 @@ type Request struct {
 	Pipeline string      `json:"pipeline,omitempty"`
 	// Size is K (Options.Size).
 	Size int `json:"batchSize,omitempty"`
+	// ProviderBatch sends the changed chunks' calls through the
+	// provider's Batch API (batch.CallOptions.ProviderBatch);
+	// ProviderPoll is the first wait between looks at a provider batch, a
+	// Go duration ("15s").
+	ProviderBatch bool   `json:"providerBatch,omitempty"`
+	ProviderPoll  string `json:"providerBatchPoll,omitempty"`
 }
 
 // Service replays requests against the records of a Store: what a server
@@ -143,6 +149,17 @@ func (s *Service) Replay(ctx context.Context, req Request) (*Report, error) {
 		}
 		req.Selection.Since = d
 	}
+	call := s.Call
+	if req.ProviderBatch {
+		call.ProviderBatch = true
+	}
+	if req.ProviderPoll != "" {
+		d, err := time.ParseDuration(req.ProviderPoll)
+		if err != nil || d <= 0 || d > batch.MaxProviderPoll {
+			return nil, &BadRequestError{Path: "/providerBatchPoll", Message: fmt.Sprintf("%q: want a duration such as 15s, at most %s", req.ProviderPoll, batch.MaxProviderPoll)}
+		}
+		call.ProviderPoll = d
+	}
 	if req.Selection.Empty() {
 		return nil, &BadRequestError{Path: "/ids", Message: ErrNothingSelected.Error()}
 	}
@@ -159,7 +176,7 @@ func (s *Service) Replay(ctx context.Context, req Request) (*Report, error) {
 		return nil, err
 	}
 	opts := Options{Name: start.Name, Program: start.Program, Provider: s.Provider, Model: llm.ModelOf(s.Provider), Size: req.Size,
-		Call: s.Call, Missing: missing, Answers: AnswersFile(s.Records, start.Program)}
+		Call: call, Missing: missing, Answers: AnswersFile(s.Records, start.Program)}
 	if s.Batches == nil {
 		return Run(ctx, recs, opts)
 	}

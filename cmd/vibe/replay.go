@@ -31,7 +31,8 @@ func newReplayCmd(io stdio) *cobra.Command {
 		name, status                                   string
 		since, retention                               time.Duration
 		size                                           int
-		asJSON, failOnChange, prune                    bool
+		asJSON, failOnChange, prune, providerBatch     bool
+		poll                                           time.Duration
 		failOn                                         []string
 		lf                                             llmFlags
 		pf                                             pricesFlag
@@ -64,6 +65,9 @@ A replay is a batch of its own: vibe batches and the console list it (kind
 they come (in DATA/replay/answers): killed, even with kill -9, the same command
 run again asks none of them again and reports each item once.
 
+With --provider-batch, the calls of a changed chunk go in one provider batch
+through the provider's Batch API, at its discount; the command waits for it.
+
 One JSON line per item goes to --out (default stdout):
   {"line": N, "id": ITEM, "changed": true|false, "outcome": "same"|"changed"|
    "needs the server"|"needs a person"|"failed"|"no record",
@@ -94,6 +98,15 @@ server or a person), or with --fail-on PATH when that field changed.`,
 			}
 			if len(args) == 0 && name == "" && status == "" && since == 0 {
 				return usageError{errors.New("give the recorded work: a batch id, process ids, or a filter (--from NAME, --status, --since)")}
+			}
+			if providerBatch && strings.HasPrefix(lf.spec, "replay:") {
+				return usageError{errors.New("--provider-batch sends the calls through the provider's Batch API, and a recording has none: give --llm openai:MODEL or anthropic:MODEL")}
+			}
+			if err := checkWait("provider-batch-poll", poll); err != nil {
+				return err
+			}
+			if poll > batch.MaxProviderPoll {
+				return usageError{fmt.Errorf("--provider-batch-poll %s: give a wait of at most %s", poll, batch.MaxProviderPoll)}
 			}
 			pipeline, pipeFile, err := readPipeline(pipeline)
 			if err != nil {
@@ -131,7 +144,7 @@ server or a person), or with --fail-on PATH when that field changed.`,
 				return err
 			}
 			ropts := replay.Options{Name: start.Name, Program: start.Program, Size: size, Missing: missing,
-				Call: batch.CallOptions{Inline: lf.inline}, Answers: replay.AnswersFile(store, start.Program)}
+				Call: batch.CallOptions{Inline: lf.inline, ProviderBatch: providerBatch, ProviderPoll: poll}, Answers: replay.AnswersFile(store, start.Program)}
 			if lf.spec != "" {
 				if ropts.Provider, err = lf.provider(io); err != nil {
 					return err
@@ -176,6 +189,8 @@ server or a person), or with --fail-on PATH when that field changed.`,
 	cmd.Flags().StringArrayVar(&failOn, "fail-on", nil, "exit 1 when the field at this `PATH` (/step/field) changed in any item; repeatable")
 	cmd.Flags().BoolVar(&prune, "prune", false, "remove the replay records past --retention, and do nothing else")
 	cmd.Flags().DurationVar(&retention, "retention", record.DefaultRetention, "with --prune: how long records are kept")
+	cmd.Flags().BoolVar(&providerBatch, "provider-batch", false, "send a changed chunk's calls through the provider's Batch API (OpenAI, Anthropic), all in one provider batch: half price, answered within 24 hours")
+	cmd.Flags().DurationVar(&poll, "provider-batch-poll", 0, fmt.Sprintf("with --provider-batch: the first wait between looks at a provider batch, growing by half each time up to %s (default %s)", batch.MaxProviderPoll, batch.DefaultProviderPoll))
 	lf.add(cmd)
 	pf.add(cmd)
 	return cmd
