@@ -6,7 +6,11 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
 	"sync"
 	"time"
 
@@ -95,4 +99,56 @@ func RunKept(ctx context.Context, c *batch.Client, id string, recs []record.Reco
 		return nil, err
 	}
 	return rep, nil
+}
+
+// ErrNoReport is the error of LoadReport for a replay whose report was
+// not kept.
+var ErrNoReport = errors.New("no report kept of this replay")
+
+// SaveReport keeps rep as the report of replay id in dir (DATA/replays,
+// one ID.json each), written whole: what the console's page of the
+// replay shows.
+func SaveReport(dir, id string, rep *Report) error {
+	b, err := json.Marshal(rep)
+	if err != nil {
+		return fmt.Errorf("replay report: %w", err)
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("replay report: %w", err)
+	}
+	tmp, err := os.CreateTemp(dir, id+".*.tmp")
+	if err != nil {
+		return fmt.Errorf("replay report: %w", err)
+	}
+	_, werr := tmp.Write(b)
+	cerr := tmp.Close()
+	if err := errors.Join(werr, cerr); err != nil {
+		os.Remove(tmp.Name())
+		return fmt.Errorf("replay report: %w", err)
+	}
+	if err := os.Rename(tmp.Name(), filepath.Join(dir, id+".json")); err != nil {
+		os.Remove(tmp.Name())
+		return fmt.Errorf("replay report: %w", err)
+	}
+	return nil
+}
+
+// LoadReport reads the report of replay id from dir; ErrNoReport when
+// none was kept.
+func LoadReport(dir, id string) (*Report, error) {
+	if id == "" || id != filepath.Base(id) {
+		return nil, ErrNoReport
+	}
+	b, err := os.ReadFile(filepath.Join(dir, id+".json"))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, ErrNoReport
+	}
+	if err != nil {
+		return nil, fmt.Errorf("replay report: %w", err)
+	}
+	var rep Report
+	if err := json.Unmarshal(b, &rep); err != nil {
+		return nil, fmt.Errorf("replay report %s: %w", id, err)
+	}
+	return &rep, nil
 }

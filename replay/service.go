@@ -114,8 +114,10 @@ type Service struct {
 	// Call shapes the calls.
 	Call batch.CallOptions
 	// Batches, when set, keeps each replay's record as a batch of its
-	// own (RunKept): listed with the batches.
+	// own (RunKept): listed with the batches. Reports, when set too, is
+	// the directory where its report is kept (SaveReport).
 	Batches *batch.Client
+	Reports string
 }
 
 // ErrNothingSelected is the error of a replay that names no recorded work.
@@ -184,7 +186,11 @@ func (s *Service) Replay(ctx context.Context, req Request) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	return RunKept(ctx, s.Batches, id, recs, opts)
+	rep, err := RunKept(ctx, s.Batches, id, recs, opts)
+	if err == nil && s.Reports != "" {
+		err = SaveReport(s.Reports, id, rep)
+	}
+	return rep, err
 }
 
 // AnswersFile is where a replay against program keeps the model's answers

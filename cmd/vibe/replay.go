@@ -210,7 +210,12 @@ func runReplay(ctx context.Context, io stdio, data, name string, sel replay.Sele
 	}
 	defer done()
 	fmt.Fprintf(io.err, "vibe: replay %s: %d items (vibe batches %s shows it; killed, the same command goes on)\n", id, len(recs)+len(opts.Missing), id)
-	return replay.RunKept(ctx, batch.NewClient(p), id, recs, opts)
+	rep, err := replay.RunKept(ctx, batch.NewClient(p), id, recs, opts)
+	if err != nil {
+		return nil, err
+	}
+	// The console's page of the replay shows it.
+	return rep, replay.SaveReport(filepath.Join(data, "replays"), id, rep)
 }
 
 // writeReport writes the report's lines to out (stdout for ""), or the
