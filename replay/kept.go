@@ -21,18 +21,28 @@ import (
 )
 
 // ID is the id of a replay: the changed process's name, "replay", then a
-// hash of what the replay is — the recorded work it selects, the changed
-// program, the model and K. The same command run again is the same
-// replay: it finds the record an earlier run kept (RunKept) and the
-// answers it was given (Options.Answers).
-func ID(name string, sel Selection, program any, model string, size int) (string, error) {
+// hash of what the replay is — the recorded work it selects (the
+// selection, and the items it found: a filter that finds other records
+// later is another replay), the changed program, the model and K. The
+// same command run again over the same records is the same replay: it
+// finds the record an earlier run kept (RunKept) and the answers it was
+// given (Options.Answers).
+func ID(name string, sel Selection, recs []record.Record, missing []Missing, program any, model string, size int) (string, error) {
+	items := make([]string, 0, len(recs)+len(missing))
+	for _, r := range recs {
+		items = append(items, fmt.Sprintf("%s/%d", r.ID, r.Line))
+	}
+	for _, m := range missing {
+		items = append(items, fmt.Sprintf("%s/%d", m.ID, m.Line))
+	}
 	b, err := json.Marshal(struct {
 		IDs                 []string
 		From, Status, Since string
+		Items               []string
 		Program             any
 		Model               string
 		Size                int
-	}{sel.IDs, sel.From, sel.Status, sel.Since.String(), program, model, size})
+	}{sel.IDs, sel.From, sel.Status, sel.Since.String(), items, program, model, size})
 	if err != nil {
 		return "", fmt.Errorf("replay id: %w", err)
 	}

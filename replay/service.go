@@ -182,7 +182,7 @@ func (s *Service) Replay(ctx context.Context, req Request) (*Report, error) {
 	if s.Batches == nil {
 		return Run(ctx, recs, opts)
 	}
-	id, err := ID(start.Name, req.Selection, start.Program, opts.Model, opts.Size)
+	id, err := ID(start.Name, req.Selection, recs, missing, start.Program, opts.Model, opts.Size)
 	if err != nil {
 		return nil, err
 	}

@@ -200,7 +200,7 @@ server or a person), or with --fail-on PATH when that field changed.`,
 // directory (a vibe serve's, or one started here): its record is listed
 // by vibe batches and the console.
 func runReplay(ctx context.Context, io stdio, data, name string, sel replay.Selection, program any, recs []record.Record, opts replay.Options) (*replay.Report, error) {
-	id, err := replay.ID(name, sel, program, opts.Model, opts.Size)
+	id, err := replay.ID(name, sel, recs, opts.Missing, program, opts.Model, opts.Size)
 	if err != nil {
 		return nil, err
 	}
