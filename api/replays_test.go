@@ -67,6 +67,7 @@ func TestReplays(t *testing.T) {
 		{`{"process": ` + doc + `}`, "/ids", 400},
 		{`{"from": "tag", "since": "yesterday", "process": ` + doc + `}`, "/since", 400},
 		{`[1]`, "", 400},
+		{`{"ids": ["tag-1"], "providerBatch": true, "providerBatchPoll": "often", "process": ` + doc + `}`, "/providerBatchPoll", 400},
 		{`{"ids": ["tag-1"], "process": {"title": "Bad", "properties": {"llmContext1": {"properties": {"x": {"references": ["nowhere.y"]}}}}}}`, "", 422},
 	}
 	for _, tc := range tests {

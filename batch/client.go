@@ -259,8 +259,12 @@ func (c *Client) Results(ctx context.Context, id string, opts ResultsOptions, em
 	if opts.Poll <= 0 {
 		opts.Poll = time.Second
 	}
-	if _, err := c.Status(ctx, id); err != nil {
+	st, err := c.Status(ctx, id)
+	if err != nil {
 		return err
+	}
+	if st.Kind == KindReplay {
+		return fmt.Errorf("%s is a replay: its report is what vibe replay wrote (--out), or POST /v1/replays answered; it has no result lines", id)
 	}
 	for g := 0; ; {
 		if opts.Ready {

@@ -593,31 +593,44 @@ func (a *Activities) Collect(ctx context.Context, in CollectInput) (*FillOutput,
 	sent := durable.CountSent(ctx, a.Provider) // the repairs, direct
 	defer durable.KeepAliveWith(ctx, sent.Details)()
 	opts := llm.Options{Logger: a.logger(), Metrics: a.Metrics, Process: in.Fill.Group, MaxRepairs: a.MaxRepairs}
+	if err := take(ctx, sent, in.Key, in.Done, in.Fill, calls, results, opts, out); err != nil {
+		return nil, err
+	}
+	out.Requests += sent.Earlier()
+	return out, nil
+}
+
+// take reads the answers of fill's calls from results, the answers of
+// the provider batch done names by request id, into out: each call's
+// answer is taken as Fill takes a direct call's — each item's part
+// checked on its own and repaired alone, by a direct call through p — and
+// the items of a call the batch did not answer are marked Unanswered,
+// with why.
+func take(ctx context.Context, p llm.Provider, key string, done ProviderDone, fill FillInput, calls []call, results map[string]llm.BatchResult, opts llm.Options, out *FillOutput) error {
 	for n, c := range calls {
-		r, ok := results[requestID(in.Key, n)]
+		r, ok := results[requestID(key, n)]
 		if !ok || r.Response == nil {
 			why := r.Error
 			switch {
 			case why != "":
-			case in.Done.Error != "":
-				why = in.Done.Error
-			case in.Done.ID == "":
+			case done.Error != "":
+				why = done.Error
+			case done.ID == "":
 				why = "the provider batch was not made"
 			default:
-				why = "the provider batch " + in.Done.ID + " has no answer for it"
+				why = "the provider batch " + done.ID + " has no answer for it"
 			}
 			for i := c.first; i < c.first+c.count; i++ {
-				out.Items[i] = ItemFill{Error: fmt.Sprintf("chunk %s: %s", in.Fill.Chunk, why), Unanswered: true}
+				out.Items[i] = ItemFill{Error: fmt.Sprintf("chunk %s: %s", fill.Chunk, why), Unanswered: true}
 			}
 			continue
 		}
 		resp := *r.Response
-		llm.RecordBatched(ctx, a.Provider, in.Done.ID, c.req, &resp)
+		llm.RecordBatched(ctx, p, done.ID, c.req, &resp)
 		resp.Usage = resp.Usage.AsBatched()
-		if err := absorb(ctx, sent, in.Fill, c, &resp, opts, out, &sync.Mutex{}); err != nil {
-			return nil, err
+		if err := absorb(ctx, p, fill, c, &resp, opts, out, &sync.Mutex{}); err != nil {
+			return err
 		}
 	}
-	out.Requests += sent.Earlier()
-	return out, nil
+	return nil
 }

@@ -89,6 +89,7 @@ func (w *Workflows) Batch(ctx workflow.Context, in RecordInput) (Status, error) 
 			live = dropSpent(live, r.Index)
 			st.Done += r.Done
 			st.Failed += r.Failed
+			st.Changed += r.Changed
 			st.Usage = st.Usage.Add(r.Usage)
 			st.Requests += r.Requests
 			if st.Model == "" {

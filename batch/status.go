@@ -11,6 +11,10 @@ import (
 type Status struct {
 	ID      string `json:"id"`
 	Process string `json:"process"`
+	// Kind is "" for a batch of items run through a process, and KindReplay
+	// for a replay's record (Client.Keep): the same record, listed with
+	// the batches.
+	Kind string `json:"kind,omitempty"`
 	// Status is "running", "completed" (every item finished), "failed"
 	// (every item finished, some failed) or "canceled". The console shows
 	// "failed" with items done as "completed with failures"; the value
@@ -23,6 +27,9 @@ type Status struct {
 	Done    int `json:"done"`
 	Failed  int `json:"failed"`
 	Waiting int `json:"waiting"`
+	// Changed counts, in a replay's record, the items whose answers came
+	// out changed (or that need the server or a person).
+	Changed int `json:"changed,omitempty"`
 	// Usage totals the model calls answered so far; Requests counts them
 	// (repair turns included): a running group's as it last reported them
 	// (GroupReport.Spent), a cancelled fill's as far as it went.
@@ -62,6 +69,9 @@ type Status struct {
 	// (CallOptions.ProviderBatch); nil for one that does not.
 	Provider *ProviderState `json:"provider,omitempty"`
 }
+
+// KindReplay is the Status.Kind of a replay's record (package replay).
+const KindReplay = "replay"
 
 // An item's status in its result line.
 const (

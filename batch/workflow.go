@@ -104,6 +104,9 @@ type GroupReport struct {
 	Model    string       `json:"model,omitempty"`
 	Splits   []Split      `json:"splits,omitempty"`
 	Audits   []AuditCount `json:"audits,omitempty"`
+	// Changed counts the items whose answers a replay found changed
+	// (Status.Changed).
+	Changed int `json:"changed,omitempty"`
 	// Spent marks a report of what a running group's calls have spent so
 	// far (Usage, Requests, Model), sent after each fill: the record shows
 	// it until the group's final report takes its place.

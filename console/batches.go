@@ -1,10 +1,12 @@
 package console
 
 import (
+	"errors"
 	"net/http"
 	"time"
 
 	"github.com/augceo/vibe/batch"
+	"github.com/augceo/vibe/replay"
 )
 
 // batchRow is a batch with its progress worked out.
@@ -95,15 +97,23 @@ func (c *console) batches(r *http.Request) (any, error) {
 	return data, nil
 }
 
-// batchPage is a batch's page: its progress and its failed items.
+// batchPage is a batch's page: its progress and its failed items; a
+// replay's, the items of its report that changed (at most Limit).
 type batchPage struct {
-	Batch  batchRow
-	Failed []batch.Result
-	Limit  int
-	Now    time.Time
+	Batch   batchRow
+	Failed  []batch.Result
+	Changed []replay.Item
+	Report  bool // the replay's report was read
+	Limit   int
+	Now     time.Time
 }
 
-func (p batchPage) title() string { return "Batch " + p.Batch.ID }
+func (p batchPage) title() string {
+	if p.Batch.Kind == batch.KindReplay {
+		return "Replay " + p.Batch.ID
+	}
+	return "Batch " + p.Batch.ID
+}
 
 func (c *console) batch(r *http.Request) (any, error) {
 	id := r.PathValue("id")
@@ -114,7 +124,22 @@ func (c *console) batch(r *http.Request) (any, error) {
 	now := c.now()
 	page := batchPage{Batch: rowOf(s, now), Limit: failedLimit, Now: now}
 	page.Batch.Cost = c.cost(s.Model, s.Usage)
-	if s.Failed > 0 {
+	if s.Kind == batch.KindReplay && c.opts.Replays != nil {
+		rep, err := c.opts.Replays.ReplayReport(r.Context(), id)
+		switch {
+		case errors.Is(err, replay.ErrNoReport): // not yet, or not kept
+		case err != nil:
+			return nil, err
+		default:
+			page.Report = true
+			for _, it := range rep.Items {
+				if it.Changed && len(page.Changed) < failedLimit {
+					page.Changed = append(page.Changed, it)
+				}
+			}
+		}
+	}
+	if s.Failed > 0 && s.Kind != batch.KindReplay { // a replay's report is its command's
 		if page.Failed, err = c.opts.Batches.Results(r.Context(), id, true, failedLimit); err != nil {
 			return nil, err
 		}

@@ -8,9 +8,12 @@ import (
 	"time"
 
 	"github.com/augceo/vibe/batch"
+	"github.com/augceo/vibe/compare"
 	"github.com/augceo/vibe/internal/golden"
+	"github.com/augceo/vibe/jsonv"
 	"github.com/augceo/vibe/llm"
 	"github.com/augceo/vibe/process"
+	"github.com/augceo/vibe/replay"
 )
 
 // fakeBatches serves batches by id and records how results were asked.
@@ -223,4 +226,60 @@ func TestInboxBatchItems(t *testing.T) {
 	if _, body := get(t, c, "/inbox?cursor=1"); strings.Contains(body, `id="batch-2-7"`) {
 		t.Error("a later page lists the batch's items again")
 	}
+}
+
+// TestReplayBatch: a replay's record is listed with the batches, its kind
+// beside its process; its page says it is a replay and how many items
+// changed, and reads no result lines (a replay's report is its
+// command's).
+func TestReplayBatch(t *testing.T) {
+	f := fakeBatchesFixture()
+	ended := f.list[1].StartedAt.Add(10 * time.Second)
+	f.list = append(f.list, batch.Status{ID: "moderate-replay-3f2a9c1e4b5d", Process: "moderate", Kind: batch.KindReplay, Status: "failed",
+		Items: 201, Done: 200, Failed: 1, Changed: 104, Requests: 7, StartedAt: f.list[1].StartedAt, FinishedAt: &ended})
+	reports := fakeReplays{"moderate-replay-3f2a9c1e4b5d": {Items: []replay.Item{
+		{Line: 1, ID: "moderate-1", Outcome: replay.Same},
+		{Line: 2, ID: "moderate-2", Changed: true, Outcome: replay.Changed, Changes: []compare.Change{
+			{Path: "/assess/sentiment", Before: jsonv.StringValue("negative"), After: jsonv.StringValue("neutral")}}},
+		{Line: 3, ID: "moderate-3", Changed: true, Outcome: replay.Failed, Error: "chunk assess: <b>refused</b>"},
+	}}}
+	c := pagesAt(t, Options{Batches: f, Replays: reports})
+	status, page := fetch(t, c, "/batches")
+	if status != 200 {
+		t.Fatalf("%d\n%s", status, page)
+	}
+	inOrder(t, page, `<a href="/batches/moderate-replay-3f2a9c1e4b5d">moderate-replay-3f2a9c1e4b5d</a></td><td>moderate <span class="id">replay</span></td>`,
+		`<span class="badge partial">completed with failures</span>`, "201 of 201")
+	if strings.Count(page, `<span class="id">replay</span>`) != 1 {
+		t.Errorf("a batch's row says replay:\n%s", page)
+	}
+	status, page = fetch(t, c, "/batches/moderate-replay-3f2a9c1e4b5d")
+	if status != 200 {
+		t.Fatalf("%d\n%s", status, page)
+	}
+	inOrder(t, page, "<h1>Replay moderate-replay-3f2a9c1e4b5d", "<dt>Changed</dt><dd>104 of the items replayed",
+		"7 (0 prompt + 0 completion tokens)",
+		// The items that changed, how, and why one failed; not those that
+		// came out the same.
+		"<h2>Items that changed</h2>", `<td class="num">2</td><td>moderate-2</td><td>changed</td><td><code>/assess/sentiment</code>: &#34;negative&#34; → &#34;neutral&#34;`,
+		`<td class="num">3</td><td>moderate-3</td><td>failed</td>`, "chunk assess: &lt;b&gt;refused&lt;/b&gt;",
+		"what its vibe replay wrote (--out)")
+	if len(f.asked) != 0 || strings.Contains(page, "Failed items") || strings.Contains(page, "moderate-1<") {
+		t.Errorf("a replay's page read results %q, or shows an item that did not change:\n%s", f.asked, page)
+	}
+	// A replay whose report was not kept (it runs) shows its record.
+	delete(reports, "moderate-replay-3f2a9c1e4b5d")
+	if status, page := fetch(t, c, "/batches/moderate-replay-3f2a9c1e4b5d"); status != 200 || strings.Contains(page, "Items that changed") {
+		t.Errorf("a replay without a report: %d\n%s", status, page)
+	}
+}
+
+// fakeReplays are replays' reports by id.
+type fakeReplays map[string]*replay.Report
+
+func (f fakeReplays) ReplayReport(ctx context.Context, id string) (*replay.Report, error) {
+	if rep, ok := f[id]; ok {
+		return rep, nil
+	}
+	return nil, replay.ErrNoReport
 }

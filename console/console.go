@@ -22,6 +22,7 @@ import (
 	"github.com/augceo/vibe/llm"
 	"github.com/augceo/vibe/process"
 	"github.com/augceo/vibe/registry"
+	"github.com/augceo/vibe/replay"
 	"github.com/augceo/vibe/request"
 )
 
@@ -73,6 +74,13 @@ type Requests interface {
 	Get(ctx context.Context, id string) (*request.Info, error)
 }
 
+// Replays is what the console reads of replays' reports.
+type Replays interface {
+	// ReplayReport is the report of replay id (replay.ErrNoReport when
+	// none was kept).
+	ReplayReport(ctx context.Context, id string) (*replay.Report, error)
+}
+
 // Batches is what the console reads of batches.
 type Batches interface {
 	// ListBatches returns the batches, newest first.
@@ -111,6 +119,9 @@ type Options struct {
 	// Batches, when set, shows the batches; with WaitingItems too, the
 	// inbox lists their items that wait for a person.
 	Batches Batches
+	// Replays, when set, gives a replay's page (a batch of kind replay)
+	// its report: the items that changed and how.
+	Replays Replays
 	// TemporalUI, when set, is the base URL of Temporal's Web UI
 	// (http://127.0.0.1:8233): every process and request links to its
 	// workflow there.

@@ -3,6 +3,8 @@ package replay
 import (
 	"cmp"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"slices"
@@ -35,7 +37,9 @@ type Options struct {
 	// Size is K, the items one call asks at most; 0 means
 	// batch.DefaultSize.
 	Size int
-	// Call shapes the calls (limits, --provider-batch is not yet taken).
+	// Call shapes the calls: limits and, with ProviderBatch, the
+	// provider's Batch API — a chunk's calls go in one provider batch
+	// (batch.FillThrough), waited for in the command's process.
 	Call batch.CallOptions
 	// LLM are the model call's options (repairs).
 	LLM llm.Options
@@ -63,6 +67,10 @@ type Options struct {
 	Baseline        int
 	Recorded        *compile.Program
 	BaselineAnswers string
+	// Spent, when set, is told what each model call of a changed chunk
+	// spent as it comes back: its requests, tokens and model. It may be
+	// called from several goroutines at once.
+	Spent func(requests int, usage llm.Usage, model string)
 }
 
 // Missing is an item asked for that has no record.
@@ -471,34 +479,64 @@ func fill(ctx context.Context, ch *compile.ProgramChunk, all []*run, opts Option
 	for g := range slices.Chunk(ask, k) {
 		groups = append(groups, &group{runs: g})
 	}
+	input := func(g *group) batch.FillInput {
+		in := batch.FillInput{Group: "replay", ProcessName: opts.Name, Chunk: ch.Name, StepContext: ch.StepContext(),
+			System: g.runs[0].rec.System, Schema: ch.Schema, Call: opts.Call}
+		for _, r := range g.runs {
+			mctx, _ := pick(r.state, ch.References)
+			in.Items = append(in.Items, batch.FillItem{ID: r.rec.ID, Prompt: r.rec.Prompt, Context: mctx})
+		}
+		return in
+	}
+	// answered keeps what g's call spent and the answers it got.
+	answered := func(g *group) {
+		if opts.Spent != nil {
+			opts.Spent(g.out.Requests, g.out.Usage, opts.Model)
+		}
+		var lines []answerLine
+		for j, r := range g.runs {
+			if it := g.out.Items[j]; it.Error == "" {
+				lines = append(lines, answerLine{Key: keys[r], Value: it.Output.Value})
+			}
+		}
+		g.err = kept.put(lines)
+	}
 	sem := make(chan struct{}, cmp.Or(opts.Concurrency, 4))
 	var wg sync.WaitGroup
-	for _, g := range groups {
-		if opts.Provider == nil {
+	switch {
+	case len(groups) == 0:
+	case opts.Provider == nil:
+		for _, g := range groups {
 			g.err = errors.New("no model to ask the changed chunk")
-			continue
 		}
-		wg.Go(func() {
-			sem <- struct{}{}
-			defer func() { <-sem }()
-			in := batch.FillInput{Group: "replay", ProcessName: opts.Name, Chunk: ch.Name, StepContext: ch.StepContext(),
-				System: g.runs[0].rec.System, Schema: ch.Schema, Call: opts.Call}
+	case opts.Call.ProviderBatch:
+		// Every group's call in one provider batch, named by the answers
+		// it asks for: a replay killed while it waits finds it again.
+		ins := make([]batch.FillInput, len(groups))
+		h := sha256.New()
+		for i, g := range groups {
+			ins[i] = input(g)
 			for _, r := range g.runs {
-				mctx, _ := pick(r.state, ch.References)
-				in.Items = append(in.Items, batch.FillItem{ID: r.rec.ID, Prompt: r.rec.Prompt, Context: mctx})
+				h.Write([]byte(keys[r]))
 			}
-			g.out, g.err = batch.Fill(ctx, opts.Provider, in, opts.LLM)
-			if g.err != nil {
-				return
+		}
+		outs, err := batch.FillThrough(ctx, opts.Provider, "vibe-replay-"+hex.EncodeToString(h.Sum(nil))[:24], ins, opts.LLM)
+		for i, g := range groups {
+			if g.err = err; err == nil {
+				g.out = outs[i]
+				answered(g)
 			}
-			var lines []answerLine
-			for j, r := range g.runs {
-				if it := g.out.Items[j]; it.Error == "" {
-					lines = append(lines, answerLine{Key: keys[r], Value: it.Output.Value})
+		}
+	default:
+		for _, g := range groups {
+			wg.Go(func() {
+				sem <- struct{}{}
+				defer func() { <-sem }()
+				if g.out, g.err = batch.Fill(ctx, opts.Provider, input(g), opts.LLM); g.err == nil {
+					answered(g)
 				}
-			}
-			g.err = kept.put(lines)
-		})
+			})
+		}
 	}
 	wg.Wait()
 	if err := ctx.Err(); err != nil {

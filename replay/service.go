@@ -106,6 +106,12 @@ type Request struct {
 	BaselineProcess  string      `json:"baselineProcess,omitempty"`
 	BaselineDocument jsonv.Value `json:"baselineDocument,omitzero"`
 	BaselinePipeline string      `json:"baselinePipeline,omitempty"`
+	// ProviderBatch sends the changed chunks' calls through the
+	// provider's Batch API (batch.CallOptions.ProviderBatch);
+	// ProviderPoll is the first wait between looks at a provider batch, a
+	// Go duration ("15s").
+	ProviderBatch bool   `json:"providerBatch,omitempty"`
+	ProviderPoll  string `json:"providerBatchPoll,omitempty"`
 }
 
 // Service replays requests against the records of a Store: what a server
@@ -119,6 +125,11 @@ type Service struct {
 	Provider llm.Provider
 	// Call shapes the calls.
 	Call batch.CallOptions
+	// Batches, when set, keeps each replay's record as a batch of its
+	// own (RunKept): listed with the batches. Reports, when set too, is
+	// the directory where its report is kept (SaveReport).
+	Batches *batch.Client
+	Reports string
 }
 
 // ErrNothingSelected is the error of a replay that names no recorded work.
@@ -152,6 +163,17 @@ func (s *Service) Replay(ctx context.Context, req Request) (*Report, error) {
 		}
 		req.Selection.Since = d
 	}
+	call := s.Call
+	if req.ProviderBatch {
+		call.ProviderBatch = true
+	}
+	if req.ProviderPoll != "" {
+		d, err := time.ParseDuration(req.ProviderPoll)
+		if err != nil || d <= 0 || d > batch.MaxProviderPoll {
+			return nil, &BadRequestError{Path: "/providerBatchPoll", Message: fmt.Sprintf("%q: want a duration such as 15s, at most %s", req.ProviderPoll, batch.MaxProviderPoll)}
+		}
+		call.ProviderPoll = d
+	}
 	if req.Selection.Empty() {
 		return nil, &BadRequestError{Path: "/ids", Message: ErrNothingSelected.Error()}
 	}
@@ -170,7 +192,7 @@ func (s *Service) Replay(ctx context.Context, req Request) (*Report, error) {
 		return nil, &BadRequestError{Path: "/baseline", Message: "a baseline is a number of items above 0"}
 	}
 	opts := Options{Name: start.Name, Program: start.Program, Provider: s.Provider, Model: llm.ModelOf(s.Provider), Size: req.Size,
-		Call: s.Call, Answers: AnswersFile(s.Records, start.Program), Sample: req.Sample, Seed: req.Seed, Baseline: req.Baseline}
+		Call: call, Answers: AnswersFile(s.Records, start.Program), Sample: req.Sample, Seed: req.Seed, Baseline: req.Baseline}
 	if opts.Sample > 0 && opts.Seed == 0 {
 		opts.Seed = rand.Uint64()
 	}
@@ -189,7 +211,18 @@ func (s *Service) Replay(ctx context.Context, req Request) (*Report, error) {
 		return nil, err
 	}
 	opts.Missing = missing
-	return Run(ctx, recs, opts)
+	if s.Batches == nil {
+		return Run(ctx, recs, opts)
+	}
+	id, err := ID(start.Name, req.Selection, recs, start.Program, opts)
+	if err != nil {
+		return nil, err
+	}
+	rep, err := RunKept(ctx, s.Batches, id, recs, opts)
+	if err == nil && s.Reports != "" {
+		err = SaveReport(s.Reports, id, rep)
+	}
+	return rep, err
 }
 
 // AnswersFile is where a replay against program keeps the model's answers

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -25,7 +26,7 @@ func newBatchesCmd(io stdio) *cobra.Command {
 	)
 	cmd := &cobra.Command{
 		Use:   "batches [ID] [--results | --cancel] [--json]",
-		Short: "List batches, show one, print its result lines, or cancel it",
+		Short: "List batches and replays, show one, print its result lines, or cancel it",
 		Example: `  vibe batches                       # the batches, newest first
   vibe batches --json
   vibe batches review-1a2b3c            # one batch's counts (JSON)
@@ -66,14 +67,14 @@ func newBatchesCmd(io stdio) *cobra.Command {
 			}
 			switch {
 			case len(args) == 0:
-				head := "ID\tPROCESS\tSTATUS\tITEMS\tDONE\tFAILED\tWAITING\tREQUESTS\tSTARTED"
+				head := "ID\tPROCESS\tKIND\tSTATUS\tITEMS\tDONE\tFAILED\tWAITING\tREQUESTS\tSTARTED"
 				if prices != nil {
 					head += "\tCOST (" + prices.Currency + ")"
 				}
 				return listPages(io, &lf, func(opts process.ListOptions) ([]batch.Status, string, error) { return c.List(ctx, opts) },
 					func(s batch.Status) time.Time { return s.StartedAt }, head,
 					func(s batch.Status) string {
-						row := fmt.Sprintf("%s\t%s\t%s\t%d\t%d\t%d\t%d\t%d\t%s", s.ID, s.Process, s.Status, s.Items, s.Done, s.Failed, s.Waiting, s.Requests, s.StartedAt.Local().Format(time.DateTime))
+						row := fmt.Sprintf("%s\t%s\t%s\t%s\t%d\t%d\t%d\t%d\t%d\t%s", s.ID, s.Process, cmp.Or(s.Kind, "batch"), s.Status, s.Items, s.Done, s.Failed, s.Waiting, s.Requests, s.StartedAt.Local().Format(time.DateTime))
 						if prices != nil {
 							cost := "-"
 							if c, ok := prices.Cost(s.Model, s.Usage, false); ok {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"cmp"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -36,7 +37,8 @@ func newReplayCmd(io stdio) *cobra.Command {
 		size, sampleN, baselineN                       int
 		seed                                           uint64
 		baseProc, baseReg                              string
-		asJSON, failOnChange, prune                    bool
+		asJSON, failOnChange, prune, providerBatch     bool
+		poll                                           time.Duration
 		failOn                                         []string
 		lf                                             llmFlags
 		pf                                             pricesFlag
@@ -72,8 +74,13 @@ gives the changed share's 95% interval; --baseline N asks N of them again with
 the process as it was recorded (--baseline-process): the model's own noise,
 beside the edit's effect.
 
-The model's answers are kept as they come (in DATA/replay/answers): killed, the
-same command run again asks none of them again and reports each item once.
+A replay is a batch of its own: vibe batches and the console list it (kind
+"replay") with its items, requests and tokens. The model's answers are kept as
+they come (in DATA/replay/answers): killed, even with kill -9, the same command
+run again asks none of them again and reports each item once.
+
+With --provider-batch, the calls of a changed chunk go in one provider batch
+through the provider's Batch API, at its discount; the command waits for it.
 
 One JSON line per item goes to --out (default stdout):
   {"line": N, "id": ITEM, "changed": true|false, "outcome": "same"|"changed"|
@@ -105,6 +112,15 @@ server or a person), or with --fail-on PATH when that field changed.`,
 			}
 			if len(args) == 0 && name == "" && status == "" && since == 0 {
 				return usageError{errors.New("give the recorded work: a batch id, process ids, or a filter (--from NAME, --status, --since)")}
+			}
+			if providerBatch && strings.HasPrefix(lf.spec, "replay:") {
+				return usageError{errors.New("--provider-batch sends the calls through the provider's Batch API, and a recording has none: give --llm openai:MODEL or anthropic:MODEL")}
+			}
+			if err := checkWait("provider-batch-poll", poll); err != nil {
+				return err
+			}
+			if poll > batch.MaxProviderPoll {
+				return usageError{fmt.Errorf("--provider-batch-poll %s: give a wait of at most %s", poll, batch.MaxProviderPoll)}
 			}
 			pipeline, pipeFile, err := readPipeline(pipeline)
 			if err != nil {
@@ -151,7 +167,7 @@ server or a person), or with --fail-on PATH when that field changed.`,
 				seed = rand.Uint64()
 			}
 			ropts := replay.Options{Name: pname, Program: program, Size: size, Sample: sampleN, Seed: seed, Baseline: baselineN,
-				Call: batch.CallOptions{Inline: lf.inline}, Answers: replay.AnswersFile(store, program)}
+				Call: batch.CallOptions{Inline: lf.inline, ProviderBatch: providerBatch, ProviderPoll: poll}, Answers: replay.AnswersFile(store, program)}
 			if baselineN > 0 {
 				if baseProc == "" {
 					return usageError{errors.New("--baseline needs the process as it was recorded: --baseline-process URI|FILE")}
@@ -169,7 +185,8 @@ server or a person), or with --fail-on PATH when that field changed.`,
 				}
 				ropts.BaselineAnswers = replay.BaselineAnswersFile(store, ropts.Recorded)
 			}
-			recs, missing, err := replay.Select(store, replay.Selection{IDs: args, From: name, Status: status, Since: since})
+			sel := replay.Selection{IDs: args, From: name, Status: status, Since: since}
+			recs, missing, err := replay.Select(store, sel)
 			if err != nil {
 				return err
 			}
@@ -180,7 +197,7 @@ server or a person), or with --fail-on PATH when that field changed.`,
 				}
 				ropts.Model = llm.ModelOf(ropts.Provider)
 			}
-			rep, err := replay.Run(ctx, recs, ropts)
+			rep, err := runReplay(ctx, io, data, pname, sel, program, recs, ropts)
 			if err != nil {
 				return err
 			}
@@ -223,9 +240,33 @@ server or a person), or with --fail-on PATH when that field changed.`,
 	cmd.Flags().StringArrayVar(&failOn, "fail-on", nil, "exit 1 when the field at this `PATH` (/step/field) changed in any item; repeatable")
 	cmd.Flags().BoolVar(&prune, "prune", false, "remove the replay records past --retention, and do nothing else")
 	cmd.Flags().DurationVar(&retention, "retention", record.DefaultRetention, "with --prune: how long records are kept")
+	cmd.Flags().BoolVar(&providerBatch, "provider-batch", false, "send a changed chunk's calls through the provider's Batch API (OpenAI, Anthropic), all in one provider batch: half price, answered within 24 hours")
+	cmd.Flags().DurationVar(&poll, "provider-batch-poll", 0, fmt.Sprintf("with --provider-batch: the first wait between looks at a provider batch, growing by half each time up to %s (default %s)", batch.MaxProviderPoll, batch.DefaultProviderPoll))
 	lf.add(cmd)
 	pf.add(cmd)
 	return cmd
+}
+
+// runReplay runs a replay as a batch of its own on the engine of the data
+// directory (a vibe serve's, or one started here): its record is listed
+// by vibe batches and the console.
+func runReplay(ctx context.Context, io stdio, data, name string, sel replay.Selection, program any, recs []record.Record, opts replay.Options) (*replay.Report, error) {
+	id, err := replay.ID(name, sel, recs, program, opts)
+	if err != nil {
+		return nil, err
+	}
+	p, done, err := connectEngine(ctx, io, &engineFlags{data: data, namespace: engine.DefaultNamespace})
+	if err != nil {
+		return nil, err
+	}
+	defer done()
+	fmt.Fprintf(io.err, "vibe: replay %s: %d items (vibe batches %s shows it; killed, the same command goes on)\n", id, len(recs)+len(opts.Missing), id)
+	rep, err := replay.RunKept(ctx, batch.NewClient(p), id, recs, opts)
+	if err != nil {
+		return nil, err
+	}
+	// The console's page of the replay shows it.
+	return rep, replay.SaveReport(filepath.Join(data, "replays"), id, rep)
 }
 
 // writeReport writes the report's lines to out (stdout for ""), or the

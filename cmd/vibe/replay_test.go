@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -76,6 +77,21 @@ func TestReplayCommand(t *testing.T) {
 	}
 	if r := neutral.Requests(); r < 1 || r > (n+7)/8 {
 		t.Errorf("the replay made %d model requests, want at most %d", r, (n+7)/8)
+	}
+	// The replay is a batch of its own: vibe batches lists it, kind
+	// replay, with its items and the requests it made.
+	m := regexp.MustCompile(`vibe: replay (\S+): 21 items`).FindStringSubmatch(stderr)
+	if m == nil {
+		t.Fatalf("no replay id in\n%s", stderr)
+	}
+	_, stdout, _ = run(t, "", "batches", "--data", data)
+	if row := regexp.MustCompile(regexp.QuoteMeta(m[1]) + `\s+moderate\s+replay\s+failed\s+21\s+20\s+1\s+0\s+3\s`); !row.MatchString(stdout) ||
+		!regexp.MustCompile(`moderation\s+moderate\s+batch\s+completed`).MatchString(stdout) {
+		t.Errorf("vibe batches:\n%s", stdout)
+	}
+	_, stdout, _ = run(t, "", "batches", m[1], "--data", data)
+	if !strings.Contains(stdout, `"kind": "replay"`) || !strings.Contains(stdout, `"changed": 20`) {
+		t.Errorf("vibe batches %s:\n%s", m[1], stdout)
 	}
 
 	status, _, stderr = run(t, "", "replay", "moderation", "--process", described, "--data", data, "--batch-size", "8", "--json",

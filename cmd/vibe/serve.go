@@ -196,9 +196,10 @@ another matter: the client certificate that reaches a --temporal cluster.)`,
 					return err
 				}
 			}
-			web := console.Handler(console.Options{Token: ef.token, Processes: l.Processes, Registry: reg, Requests: l.Requests, Batches: consoleBatches{batches.Client}, TemporalUI: ui,
+			web := console.Handler(console.Options{Token: ef.token, Processes: l.Processes, Registry: reg, Requests: l.Requests, Batches: consoleBatches{batches.Client}, Replays: consoleReplays(filepath.Join(ef.data, "replays")), TemporalUI: ui,
 				Namespace: l.Engine.Namespace(), Logger: logger, Stop: ctx.Done(), Prices: prices})
-			replays := &replay.Service{Records: &record.Store{Dir: filepath.Join(ef.data, "replay")}, Processes: l.Processes}
+			replays := &replay.Service{Records: &record.Store{Dir: filepath.Join(ef.data, "replay")}, Processes: l.Processes, Batches: l.Batches,
+				Reports: filepath.Join(ef.data, "replays")}
 			if wf.llm.spec != "" {
 				if replays.Provider, err = wf.llm.provider(io); err != nil {
 					return err
@@ -390,6 +391,14 @@ func serverLogger() *slog.Logger {
 		level = slog.LevelWarn
 	}
 	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+}
+
+// consoleReplays reads the replays' reports kept in a directory
+// (replay.SaveReport) for the console.
+type consoleReplays string
+
+func (d consoleReplays) ReplayReport(ctx context.Context, id string) (*replay.Report, error) {
+	return replay.LoadReport(string(d), id)
 }
 
 // consoleBatches is what the console reads of batches, from a batch
