@@ -448,6 +448,14 @@ func batchClient(ctx context.Context, io stdio, ef *engineFlags, wf *workerFlags
 		eng, err := ef.attach(ctx, quietLogger())
 		if err == nil {
 			p := &process.Client{Temporal: eng.Client(), Registry: reg}
+			if wf.actionsFile != "" {
+				// The process compiles here: the actions file (the
+				// serve's) makes a step it names fire-and-forget.
+				if p.Actions, err = actionNames(wf.actionsFile); err != nil {
+					eng.Close()
+					return nil, actionsWhere{}, nil, err
+				}
+			}
 			c := batch.NewClient(p)
 			p.Hosts = c // items are read in their groups
 			return c, ef.actionsRunWhere(s), func() { eng.Close() }, nil
