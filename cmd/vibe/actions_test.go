@@ -119,12 +119,13 @@ type fireLedger struct {
 	mu       sync.Mutex
 	calls    map[string]int
 	answered map[string]int
-	cut      int // calls whose client went away before the answer
+	cut      int            // calls whose client went away before the answer
+	cutBy    map[string]int // those, by key
 	pause    func(key string) <-chan struct{}
 }
 
 func newFireLedger(pause func(key string) <-chan struct{}) *fireLedger {
-	return &fireLedger{calls: map[string]int{}, answered: map[string]int{}, pause: pause}
+	return &fireLedger{calls: map[string]int{}, answered: map[string]int{}, cutBy: map[string]int{}, pause: pause}
 }
 
 func (l *fireLedger) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -137,6 +138,7 @@ func (l *fireLedger) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case <-r.Context().Done():
 		l.mu.Lock()
 		l.cut++
+		l.cutBy[key]++
 		l.mu.Unlock()
 		return
 	}

@@ -22,6 +22,27 @@ func (l *fireLedger) inFlight() int {
 	return n
 }
 
+// inFlightKeys are the keys of the calls in flight, with their calls so
+// far.
+func (l *fireLedger) inFlightKeys() map[string]int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	keys := map[string]int{}
+	for k, c := range l.calls {
+		if c > l.answered[k]+l.cutBy[k] {
+			keys[k] = c
+		}
+	}
+	return keys
+}
+
+// callsOf is how many calls key has had.
+func (l *fireLedger) callsOf(key string) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.calls[key]
+}
+
 // TestServeDrain sends SIGTERM to a vibe serve while a batch's
 // fire-and-forget actions, 1.5 s a call, are in flight: the serve takes no
 // more work, lets every call in flight finish (no client went away), and
