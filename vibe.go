@@ -65,6 +65,12 @@ type Options struct {
 	// embedded engine's data directory DATA, and none for a cluster with
 	// no data directory. Start prunes the records past its retention.
 	Records *record.Store
+	// StopTimeout is how long Close (StopWorker) lets the worker's
+	// activities in flight — actions, model calls — finish once it takes
+	// no more work, before it cancels them (worker.Options.WorkerStopTimeout);
+	// 0 cancels them at once, and they run again, under the same
+	// idempotency key, on the next worker.
+	StopTimeout time.Duration
 }
 
 // Runtime is a running Vibe: an engine, a worker on it, and the clients
@@ -154,7 +160,8 @@ func StartOn(ctx context.Context, eng *engine.Engine, opts Options) (_ *Runtime,
 			return nil, err
 		}
 	}
-	wopts := WorkerOptions{Provider: opts.Provider, Actions: rt.Actions, Loader: opts.Loader, Logger: opts.Logger, QueryOnly: opts.QueryOnly, Records: opts.Records}
+	wopts := WorkerOptions{Provider: opts.Provider, Actions: rt.Actions, Loader: opts.Loader, Logger: opts.Logger, QueryOnly: opts.QueryOnly, Records: opts.Records,
+		StopTimeout: opts.StopTimeout}
 	if rt.Worker, err = StartWorker(c, wopts); err != nil {
 		rt.flush()
 		return nil, err
@@ -173,12 +180,25 @@ func (rt *Runtime) flush() {
 	rt.telemetry = nil
 }
 
-// Close stops the worker, flushes the telemetry, ends the sessions with
-// MCP servers and closes the engine.
-func (rt *Runtime) Close() error {
-	if rt.Worker != nil {
-		rt.Worker.Stop()
+// StopWorker stops the worker: it takes no more tasks, and its activities
+// in flight have Options.StopTimeout to finish before their contexts are
+// cancelled; the engine stays up meanwhile, to be told how they ended. It
+// returns how long that took. Close stops the worker too, unless it is
+// stopped.
+func (rt *Runtime) StopWorker() time.Duration {
+	if rt.Worker == nil {
+		return 0
 	}
+	began := time.Now()
+	rt.Worker.Stop()
+	rt.Worker = nil
+	return time.Since(began)
+}
+
+// Close stops the worker (StopWorker), flushes the telemetry, ends the
+// sessions with MCP servers and closes the engine.
+func (rt *Runtime) Close() error {
+	rt.StopWorker()
 	rt.flush()
 	err := rt.mcp.Close()
 	if rt.Engine != nil {

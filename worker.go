@@ -3,6 +3,7 @@ package vibe
 import (
 	"fmt"
 	"log/slog"
+	"time"
 
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/worker"
@@ -38,6 +39,10 @@ type WorkerOptions struct {
 	// Records keeps the replay records of the processes and batch items
 	// that end; nil keeps none.
 	Records *record.Store
+	// StopTimeout is how long the worker's Stop lets its activities in
+	// flight finish, taking no more tasks, before it cancels their
+	// contexts (worker.Options.WorkerStopTimeout); 0 cancels them at once.
+	StopTimeout time.Duration
 }
 
 // NewWorker returns a worker on Vibe's task queue with every workflow and
@@ -51,7 +56,7 @@ func NewWorker(c client.Client, opts WorkerOptions) worker.Worker {
 	// A query-only worker runs a person's answer's check where its
 	// workflow runs (a local activity) and takes no activity task: what it
 	// cannot run is left for a worker that can.
-	w := worker.New(c, durable.TaskQueue, worker.Options{LocalActivityWorkerOnly: opts.QueryOnly})
+	w := worker.New(c, durable.TaskQueue, worker.Options{LocalActivityWorkerOnly: opts.QueryOnly, WorkerStopTimeout: opts.StopTimeout})
 	process.RegisterWorkflows(w, opts.Actions)
 	request.RegisterWorkflow(w, opts.Actions)
 	batch.RegisterWorkflows(w, opts.Actions)

@@ -156,6 +156,11 @@ type Summary struct {
 	// first met (compile.Program.UnreadInput): "" for inputs that are no
 	// object.
 	Unread []string `json:"unread,omitempty"`
+	// FireAndForget are the qualified names of the process's
+	// fire-and-forget steps: each item that reaches one starts its action
+	// in a workflow of its own (process.FireAndForgetID), which the batch
+	// does not wait for (Client.Actions, Client.AwaitActions do).
+	FireAndForget []string `json:"fireAndForget,omitempty"`
 }
 
 // Run runs a batch over in, a JSONL stream (ParseLine), and emits one
@@ -238,7 +243,7 @@ func (c *Client) Run(ctx context.Context, in io.Reader, emit func(Result) error,
 		conc = max(1, (calls+perGroup-1)/perGroup)
 	}
 
-	sum := &Summary{ID: opts.ID, Size: size, Sizes: sizes}
+	sum := &Summary{ID: opts.ID, Size: size, Sizes: sizes, FireAndForget: fireAndForget(start.Program)}
 	var aud *auditor
 	if opts.Audit > 0 {
 		aud = newAuditor(opts.Audit, 0, sizes)

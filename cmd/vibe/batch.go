@@ -45,7 +45,7 @@ func newBatchCmd(io stdio) *cobra.Command {
 		provider, fallback        bool
 		dryRun                    bool
 		bf                        budgetFlags
-		poll                      time.Duration
+		poll, waitActions         time.Duration
 	)
 	cmd := &cobra.Command{
 		Use:   "batch PROCESS|--pipeline EXPR --in FILE.jsonl|- [--out FILE.jsonl] [--batch-size K|auto] [--concurrency C] [--id BATCH]",
@@ -98,11 +98,18 @@ written, then vibe batch exits with status 130 and prints the command that goes
 on. A second Ctrl-C exits at once; the groups in flight go on in the engine, and
 the command run again picks up their results.
 
+An item does not wait for its fire-and-forget actions; vibe batch does. On its
+own engine, after the last item it waits up to --wait-actions (5m) for them to
+settle — this run's items' and those earlier runs left pending; when some are
+still pending then (or with --wait-actions 0) it names them and exits 1 with
+the command that runs them: the same command again. Through a running vibe
+serve it says which are pending: the serve's worker runs them.
+
 Progress goes to stderr (a bar on a terminal, a line every few seconds
 otherwise), starting at the lines --out already holds; then a summary of what
 this run did — the results it wrote, the model requests it made — and, for a
 batch that earlier runs began, of the whole batch. The exit status is 1 when
-any item failed, 130 when interrupted.
+any item failed or an action is still pending, 130 when interrupted.
 
 --audit RATE asks that share of the items alone too while the batch runs, compares
 each with its answer among K others (as vibe calibrate does), and gives an item
@@ -143,6 +150,9 @@ otherwise it starts the embedded engine itself, or joins --temporal.`,
 			}
 			lf := batchFlags{concurrency: concurrency, window: window, poll: poll, maxProps: maxProps, maxDepth: maxDepth}
 			if err := lf.check(cmd); err != nil {
+				return err
+			}
+			if err := checkWait("wait-actions", waitActions); err != nil {
 				return err
 			}
 			if concurrency > 0 {
@@ -210,7 +220,7 @@ otherwise it starts the embedded engine itself, or joins --temporal.`,
 			// The first Ctrl-C stops the reading and lets the groups in
 			// flight finish; the second ends ctx.
 			opts.Stop = drainOnInterrupt(ctx)
-			c, done, err := batchClient(ctx, io, &ef, &wf, reg)
+			c, where, done, err := batchClient(ctx, io, &ef, &wf, reg)
 			if err != nil {
 				if ctx.Err() != nil {
 					return &interruptedError{"interrupted before the batch started"}
@@ -256,6 +266,7 @@ otherwise it starts the embedded engine itself, or joins --temporal.`,
 			opts.Total = total // the record shows "of N" while the lines are read
 			p := newProgress(io, opts.ID, total, opts.After)
 			line := opts.After // the last input line written
+			var items []string // the items this run wrote, for their actions
 			emit := func(r batch.Result) error {
 				b, err := json.Marshal(r)
 				if err != nil {
@@ -265,6 +276,9 @@ otherwise it starts the embedded engine itself, or joins --temporal.`,
 					return err
 				}
 				line = r.Line
+				if r.ID != "" {
+					items = append(items, r.ID)
+				}
 				return nil
 			}
 			opts.Progress = func(s batch.Summary) {
@@ -319,6 +333,10 @@ otherwise it starts the embedded engine itself, or joins --temporal.`,
 				}
 				return err
 			}
+			// Every item's actions have run before the batch says done.
+			if err := settleBatchActions(ctx, io, c, sum, items, waitActions, where, batchAgain(io, in, id, opts.ID)); err != nil {
+				return err
+			}
 			// The whole batch, earlier runs' lines included.
 			failed, lines := sum.Failed, sum.Lines
 			if now != nil && (opts.After > 0 || before != nil) {
@@ -353,6 +371,7 @@ otherwise it starts the embedded engine itself, or joins --temporal.`,
 	cmd.Flags().BoolVar(&fallback, "provider-batch-fallback", false, "with --provider-batch: send a call a provider batch did not answer (failed, expired, cancelled) directly, not in the next provider batch")
 	cmd.Flags().DurationVar(&poll, "provider-batch-poll", 0, fmt.Sprintf("with --provider-batch: the first wait between looks at a provider batch, growing by half each time up to %s (default %s)", batch.MaxProviderPoll, batch.DefaultProviderPoll))
 	bf.add(cmd)
+	cmd.Flags().DurationVar(&waitActions, "wait-actions", defaultWaitActions, "on its own engine, wait up to `D` after the last item for the items' fire-and-forget actions to settle; exit 1 when some are still pending (0: do not wait)")
 	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "estimate the batch's model requests, prompt tokens and cost (with --prices) without running it")
 	return cmd
 }
@@ -421,30 +440,38 @@ func countLines(name string) int {
 // batchClient returns a batch client on the engine of the vibe serve that
 // has the data directory (whose worker does the work), or on an engine
 // and worker started here.
-func batchClient(ctx context.Context, io stdio, ef *engineFlags, wf *workerFlags, reg *registry.Registry) (*batch.Client, func(), error) {
-	if c, ok := ef.runningServer(); ok {
-		if err := wf.modelUnused(ef, "the vibe serve at "+c.BaseURL); err != nil {
-			return nil, nil, err
+func batchClient(ctx context.Context, io stdio, ef *engineFlags, wf *workerFlags, reg *registry.Registry) (*batch.Client, actionsWhere, func(), error) {
+	if s, ok := ef.runningServer(); ok {
+		if err := wf.modelUnused(ef, "the vibe serve at "+s.BaseURL); err != nil {
+			return nil, actionsWhere{}, nil, err
 		}
 		eng, err := ef.attach(ctx, quietLogger())
 		if err == nil {
 			p := &process.Client{Temporal: eng.Client(), Registry: reg}
+			if wf.actionsFile != "" {
+				// The process compiles here: the actions file (the
+				// serve's) makes a step it names fire-and-forget.
+				if p.Actions, err = actionNames(wf.actionsFile); err != nil {
+					eng.Close()
+					return nil, actionsWhere{}, nil, err
+				}
+			}
 			c := batch.NewClient(p)
 			p.Hosts = c // items are read in their groups
-			return c, func() { eng.Close() }, nil
+			return c, ef.actionsRunWhere(s), func() { eng.Close() }, nil
 		}
 		if !errors.Is(err, engine.ErrNotRunning) {
-			return nil, nil, err
+			return nil, actionsWhere{}, nil, err
 		}
 	}
 	l, err := startLocal(ctx, io, ef, wf, reg, quietLogger())
 	if err != nil {
-		return nil, nil, err
+		return nil, actionsWhere{}, nil, err
 	}
 	if wf.llm.spec != "" {
 		l.Batches.Calibrations = calibrationStore(ef.data, &wf.llm) // vibe calibrate's choices
 	}
-	return l.Batches, func() { l.Close() }, nil
+	return l.Batches, ef.actionsRunWhere(l.Processes), func() { l.Close() }, nil
 }
 
 // dryRunBatch prints what the batch would ask of the model — requests and

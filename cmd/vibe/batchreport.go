@@ -1,10 +1,12 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	goio "io"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/augceo/vibe/batch"
@@ -135,4 +137,65 @@ func shellQuote(args []string) string {
 		quoted[i] = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
 	}
 	return strings.Join(quoted, " ")
+}
+
+// batchAgain is the command that runs batch batchID again: the command
+// as given, with the id a batch read from stdin was given afresh.
+func batchAgain(io stdio, in, id, batchID string) string {
+	args := io.args
+	if in == "-" && id == "" {
+		args = append(slices.Clone(args), "--id", batchID)
+	}
+	return "vibe " + shellQuote(args)
+}
+
+// settleBatchActions waits, on the command's own engine, at most bound,
+// for the fire-and-forget actions of the batch's items — those of the
+// items this run wrote and those of earlier runs' items still running —
+// and says how many have ended as they do. What is still pending then is
+// the command's error, naming the command that runs it (again, the batch
+// run again). Through a vibe serve it says what is pending: the serve's
+// worker runs it.
+func settleBatchActions(ctx context.Context, io stdio, c *batch.Client, sum *batch.Summary, items []string, bound time.Duration, w actionsWhere, again string) error {
+	ids, err := c.Actions(ctx, sum.ID, sum.FireAndForget, items)
+	if err != nil || len(ids) == 0 {
+		return err
+	}
+	wait := w.own && bound > 0
+	wctx, cancel := context.WithTimeout(ctx, bound)
+	if !wait {
+		wctx, cancel = context.WithCancel(ctx)
+		cancel() // look once, without waiting
+	}
+	defer cancel()
+	if wait {
+		fmt.Fprintf(io.err, "vibe: waiting up to %s (--wait-actions) for the items' fire-and-forget actions to settle\n", bound)
+	}
+	var mu sync.Mutex
+	last := time.Now()
+	pending, err := c.AwaitActions(wctx, ids, func(n int) {
+		mu.Lock()
+		defer mu.Unlock()
+		if wait && time.Since(last) >= 5*time.Second {
+			last = time.Now()
+			fmt.Fprintf(io.err, "vibe: %d fire-and-forget action(s) of %d have settled\n", n, len(ids))
+		}
+	})
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	if err != nil {
+		return fmt.Errorf("batch %s's fire-and-forget actions: %w", sum.ID, err)
+	}
+	if len(pending) == 0 {
+		if wait {
+			fmt.Fprintf(io.err, "vibe: the items' %d fire-and-forget action(s) have settled\n", len(ids))
+		}
+		return nil
+	}
+	after := time.Duration(0)
+	if wait {
+		after = bound
+	}
+	return w.pending(io, pending, after, "; batch "+sum.ID+"'s items do not wait for them", "; vibe show ITEM tells how an item's actions end", again)
 }

@@ -192,6 +192,12 @@ func Main(args []string, in io.Reader, out, errOut io.Writer) int {
 	// Ctrl-C stops every command with 130, whether it wound down in good
 	// order (serve, batch) or its context's end cut it short; the command
 	// may say what was left and how to go on.
+	// A serve or worker that SIGTERM stopped, and whose work in flight
+	// finished, stopped cleanly.
+	if de, ok := errors.AsType[*drainedError](err); ok && stoppedBy(ctx) == syscall.SIGTERM {
+		fmt.Fprintf(errOut, "vibe: %v\n", de)
+		return exitOK
+	}
 	var ie *interruptedError
 	isInterrupted := errors.As(err, &ie) // before the signal: a command that says how to go on says it as written
 	if sig := stoppedBy(ctx); sig != nil || isInterrupted {

@@ -64,11 +64,13 @@ embedded engine itself. When the process waits for a person it asks on the
 terminal; --answer J answers non-interactively; without a terminal it prints
 how to answer (vibe answer ID J) and leaves the process waiting, durably.
 
-A process does not wait for its fire-and-forget actions. Once it completes,
-run on its own engine waits up to --wait-actions (1m) for them to settle,
-showing each retry; what is still pending then is named with where it will
-run (the workflow, and the engine that resumes it). Through a running vibe
-serve (or with --wait-actions 0) it says which are pending and where they run.
+A process does not wait for its fire-and-forget actions; vibe run does. Once
+the process completes, run on its own engine waits up to --wait-actions (5m)
+for them to settle, showing each retry; when some are still pending then
+(or with --wait-actions 0), it names them, where they will run and the
+command that runs them (vibe serve on the same data directory), and exits 1:
+nothing runs them while no command runs on that engine. Through a running
+vibe serve it says which are pending: the serve's worker runs them.
 
 J is JSON, or @FILE.`,
 		Example: `  vibe run aug:processes/schedule-meeting --registry examples/schedule-meeting/registry \
@@ -142,7 +144,7 @@ J is JSON, or @FILE.`,
 	cmd.Flags().StringVar(&answer, "answer", "", "the answer to give when the process waits for a person (JSON or @FILE)")
 	cmd.Flags().StringVar(&pipeline, "pipeline", "", "run this pipeline expression (or @FILE)")
 	cmd.Flags().StringVar(&name, "name", "", "label the process with `NAME` in vibe ps and the console (default: the process's name; a pipeline's steps')")
-	cmd.Flags().DurationVar(&waitActions, "wait-actions", time.Minute, "on its own engine, wait up to `D` after the process completes for its fire-and-forget actions to settle (0: do not wait)")
+	cmd.Flags().DurationVar(&waitActions, "wait-actions", defaultWaitActions, "on its own engine, wait up to `D` after the process completes for its fire-and-forget actions to settle; exit 1 when some are still pending (0: do not wait)")
 	return cmd
 }
 
@@ -198,7 +200,7 @@ and waits for its fire-and-forget actions as vibe run does (--wait-actions).`,
 	}
 	ef.add(cmd)
 	wf.add(cmd)
-	cmd.Flags().DurationVar(&waitActions, "wait-actions", time.Minute, "on its own engine, wait up to `D` after the process completes for its fire-and-forget actions to settle (0: do not wait)")
+	cmd.Flags().DurationVar(&waitActions, "wait-actions", defaultWaitActions, "on its own engine, wait up to `D` after the process completes for its fire-and-forget actions to settle; exit 1 when some are still pending (0: do not wait)")
 	return cmd
 }
 
@@ -505,11 +507,47 @@ func writeAny(io stdio, v any) error {
 
 // actionsWhere says where a process's fire-and-forget actions run once this
 // command has ended, and whether they stop running with it (own is true:
-// this command's worker is the only one that runs them now).
+// this command's worker is the only one that runs them now); resume is the
+// command that runs them then, given the flags this one carried.
 type actionsWhere struct {
-	own   bool
-	where string
+	own    bool
+	where  string
+	resume string
 }
+
+// pending says which fire-and-forget actions (their workflows) are still
+// pending, after waiting for them as long as after (0: not waited for),
+// and where they run. what says what does not wait for them, and then
+// where to read how they end. On the command's own engine it is the
+// command's error (a non-zero exit: it did not do all it was asked),
+// naming the command that runs them, again: the command that does not
+// wait for them, or run through a vibe serve, says so and has done its
+// part.
+func (w actionsWhere) pending(io stdio, workflows []string, after time.Duration, what, then, again string) error {
+	waited := ""
+	if after > 0 {
+		waited = " after " + after.String()
+	}
+	const shown = 10 // of a batch's thousand, the first few
+	listed := strings.Join(workflows[:min(len(workflows), shown)], ", ")
+	if len(workflows) > shown {
+		listed += fmt.Sprintf(" and %d more", len(workflows)-shown)
+	}
+	msg := fmt.Sprintf("%d fire-and-forget action(s) still pending%s%s. They run %s, each in its workflow (%s)%s",
+		len(workflows), waited, what, w.where, listed, then)
+	if !w.own {
+		fmt.Fprintf(io.err, "vibe: %s\n", msg)
+		return nil
+	}
+	return &pendingActionsError{msg + "; to run them now:\n  " + again}
+}
+
+// pendingActionsError is the error of a command that ends with
+// fire-and-forget actions pending on its own engine: nothing runs them
+// once it has exited, until the command it names runs.
+type pendingActionsError struct{ msg string }
+
+func (e *pendingActionsError) Error() string { return e.msg }
 
 // actionsRunWhere is where the actions of processes p started run.
 func (f *engineFlags) actionsRunWhere(p processes) actionsWhere {
@@ -518,10 +556,15 @@ func (f *engineFlags) actionsRunWhere(p processes) actionsWhere {
 		return actionsWhere{where: "on the workers of the vibe serve at " + c.BaseURL}
 	}
 	if f.temporal != "" {
-		return actionsWhere{own: true, where: "on the Temporal cluster at " + f.temporal + ", by the next Vibe worker that polls it"}
+		return actionsWhere{own: true, where: "on the Temporal cluster at " + f.temporal + ", by the next Vibe worker that polls it", resume: "worker"}
 	}
-	return actionsWhere{own: true, where: "on the embedded engine in " + f.data + ": they go on when a vibe serve, vibe worker or vibe run next runs on that data directory"}
+	return actionsWhere{own: true, where: "on the embedded engine in " + f.data + ": they go on when a vibe serve, vibe worker, vibe run or vibe batch next runs on that data directory", resume: "serve"}
 }
+
+// defaultWaitActions is how long vibe run, vibe answer and vibe batch wait
+// on their own engine for the fire-and-forget actions they started: long
+// enough for an action's retries over a few minutes' outage.
+const defaultWaitActions = 5 * time.Minute
 
 // settleActions follows a completed process's fire-and-forget actions: on
 // the command's own worker, until each has completed or failed, at most
@@ -573,14 +616,12 @@ func settleActions(ctx context.Context, io stdio, p processes, id string, bound 
 	if last == nil {
 		return nil
 	}
-	pending := pendingActions(last)
-	after := ""
+	after := time.Duration(0)
 	if waiting {
-		after = " after " + bound.String()
+		after = bound
 	}
-	fmt.Fprintf(io.err, "vibe: %d fire-and-forget action(s) still pending%s; the process does not wait for them. They run %s, each in its workflow (%s); vibe show %s tells how they end\n",
-		len(pending), after, w.where, strings.Join(pending, ", "), id)
-	return nil
+	return w.pending(io, pendingActions(last), after, "; the process does not wait for them",
+		"; vibe show "+id+" tells how they end", "vibe "+shellQuote(append([]string{w.resume}, carried(io.args)...)))
 }
 
 // pendingActions are the workflows of the fire-and-forget actions of info

@@ -156,6 +156,42 @@ type workerFlags struct {
 	// delegateRoots are the directories delegate files are read from
 	// besides the registry's: the Vessel's, for the commands that read one.
 	delegateRoots []string
+	// drain is how long the worker's actions and model calls in flight
+	// may finish once the command stops (vibe serve's and vibe worker's
+	// --drain); 0 cancels them at once.
+	drain time.Duration
+}
+
+// addDrain adds --drain, for a command that runs until it is stopped.
+func (f *workerFlags) addDrain(cmd *cobra.Command) {
+	cmd.Flags().DurationVar(&f.drain, "drain", defaultDrain, "on SIGTERM or Ctrl-C, take no more work and let the actions and model calls in flight finish for up to `D` before cancelling them (0: cancel them at once)")
+}
+
+// defaultDrain is how long a stopped vibe serve or vibe worker lets the
+// work in flight finish: an action's call, most model calls.
+const defaultDrain = 30 * time.Second
+
+// drainedError is the error of a vibe serve or vibe worker that a signal
+// stopped and whose work in flight all finished within --drain: stopped
+// by SIGTERM, it exits 0, as a service manager expects of a clean stop.
+type drainedError struct{ msg string }
+
+func (e *drainedError) Error() string { return e.msg }
+
+// drainWorker stops l's worker once ctx has ended (err is what the command
+// ended with): it takes no more work, and the actions and model calls in
+// flight have bound to finish while the engine is told how they end. Work
+// still in flight past it is cancelled, and runs again, under the same
+// idempotency key, on the next worker.
+func drainWorker(ctx context.Context, io stdio, l *vibe.Runtime, bound time.Duration, err error) error {
+	if ctx.Err() == nil || err != nil && !errors.Is(err, context.Canceled) {
+		return err
+	}
+	fmt.Fprintf(io.err, "vibe: stopping: no more work is taken; the actions and model calls in flight have up to %s (--drain) to finish\n", bound)
+	if took := l.StopWorker(); bound == 0 || took >= bound {
+		return fmt.Errorf("stopped after %s (--drain): the actions and model calls still in flight were cancelled; they run again, under the same idempotency keys, when a worker next runs", took.Round(time.Millisecond))
+	}
+	return &drainedError{"stopped: no work was in flight, or it finished"}
 }
 
 // loader loads delegates from reg, the delegate roots and the allowed hosts.
@@ -257,6 +293,7 @@ func (f *workerFlags) options(io stdio, reg *registry.Registry, logger *slog.Log
 		return opts, nil
 	}
 	opts.ActionsFile, opts.Loader = f.actionsFile, f.loader(reg)
+	opts.StopTimeout = f.drain
 	opts.Telemetry = &telemetry.Options{Endpoint: f.otlp}
 	if f.llm.spec != "" {
 		// Without a model a worker still runs actions and waits for

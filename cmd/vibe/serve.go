@@ -100,6 +100,12 @@ minutes.
 
 While it runs, vibe run, answer, show, ps, vessel and plan given the same
 --data use it.
+
+SIGTERM (or Ctrl-C) stops it: it takes no more requests or work, and the
+actions and model calls in flight finish, for up to --drain (30s), before it
+exits; stopped by SIGTERM with nothing cut short, it exits 0. What was still
+in flight at the bound is cancelled and runs again, under the same
+idempotency key, when it next starts.
 Off loopback every request needs a token (--token or $VIBE_TOKEN) of at least
 32 visible ASCII characters (no space), at least 8 of them different, and not
 one shorter string repeated: make one with openssl rand -hex 32. Without one
@@ -135,6 +141,9 @@ another matter: the client certificate that reaches a --temporal cluster.)`,
 			}
 			prices, err := pf.load()
 			if err != nil {
+				return err
+			}
+			if err := checkWait("drain", wf.drain); err != nil {
 				return err
 			}
 			if uiListen != "" && !vibe.IsLoopback(uiListen) {
@@ -207,7 +216,7 @@ another matter: the client certificate that reaches a --temporal cluster.)`,
 			}
 			h := api.Handler(l.Processes, api.Options{Token: ef.token, Logger: logger, Requests: l.Requests, Batches: batches, Replays: replays,
 				Mounts: map[string]http.Handler{"/mcp": mcpSrv.Handler(), "/": web}})
-			return vibe.Serve(ctx, h, vibe.ServeOptions{Listener: ln, DataDir: dataDir, TLS: tlsConfig, Ready: func(a net.Addr) {
+			err = vibe.Serve(ctx, h, vibe.ServeOptions{Listener: ln, DataDir: dataDir, TLS: tlsConfig, Ready: func(a net.Addr) {
 				mode := "embedded engine in " + ef.data
 				if ef.temporal != "" {
 					mode = "Temporal at " + ef.temporal
@@ -229,11 +238,13 @@ another matter: the client certificate that reaches a --temporal cluster.)`,
 					fmt.Fprintf(io.err, "vibe: the frontend takes mutual TLS only; a client presents the certificates in %s (vibe worker --temporal %s --tls-dir %s)\n", filepath.Dir(cert), l.Engine.HostPort(), filepath.Dir(cert))
 				}
 			}})
+			return drainWorker(ctx, io, l, wf.drain, err)
 		},
 	}
 	ef.add(cmd)
 	pf.add(cmd)
 	wf.add(cmd)
+	wf.addDrain(cmd)
 	bounds.add(cmd)
 	registryFlag(cmd, &regDir)
 	processesFlag(cmd, &processes, &regDir)
@@ -317,10 +328,14 @@ a Temporal cluster, and nothing else: start as many as the work needs, on as
 many machines. Without --temporal it joins the embedded engine of the vibe serve
 that has --data. Give it the registry the other workers have (--registry): a
 Vessel's delegate named by a registry URI (aug:requests/…) is loaded by
-whichever worker runs the call.`,
+whichever worker runs the call. SIGTERM (or Ctrl-C) stops it as it stops vibe
+serve: no more work is taken, and what is in flight finishes within --drain.`,
 		Example: `  vibe worker --temporal temporal.example.com:7233 --tls-dir ./tls --registry DIR --llm openai:gpt-4o-mini`,
 		Args:    exactArgs(0),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := checkWait("drain", wf.drain); err != nil {
+				return err
+			}
 			reg, err := openRegistry(regDir)
 			if err != nil {
 				return err
@@ -340,11 +355,12 @@ whichever worker runs the call.`,
 			defer l.Close()
 			fmt.Fprintf(io.err, "vibe: worker on %s, namespace %s, task queue vibe\n", l.Engine.HostPort(), l.Engine.Namespace())
 			<-cmd.Context().Done()
-			return nil
+			return drainWorker(cmd.Context(), io, l, wf.drain, nil)
 		},
 	}
 	ef.add(cmd)
 	wf.add(cmd)
+	wf.addDrain(cmd)
 	registryFlag(cmd, &regDir)
 	return cmd
 }

@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -81,18 +82,23 @@ func (l *ledger) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	fmt.Fprintf(w, `{"applied": true, "n": %d}`, in.LLMContext1.Plan.N)
 }
 
-// TestFaultSoak runs processes through vibe serve while SIGKILLing it at
-// random points and starting it again on the same data directory: every
-// process completes with its own output, and every action's effect is
-// applied exactly once, each repeated call carrying its first call's key.
-// In CI: 50 processes and 3 kills; with -soak.long: 200 and 10. The seed is
-// logged; VIBE_SOAK_SEED runs the same kill points again.
+// TestFaultSoak runs processes, and a batch whose items each start a
+// fire-and-forget action, through vibe serve while SIGKILLing it at random
+// points and starting it again on the same data directory, and sends it
+// SIGTERM once while fire-and-forget calls are in flight: every process
+// completes with its own output, and every action's effect is applied
+// exactly once, each repeated call carrying its first call's key; the
+// batch writes each item once, none failed; the SIGTERM cuts no call short
+// (serve exits 0), and no call in flight at it is made again. In CI: 50
+// processes, 1,000 items and 3 kills; with -soak.long: 200 processes and
+// 10 kills. The seed is logged; VIBE_SOAK_SEED runs the same kill points
+// again.
 func TestFaultSoak(t *testing.T) {
 	t.Parallel() // its vibe serve is a child process, its model and actions its own
 	if testing.Short() {
 		t.Skip("kills and restarts vibe serve")
 	}
-	processes, kills := 50, 3
+	processes, kills, items := 50, 3, 1000
 	if *soakLong {
 		processes, kills = 200, 10
 	}
@@ -115,11 +121,29 @@ func TestFaultSoak(t *testing.T) {
 	led := &ledger{calls: map[string][]string{}, seen: map[string]bool{}, effects: map[string]int{}, delay: func() time.Duration { return jitter(50*time.Millisecond, 600*time.Millisecond) }}
 	actions := httptest.NewServer(led)
 	defer actions.Close()
+	// The batch: moderateProcess over items comments, its decide step a
+	// fire-and-forget action.
+	fire := newFireLedger(func(string) <-chan struct{} {
+		c := make(chan struct{})
+		time.AfterFunc(jitter(50*time.Millisecond, 600*time.Millisecond), func() { close(c) })
+		return c
+	})
+	bdir, bled := fireSetup(t, items, fire)
+	var bactions map[string]string
+	b, _ := os.ReadFile(filepath.Join(bdir, "actions.json"))
+	if err := json.Unmarshal(b, &bactions); err != nil {
+		t.Fatal(err)
+	}
 	actionsFile := filepath.Join(dir, "actions.json")
-	os.WriteFile(actionsFile, []byte(fmt.Sprintf(`{"Record_Activity": %q, "Send_Activity": %q}`, actions.URL+"/record", actions.URL+"/send")), 0o644)
+	os.WriteFile(actionsFile, []byte(fmt.Sprintf(`{"Record_Activity": %q, "Send_Activity": %q, "record": %q, "decide": %q}`,
+		actions.URL+"/record", actions.URL+"/send", bactions["record"], bactions["decide"])), 0o644)
 	item := regexp.MustCompile(`item (\d+)`)
+	moderate := llmtest.Multiplexed(verdict)
 	model := llmtest.NewWith(t, func(name, body string) string {
 		time.Sleep(jitter(10*time.Millisecond, 200*time.Millisecond))
+		if strings.Contains(body, "comment ") {
+			return moderate(name, body)
+		}
 		return fmt.Sprintf(`{"plan": {"n": %s}}`, item.FindStringSubmatch(body)[1])
 	})
 
@@ -132,6 +156,9 @@ func TestFaultSoak(t *testing.T) {
 	ready := func() bool { _, err := c.List(ctx, process.ListOptions{Limit: 1}); return err == nil }
 	serve, _ := child(t, args...)
 	waitUntil(t, "vibe serve", time.Minute, ready)
+	out := filepath.Join(bdir, "out.jsonl")
+	feeder, feederOut := child(t, "batch", filepath.Join(bdir, "moderate.json"), "--in", filepath.Join(bdir, "items.jsonl"), "--out", out,
+		"--batch-size", "16", "--data", data, "--actions-file", actionsFile)
 	restart := func(what string) {
 		t.Helper()
 		serve.Process.Signal(syscall.SIGKILL)
@@ -157,6 +184,23 @@ func TestFaultSoak(t *testing.T) {
 	for _, id := range ids {
 		waitStatus(t, c, id, process.Waiting)
 	}
+
+	// SIGTERM while the batch's fire-and-forget calls are in flight: the
+	// serve lets them finish and exits 0; none is made again.
+	waitUntil(t, "fire-and-forget calls in flight", 3*time.Minute, func() bool { return fire.inFlight() > 0 })
+	atTerm := fire.inFlightKeys()
+	_, _, _, cutBefore := fire.counts() // the kills' cuts
+	serve.Process.Signal(syscall.SIGTERM)
+	termSent := time.Now()
+	if err := serve.Wait(); err != nil {
+		t.Errorf("vibe serve, sent SIGTERM: %v, want exit 0", err)
+	}
+	t.Logf("SIGTERM with %d fire-and-forget calls in flight: vibe serve stopped in %s", len(atTerm), time.Since(termSent).Round(time.Millisecond))
+	if _, _, _, cut := fire.counts(); cut > cutBefore {
+		t.Errorf("%d fire-and-forget calls were cut short by the SIGTERM", cut-cutBefore)
+	}
+	serve, _ = child(t, args...)
+	waitUntil(t, "vibe serve to come back", time.Minute, ready)
 
 	// Approve every process, and kill once more while the answers come in
 	// and the second actions run. An answer lost to the kill is given again.
@@ -188,6 +232,24 @@ func TestFaultSoak(t *testing.T) {
 			}
 		}
 	}
+	if err := feeder.Wait(); err != nil {
+		t.Errorf("vibe batch: %v\n%s", err, feederOut)
+	}
+	checkResults(t, readResults(t, out), items, nil)
+	waitUntil(t, "every item's fire-and-forget action", 5*time.Minute, func() bool {
+		keys, _, unanswered, _ := fire.counts()
+		return keys == items && len(unanswered) == 0
+	})
+	for k, n := range atTerm {
+		if got := fire.callsOf(k); got != n {
+			t.Errorf("fire-and-forget call %s, in flight at the SIGTERM, was made again: %d calls", k, got)
+		}
+	}
+	if _, keys, _ := bled.counts(); keys != items {
+		t.Errorf("the batch's record action was applied for %d items, want %d", keys, items)
+	}
+	_, fireRepeated, _, _ := fire.counts()
+	t.Logf("batch: %d items written once each, none failed; %d fire-and-forget keys called again after a kill, none after the SIGTERM", items, len(fireRepeated))
 	led.mu.Lock()
 	defer led.mu.Unlock()
 	repeated := 0
@@ -213,7 +275,7 @@ func TestFaultSoak(t *testing.T) {
 	if len(led.seen) != 2*processes {
 		t.Errorf("%d distinct keys, want %d (two actions for each process)", len(led.seen), 2*processes)
 	}
-	t.Logf("%d processes completed across %d kills; %d action calls were repeated after a kill, each applied once", processes, kills, repeated)
+	t.Logf("%d processes completed across %d kills and a SIGTERM; %d action calls were repeated after a kill, each applied once", processes, kills, repeated)
 }
 
 func cut(step string) (string, string, bool) {
