@@ -79,13 +79,7 @@ func NewWorker(c client.Client, opts WorkerOptions) worker.Worker {
 	}
 	request.RegisterActivities(w, &request.Activities{Model: acts, Loader: opts.Loader, Actions: names})
 	batch.RegisterActivities(w, &batch.Activities{Provider: opts.Provider, Logger: opts.Logger})
-	ws := workers{w}
-	for _, name := range names {
-		aw := worker.New(c, durable.ActionQueue(name), worker.Options{DisableWorkflowWorker: true, MaxConcurrentActivityTaskPollers: 1})
-		aw.RegisterActivityWithOptions(acts.Action, activity.RegisterOptions{Name: durable.ActionName})
-		aw.RegisterActivityWithOptions(acts.RunActions, activity.RegisterOptions{Name: durable.ActionsName})
-		ws = append(ws, aw)
-	}
+	ws := append(workers{w}, durable.ActionWorkers(c, acts)...)
 	if len(ws) == 1 {
 		return w
 	}
