@@ -50,7 +50,7 @@ func RegisterKeep(w worker.ActivityRegistry, store *record.Store) {
 func ActionWorkers(c client.Client, acts *Activities) []worker.Worker {
 	var ws []worker.Worker
 	for _, name := range acts.Actions.Names() {
-		w := worker.New(c, ActionQueue(name), worker.Options{DisableWorkflowWorker: true, MaxConcurrentActivityTaskPollers: 1})
+		w := worker.New(c, ActionQueue(name), worker.Options{DisableWorkflowWorker: true})
 		w.RegisterActivityWithOptions(acts.Action, activity.RegisterOptions{Name: ActionName})
 		w.RegisterActivityWithOptions(acts.RunActions, activity.RegisterOptions{Name: ActionsName})
 		ws = append(ws, w)
