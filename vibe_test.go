@@ -7,13 +7,17 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	enumspb "go.temporal.io/api/enums/v1"
+	workflowpb "go.temporal.io/api/workflow/v1"
 
+	"github.com/augceo/vibe/action"
 	"github.com/augceo/vibe/durable"
 	"github.com/augceo/vibe/engine"
+	"github.com/augceo/vibe/jsonv"
 	"github.com/augceo/vibe/process"
 )
 
@@ -80,5 +84,124 @@ func TestQueryOnlyPollsNoActivities(t *testing.T) {
 			t.Fatalf("a query-only worker polls activity tasks (%d pollers)", n)
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// TestActionWaitsForAWorkerThatHasIt: a process's action call waits on
+// its action's task queue, which no worker without the action polls — the
+// runtime's own worker with no actions file (what vibe answer typed
+// without one starts), a query-only one (vibe ps) — so that none takes,
+// fails or spends it; the process goes on waiting, not failed, and the
+// first worker that has the action runs it, once.
+func TestActionWaitsForAWorkerThatHasIt(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts an embedded engine")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	rt, err := Start(ctx, Options{Engine: engine.Options{DataDir: filepath.Join(t.TempDir(), "data"), NoSystemWorkers: true}, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rt.Close()
+	c := rt.Processes.Temporal
+	reads, err := StartWorker(c, WorkerOptions{QueryOnly: true, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer reads.Stop()
+
+	var calls atomic.Int32
+	acts := &action.Registry{}
+	if err := acts.Register(action.Action{Name: "send_Activity", Run: func(ctx context.Context, in jsonv.Value) (jsonv.Value, error) {
+		calls.Add(1)
+		return jsonv.Parse([]byte(`{"id": "m-1"}`))
+	}}); err != nil {
+		t.Fatal(err)
+	}
+	// The process is started by a client that has the action, as vibe run
+	// --actions-file does, and answered on an engine whose workers lack it.
+	starter := &process.Client{Temporal: c, Actions: acts.Names(), Registered: acts}
+	doc, _ := jsonv.Parse([]byte(`{"type": "object", "properties": {
+  "draft": {"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]},
+  "approve_User": {"type": "object", "references": ["draft"], "properties": {"note": {"type": "string"}}, "required": ["note"]},
+  "send_Activity": {"type": "object", "references": ["draft.text", "approve_User"], "properties": {"id": {"type": "string"}}}}}`))
+	first, _ := jsonv.Parse([]byte(`{"draft": {"text": "Hello"}}`))
+	s, err := starter.Start(ctx, process.StartOptions{Document: doc, First: first})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for info, err := range starter.Watch(ctx, s.ID, process.WatchOptions{}) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if info.Status == process.Waiting {
+			break
+		}
+	}
+	note, _ := jsonv.Parse([]byte(`{"approve_User": {"note": "ok"}}`))
+	if _, err := starter.Answer(ctx, s.ID, note); err != nil {
+		t.Fatal(err)
+	}
+
+	// The call is scheduled on the action's queue, which nobody polls.
+	pending := func() *workflowpb.PendingActivityInfo {
+		t.Helper()
+		d, err := c.DescribeWorkflowExecution(ctx, s.ID, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st := d.GetWorkflowExecutionInfo().GetStatus(); st != enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
+			t.Fatalf("the process is %v, not running: its action was taken by a worker that lacks it", st)
+		}
+		for _, a := range d.GetPendingActivities() {
+			if a.GetActivityType().GetName() == durable.ActionName {
+				return a
+			}
+		}
+		return nil
+	}
+	for pending() == nil {
+		time.Sleep(50 * time.Millisecond)
+	}
+	pollers := func(queue string) int {
+		t.Helper()
+		resp, err := c.DescribeTaskQueue(ctx, queue, enumspb.TASK_QUEUE_TYPE_ACTIVITY)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(resp.GetPollers())
+	}
+	for pollers(durable.TaskQueue) == 0 { // the runtime's worker polls its model calls' queue
+		time.Sleep(10 * time.Millisecond)
+	}
+	if n := pollers(durable.ActionQueue("send_Activity")); n != 0 {
+		t.Fatalf("%d workers without the action poll its queue", n)
+	}
+	// However long it waits (a second here, and the workers poll all
+	// along), no attempt is made.
+	for range 20 {
+		a := pending()
+		if a.GetState() != enumspb.PENDING_ACTIVITY_STATE_SCHEDULED || a.GetAttempt() != 1 || a.GetLastFailure() != nil || calls.Load() != 0 {
+			t.Fatalf("the call was taken by a worker without the action: %v, attempt %d, %v, %d calls", a.GetState(), a.GetAttempt(), a.GetLastFailure(), calls.Load())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+
+	// A worker that has the action runs it, and the process completes.
+	w, err := StartWorker(c, WorkerOptions{Actions: acts, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	var last *process.Info
+	for info, err := range starter.Watch(ctx, s.ID, process.WatchOptions{}) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		last = info
+	}
+	if last == nil || last.Status != process.Completed || calls.Load() != 1 {
+		t.Fatalf("with the action: %+v, %d calls", last, calls.Load())
 	}
 }

@@ -5,8 +5,11 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/nexus-rpc/sdk-go/nexus"
+	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/worker"
+	"go.temporal.io/sdk/workflow"
 
 	"github.com/augceo/vibe/action"
 	"github.com/augceo/vibe/batch"
@@ -48,7 +51,9 @@ type WorkerOptions struct {
 // NewWorker returns a worker on Vibe's task queue with every workflow and
 // activity registered, not yet started: the activities every workflow
 // shares (durable.Register) once, then each runtime's workflows and own
-// activities.
+// activities. Beside it, the worker polls the task queue of each of its
+// actions (durable.ActionQueue) and no other action's: a call of an
+// action it lacks waits for a worker that has it, untaken.
 func NewWorker(c client.Client, opts WorkerOptions) worker.Worker {
 	if opts.Actions == nil {
 		opts.Actions = &action.Registry{}
@@ -66,11 +71,81 @@ func NewWorker(c client.Client, opts WorkerOptions) worker.Worker {
 		return w
 	}
 	acts := &durable.Activities{Provider: opts.Provider, Actions: opts.Actions, Logger: opts.Logger, Records: opts.Records}
-	durable.Register(w, acts)
-	request.RegisterActivities(w, &request.Activities{Model: acts, Loader: opts.Loader, Actions: opts.Actions.Names()})
+	names := opts.Actions.Names()
+	if len(names) > 0 {
+		// Calls on Vibe's own queue — a Vessel's tools', a process's
+		// started before actions were routed — go to a worker with
+		// actions, as they did.
+		durable.Register(w, acts)
+	} else {
+		durable.RegisterCheck(w)
+		durable.RegisterKeep(w, opts.Records)
+		w.RegisterActivityWithOptions(acts.Fill, activity.RegisterOptions{Name: durable.FillName})
+	}
+	request.RegisterActivities(w, &request.Activities{Model: acts, Loader: opts.Loader, Actions: names})
 	batch.RegisterActivities(w, &batch.Activities{Provider: opts.Provider, Logger: opts.Logger})
-	return w
+	ws := append(workers{w}, durable.ActionWorkers(c, acts)...)
+	if len(ws) == 1 {
+		return w
+	}
+	return ws
 }
+
+// workers are a worker on Vibe's task queue (the first, whose registry
+// they are) and those on its actions' queues, started and stopped
+// together.
+type workers []worker.Worker
+
+var _ worker.Worker = workers(nil)
+
+// Start starts every worker, or none: those started are stopped when one
+// fails.
+func (ws workers) Start() error {
+	for i, w := range ws {
+		if err := w.Start(); err != nil {
+			for _, s := range ws[:i] {
+				s.Stop()
+			}
+			return err
+		}
+	}
+	return nil
+}
+
+// Run starts the workers and stops them when interruptCh is closed or
+// receives.
+func (ws workers) Run(interruptCh <-chan any) error {
+	if err := ws.Start(); err != nil {
+		return err
+	}
+	<-interruptCh
+	ws.Stop()
+	return nil
+}
+
+// Stop stops the workers: those of the actions first, so that none takes
+// a call after Vibe's own worker is gone.
+func (ws workers) Stop() {
+	for i := len(ws) - 1; i >= 0; i-- {
+		ws[i].Stop()
+	}
+}
+
+func (ws workers) RegisterWorkflow(w any) { ws[0].RegisterWorkflow(w) }
+func (ws workers) RegisterWorkflowWithOptions(w any, o workflow.RegisterOptions) {
+	ws[0].RegisterWorkflowWithOptions(w, o)
+}
+func (ws workers) RegisterDynamicWorkflow(w any, o workflow.DynamicRegisterOptions) {
+	ws[0].RegisterDynamicWorkflow(w, o)
+}
+func (ws workers) RegisterActivity(a any) { ws[0].RegisterActivity(a) }
+func (ws workers) RegisterActivityWithOptions(a any, o activity.RegisterOptions) {
+	ws[0].RegisterActivityWithOptions(a, o)
+}
+func (ws workers) RegisterDynamicActivity(a any, o activity.DynamicRegisterOptions) {
+	ws[0].RegisterDynamicActivity(a, o)
+}
+func (ws workers) RegisterNexusService(s *nexus.Service) { ws[0].RegisterNexusService(s) }
 
 // StartWorker is NewWorker, started: the worker polls until Stop.
 func StartWorker(c client.Client, opts WorkerOptions) (worker.Worker, error) {

@@ -17,6 +17,7 @@ import (
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/worker"
 
+	"github.com/augceo/vibe/action"
 	"github.com/augceo/vibe/durable"
 	"github.com/augceo/vibe/engine"
 	"github.com/augceo/vibe/jsonv"
@@ -25,7 +26,7 @@ import (
 
 // Inline processes for the engine test: greet is one LLM chunk, so a
 // start with a fitting first value completes without a model; doomed then
-// runs an action no worker has, and fails; approve starts with a person's
+// runs an action that fails for good; approve starts with a person's
 // chunk.
 const (
 	greetDoc   = `{"title":"Greet","type":"object","properties":{"greet":{"type":"object","properties":{"text":{"type":"string"}},"required":["text"]}}}`
@@ -51,13 +52,19 @@ func TestOnTheEngine(t *testing.T) {
 	}
 	defer eng.Close()
 	w := worker.New(eng.Client(), durable.TaskQueue, worker.Options{})
-	shared := &durable.Activities{Logger: slogDiscard()}
+	acts := &action.Registry{}
+	acts.Register(action.Action{Name: "send_Activity", Run: func(context.Context, jsonv.Value) (jsonv.Value, error) {
+		return jsonv.Value{}, action.NonRetryable(errors.New("the mail server refuses it"))
+	}})
+	shared := &durable.Activities{Actions: acts, Logger: slogDiscard()}
 	durable.Register(w, shared)
 	process.RegisterWorkflows(w, shared.Actions)
-	if err := w.Start(); err != nil {
-		t.Fatal(err)
+	for _, aw := range append(durable.ActionWorkers(eng.Client(), shared), w) {
+		if err := aw.Start(); err != nil {
+			t.Fatal(err)
+		}
+		defer aw.Stop()
 	}
-	defer w.Stop()
 	pc := &process.Client{Temporal: eng.Client()}
 	srv := httptest.NewServer(Handler(pc, quiet()))
 	defer srv.Close()

@@ -500,7 +500,7 @@ func (g *group) split(items []int) [][]int {
 	size := 0
 	for _, i := range items {
 		c := &g.items[i].call
-		n := len(jsonv.Marshal(c.Input)) + len(jsonv.Marshal(c.Output)) + len(c.Process) + len(c.Step) + len(c.Action) + len(c.Key) + 64*len(c.Arguments) + 128
+		n := len(jsonv.Marshal(c.Input)) + len(jsonv.Marshal(c.Output)) + len(c.Process) + len(c.Step) + len(c.Action) + len(c.Queue) + len(c.Key) + 64*len(c.Arguments) + 128
 		if len(part) > 0 && size+n > durable.MaxPayloadSize/2 {
 			parts, part, size = append(parts, part), nil, 0
 		}

@@ -241,6 +241,11 @@ type ActionInput struct {
 	// order: an action that takes its arguments unwrapped (Action.Unwrap)
 	// gets their members instead of Input (Unwrapped).
 	Arguments []jsonv.Pointer `json:"arguments,omitempty"`
+	// Queue is the task queue the call is scheduled on (ActionQueue of
+	// the action it resolves to), so that only a worker that has the
+	// action takes it; "" schedules it on the workflow's own task queue,
+	// as calls were before they were routed.
+	Queue string `json:"queue,omitempty"`
 }
 
 // Action runs a step's server action and validates its result.

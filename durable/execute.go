@@ -63,7 +63,8 @@ func ExecuteFill(ctx workflow.Context, in FillInput) (FillOutput, error) {
 }
 
 // ExecuteAction runs a server action as an activity, with the action's
-// retry policy and timeout from acts (ActionOptions): the one way every
+// retry policy and timeout from acts (ActionOptions), on the task queue
+// in.Queue (the workflow's own when it is ""): the one way every
 // workflow of Vibe runs an action. The workflow's id is filled in, and the
 // call's idempotency key derived from it and in.Step unless in.Key is set.
 func ExecuteAction(ctx workflow.Context, acts *action.Registry, in ActionInput) (jsonv.Value, error) {
@@ -73,8 +74,10 @@ func ExecuteAction(ctx workflow.Context, acts *action.Registry, in ActionInput) 
 	if in.Key == "" {
 		in.Key = action.Key(in.Process, in.Step)
 	}
+	opts := ActionOptions(acts, in.Action, 1)
+	opts.TaskQueue = in.Queue
 	var out jsonv.Value
-	err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, ActionOptions(acts, in.Action, 1)), ActionName, in).Get(ctx, &out)
+	err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, opts), ActionName, in).Get(ctx, &out)
 	return out, err
 }
 
@@ -93,11 +96,13 @@ func ExecuteActions(ctx workflow.Context, acts *action.Registry, in ActionsInput
 		conc = len(in.Calls)
 	}
 	rounds := (len(in.Calls) + max(conc, 1) - 1) / max(conc, 1)
-	var name string
+	var name, queue string
 	if len(in.Calls) > 0 {
-		name = in.Calls[0].Action
+		name, queue = in.Calls[0].Action, in.Calls[0].Queue
 	}
-	return workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, ActionOptions(acts, name, rounds)), ActionsName, in)
+	opts := ActionOptions(acts, name, rounds)
+	opts.TaskQueue = queue // one step's action: its calls share a queue
+	return workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, opts), ActionsName, in)
 }
 
 // checkTimeout bounds the local activity that checks a value.
@@ -134,6 +139,13 @@ type Start struct {
 	// a Vessel instance. It tags the process's metrics; without it they
 	// are tagged with the process's own id.
 	Instance string `json:"instance,omitempty"`
+	// ActionQueues are the task queues of the process's actions, by the
+	// name its steps call them (a step's action, or its name when the
+	// compiler was not told the actions): ActionQueue of the action the
+	// name resolves to when the process starts. A process started before
+	// actions were routed has none, and runs its actions on its own task
+	// queue.
+	ActionQueues map[string]string `json:"actionQueues,omitempty"`
 }
 
 // LaunchOptions are the options of a process that a workflow starts as its

@@ -7,8 +7,12 @@ import "go.temporal.io/sdk/temporal"
 // and list by them. Each runtime's own names (a process's query "view", a
 // batch's signals) are its package's.
 const (
-	// TaskQueue is the task queue Vibe's workers poll.
+	// TaskQueue is the task queue Vibe's workers poll: every workflow
+	// task, and every activity task but a server action's (ActionQueue).
 	TaskQueue = "vibe"
+	// ActionQueuePrefix begins the task queue of an action's calls
+	// (ActionQueue).
+	ActionQueuePrefix = "vibe.action."
 
 	// ProcessWorkflow is the workflow type of a process (package process);
 	// a Vessel's launch starts one as a child, with Start.
@@ -56,6 +60,14 @@ const (
 	// update "answer" does.
 	UpdateItemAnswer = "item.answer"
 )
+
+// ActionQueue is the task queue of the calls of the action name: a
+// worker polls it only when it has that action, so that Temporal never
+// hands a call to a worker that would fail it for want of the action
+// (a worker without actions, a read command's, one started with another
+// actions file). A process records the queues of its steps' actions when
+// it starts (Start.ActionQueues).
+func ActionQueue(name string) string { return ActionQueuePrefix + name }
 
 // Types of the application errors (temporal.ApplicationError.Type) that
 // the shared activities and the workflows that run them fail with. None is

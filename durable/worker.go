@@ -2,6 +2,7 @@ package durable
 
 import (
 	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/worker"
 
 	"github.com/augceo/vibe/action"
@@ -38,4 +39,21 @@ func RegisterCheck(w worker.ActivityRegistry) {
 // RegisterCheck and not Register.
 func RegisterKeep(w worker.ActivityRegistry, store *record.Store) {
 	w.RegisterActivityWithOptions(store.Keep, activity.RegisterOptions{Name: KeepName})
+}
+
+// ActionWorkers are the workers that run acts' actions, not yet started:
+// one on each action's task queue (ActionQueue), polling activity tasks
+// only, with Activities.Action and Activities.RunActions registered. A
+// worker polls no action's queue but those of its own actions, so that a
+// call waits for a worker that has its action rather than fail on one
+// that has not. None when acts has no action.
+func ActionWorkers(c client.Client, acts *Activities) []worker.Worker {
+	var ws []worker.Worker
+	for _, name := range acts.Actions.Names() {
+		w := worker.New(c, ActionQueue(name), worker.Options{DisableWorkflowWorker: true})
+		w.RegisterActivityWithOptions(acts.Action, activity.RegisterOptions{Name: ActionName})
+		w.RegisterActivityWithOptions(acts.RunActions, activity.RegisterOptions{Name: ActionsName})
+		ws = append(ws, w)
+	}
+	return ws
 }

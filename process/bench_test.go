@@ -52,7 +52,7 @@ func benchEngine(b *testing.B) (*Client, jsonv.Value) {
 	acts.Register(action.Action{Name: "store_Activity", Run: echo})
 	acts.Register(action.Action{Name: "publish_Activity", Run: echo})
 	w := worker.New(eng.Client(), durable.TaskQueue, worker.Options{})
-	register(w, &durable.Activities{Provider: openai.New(openai.Options{Model: "m", BaseURL: zeroLatencyModel(b).URL, APIKey: "k"}), Actions: &acts, Logger: quietLogger()})
+	register(b, eng.Client(), w, &durable.Activities{Provider: openai.New(openai.Options{Model: "m", BaseURL: zeroLatencyModel(b).URL, APIKey: "k"}), Actions: &acts, Logger: quietLogger()})
 	if err := w.Start(); err != nil {
 		b.Fatal(err)
 	}

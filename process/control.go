@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	enumspb "go.temporal.io/api/enums/v1"
@@ -11,6 +12,7 @@ import (
 	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/temporal"
 
+	"github.com/augceo/vibe/compile"
 	"github.com/augceo/vibe/durable"
 	"github.com/augceo/vibe/internal/execution"
 	"github.com/augceo/vibe/internal/wfid"
@@ -243,3 +245,49 @@ func (c *Client) Retry(ctx context.Context, id string) (*Started, error) {
 // ErrHostedRetry is the error of Retry for a hosted process (a batch's
 // item): it is run again with its batch, not alone.
 var ErrHostedRetry = errors.New("a batch's item is not retried alone")
+
+// MissingActions are the actions that process id has still to call —
+// those of the chunk it runs or waits on and of the chunks after it — and
+// that the client's worker (Registered) does not have: their calls would
+// wait on their task queues (durable.ActionQueue) until a worker that has
+// them comes. A process that ended has none; so has one started before
+// actions were routed, or run in another's workflow (a batch's item), as
+// far as the client can tell.
+func (c *Client) MissingActions(ctx context.Context, id string) ([]string, error) {
+	in, _, err := c.startInput(ctx, id)
+	if errors.Is(err, ErrNotFound) {
+		return nil, nil // a hosted process; or none, which Get and Answer say
+	}
+	if err != nil {
+		return nil, err
+	}
+	info, err := c.Get(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	var missing []string
+	from := -1
+	for i, ch := range in.Program.Chunks {
+		if ch.Name == info.Chunk && from < 0 {
+			from = i
+		}
+		if from < 0 {
+			continue
+		}
+		for _, s := range ch.Steps {
+			name := s.Action
+			if name == "" && ch.Kind == compile.Server {
+				name = s.Name
+			}
+			queue, ok := in.ActionQueues[name]
+			if !ok {
+				continue
+			}
+			act := strings.TrimPrefix(queue, durable.ActionQueuePrefix)
+			if _, ok := c.Registered.Lookup(act); !ok && !slices.Contains(missing, act) {
+				missing = append(missing, act)
+			}
+		}
+	}
+	return missing, nil
+}

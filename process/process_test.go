@@ -118,7 +118,7 @@ func newEnv(t *testing.T, p llm.Provider, acts *action.Registry) *testsuite.Test
 	s.SetLogger(log.NewStructuredLogger(slog.New(slog.DiscardHandler)))
 	env := s.NewTestWorkflowEnvironment()
 	env.SetWorkerOptions(worker.Options{DeadlockDetectionTimeout: time.Minute}) // a busy machine may hold the workflow goroutine past the 1 s default
-	register(env, &durable.Activities{Provider: p, Actions: acts, Logger: quietLogger()})
+	registerIn(env, &durable.Activities{Provider: p, Actions: acts, Logger: quietLogger()})
 	return env
 }
 

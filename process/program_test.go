@@ -30,7 +30,7 @@ func TestProgramAndFilters(t *testing.T) {
 	var acts action.Registry
 	(&meetingActions{}).register(t, &acts)
 	w := worker.New(eng.Client(), durable.TaskQueue, worker.Options{})
-	register(w, &durable.Activities{Provider: &scripted{answers: meetingAnswers}, Actions: &acts, Logger: quietLogger()})
+	register(t, eng.Client(), w, &durable.Activities{Provider: &scripted{answers: meetingAnswers}, Actions: &acts, Logger: quietLogger()})
 	if err := w.Start(); err != nil {
 		t.Fatal(err)
 	}

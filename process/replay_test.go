@@ -44,7 +44,7 @@ func recordHistories(t *testing.T) {
 	m := &meetingActions{failFetch: 1}
 	m.register(t, &acts)
 	w := worker.New(eng.Client(), durable.TaskQueue, worker.Options{})
-	register(w, &durable.Activities{Provider: &scripted{answers: meetingAnswers}, Actions: &acts, Logger: quietLogger()})
+	register(t, eng.Client(), w, &durable.Activities{Provider: &scripted{answers: meetingAnswers}, Actions: &acts, Logger: quietLogger()})
 	if err := w.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -87,7 +87,7 @@ func recordHistories(t *testing.T) {
 	// in a workflow of its own.
 	reg, likes, _ := likeRegistry(t)
 	w2 := worker.New(eng.Client(), durable.TaskQueue+"-likes", worker.Options{})
-	register(w2, &durable.Activities{Provider: &scripted{answers: map[string]string{
+	register(t, eng.Client(), w2, &durable.Activities{Provider: &scripted{answers: map[string]string{
 		"LLM_step1_compose_like": `{"step1_compose_like":{"_why":"nice","postId":"p42"},"step2_send_like":{"postId":"p42"},"step3_thank":{"note":"thanks"}}`,
 	}}, Actions: likes, Logger: quietLogger()})
 	if err := w2.Start(); err != nil {

@@ -242,7 +242,7 @@ func (r *Interpreter) fireAndForget(ctx workflow.Context, s *compile.ProgramStep
 		ParentClosePolicy: enumspb.PARENT_CLOSE_POLICY_ABANDON,
 	})
 	f := workflow.ExecuteChildWorkflow(cctx, FireAndForgetName, durable.ActionInput{
-		Process: r.id, Step: q, Action: s.Action, Input: out, Output: jsonv.NullValue(),
+		Process: r.id, Step: q, Action: s.Action, Input: out, Output: jsonv.NullValue(), Queue: r.in.ActionQueues[s.Action],
 	})
 	r.view.Actions[q] = "started"
 	// Make sure the child exists before the process may close; then watch
@@ -272,7 +272,7 @@ func (r *Interpreter) serverChunk(ctx workflow.Context, h Host, ch *compile.Prog
 		if action == "" {
 			action = s.Name // the worker matches it to one of its actions
 		}
-		ai := durable.ActionInput{Process: r.id, Step: s.Qualified(), Action: action, Input: in, Output: s.Output}
+		ai := durable.ActionInput{Process: r.id, Step: s.Qualified(), Action: action, Input: in, Output: s.Output, Queue: r.in.ActionQueues[action]}
 		if !s.Inputs { // a blocking step's filled inputs are its arguments as they are
 			for _, r := range s.References {
 				ai.Arguments = append(ai.Arguments, r.Pointer())
@@ -355,7 +355,7 @@ func (w *Workflows) DirectCall(ctx workflow.Context, in durable.Start) (DirectRe
 	} else {
 		input = compose.Split(in.First.Lookup(d.Step)).Output // a Vessel filled it: no model call here split it
 	}
-	out, err := durable.ExecuteAction(ctx, w.Actions, durable.ActionInput{Step: d.Step, Action: d.Action, Input: input, Output: jsonv.NullValue()})
+	out, err := durable.ExecuteAction(ctx, w.Actions, durable.ActionInput{Step: d.Step, Action: d.Action, Input: input, Output: jsonv.NullValue(), Queue: in.ActionQueues[d.Action]})
 	res.Result = out
 	return res, err
 }

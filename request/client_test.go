@@ -75,7 +75,7 @@ func TestClient(t *testing.T) {
 	loader := &vessel.Loader{Registry: speakerReg}
 	w := worker.New(eng.Client(), durable.TaskQueue, worker.Options{})
 	acti := &durable.Activities{Provider: model, Actions: &acts, Logger: quiet()}
-	register(w, acti, &Activities{Loader: loader})
+	register(t, eng.Client(), w, acti, &Activities{Loader: loader})
 	if err := w.Start(); err != nil {
 		t.Fatal(err)
 	}

@@ -60,7 +60,7 @@ func (ta *tally) count() int {
 func startWorker(t *testing.T, eng *engine.Engine, acti *durable.Activities) worker.Worker {
 	t.Helper()
 	w := worker.New(eng.Client(), durable.TaskQueue, worker.Options{})
-	register(w, acti, &Activities{})
+	register(t, eng.Client(), w, acti, &Activities{})
 	if err := w.Start(); err != nil {
 		t.Fatal(err)
 	}

@@ -92,7 +92,7 @@ func recordHistories(t *testing.T) {
 	_, musicReg := example(t, "music", "producer.vessel.json")
 	w := worker.New(eng.Client(), durable.TaskQueue, worker.Options{})
 	acti := &durable.Activities{Provider: openai.New(openai.Options{Model: "m", BaseURL: model.URL, APIKey: "k"}), Actions: &acts, Logger: quiet()}
-	register(w, acti, &Activities{Loader: &vessel.Loader{Registry: musicReg}})
+	register(t, eng.Client(), w, acti, &Activities{Loader: &vessel.Loader{Registry: musicReg}})
 	if err := w.Start(); err != nil {
 		t.Fatal(err)
 	}

@@ -99,7 +99,7 @@ func execute(t *testing.T, in Input, model string, acts *action.Registry, loader
 	if model != "" {
 		acti.Provider = openai.New(openai.Options{Model: "m", BaseURL: model, APIKey: "k"})
 	}
-	register(env, acti, &Activities{Loader: loader})
+	registerIn(env, acti, &Activities{Loader: loader})
 	req, err := vessel.NewRequest(in.Toolset, in.Context, vessel.RequestOptions{Prompt: in.Prompt, Decision: in.Decision, MaxDepth: in.MaxDepth, MaxFanOut: in.MaxFanOut})
 	if err != nil {
 		return vessel.Result{}, err

@@ -123,7 +123,7 @@ func TestSplitDecision(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			model := scripted(t, tt.script)
 			w := worker.New(eng.Client(), durable.TaskQueue, worker.Options{})
-			register(w, &durable.Activities{Actions: &action.Registry{}, Logger: quiet(),
+			register(t, eng.Client(), w, &durable.Activities{Actions: &action.Registry{}, Logger: quiet(),
 				Provider: openai.New(openai.Options{Model: "m", BaseURL: model.URL, APIKey: "k"})}, &Activities{Loader: &vessel.Loader{}})
 			if err := w.Start(); err != nil {
 				t.Fatal(err)

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/worker"
 
 	"github.com/augceo/vibe/durable"
@@ -75,8 +76,22 @@ func TestWatch(t *testing.T) {
 
 // register registers what a worker of vibe.NewWorker has: the shared
 // activities, the process and Vessel workflows, and own, the Vessel's
-// activities, whose model calls go through shared.
-func register(w worker.Registry, shared *durable.Activities, own *Activities) {
+// activities, whose model calls go through shared; and it starts the
+// workers of shared's actions on c until the test ends.
+func register(t testing.TB, c client.Client, w worker.Registry, shared *durable.Activities, own *Activities) {
+	t.Helper()
+	for _, aw := range durable.ActionWorkers(c, shared) {
+		if err := aw.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(aw.Stop)
+	}
+	registerIn(w, shared, own)
+}
+
+// registerIn is register without the actions' workers: for a test
+// environment, which runs an activity whatever its task queue.
+func registerIn(w worker.Registry, shared *durable.Activities, own *Activities) {
 	durable.Register(w, shared)
 	process.RegisterWorkflows(w, shared.Actions)
 	RegisterWorkflow(w, shared.Actions)

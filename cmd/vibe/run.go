@@ -127,6 +127,13 @@ J is JSON, or @FILE.`,
 				return inPipelineFile(err, pipeFile)
 			}
 			fmt.Fprintf(io.err, "vibe: started %s\n", started.ID)
+			if _, local := p.(*process.Client); local && ef.temporal == "" {
+				// A later command on the data directory (vibe answer ID J,
+				// typed without the flags) finishes it with what it needs.
+				if err := recordNeeds(ef.data, started.ID, &wf); err != nil {
+					fmt.Fprintf(io.err, "vibe: warning: what %s needs (its actions file, its model) is not recorded: %v\n", started.ID, err)
+				}
+			}
 			if len(started.Unread) > 0 {
 				fmt.Fprintf(io.err, "vibe: warning: %s\n", unreadText(started.Unread))
 			}
@@ -170,7 +177,10 @@ func newAnswerCmd(io stdio) *cobra.Command {
 		Long: `Answer sends the answer J (JSON, or @FILE) to the chunk process ID waits on. An
 answer that does not fit the chunk's schema is refused with the errors, and the
 process keeps waiting. Then it follows the process until it waits again or ends,
-and waits for its fire-and-forget actions as vibe run does (--wait-actions).`,
+and waits for its fire-and-forget actions as vibe run does (--wait-actions).
+Without --actions-file or --llm, it takes the actions file and model that vibe
+run started the process with on that data directory; when one cannot be had
+(the file is gone, its key's variable unset), it says so and sends nothing.`,
 		Example: `  vibe answer meeting-1a2b3c4d '{"confirmInvitation": {"decision": "Approve"}}'
   vibe answer meeting-1a2b3c4d @answer.json`,
 		Args:              exactArgs(2),
@@ -183,11 +193,30 @@ and waits for its fire-and-forget actions as vibe run does (--wait-actions).`,
 			if err != nil {
 				return err
 			}
+			if _, served := ef.runningServer(); !served && ef.temporal == "" {
+				// The actions file and model the process was started with,
+				// where this command was not given them.
+				if err := loadNeeds(ef.data, args[0], &wf); err != nil {
+					return err
+				}
+			}
 			p, done, err := connect(cmd.Context(), io, &ef, &wf, nil)
 			if err != nil {
 				return err
 			}
 			defer done()
+			if pc, local := p.(*process.Client); local {
+				// A worker without an action leaves its calls waiting: the
+				// answer is not sent to a process this command cannot
+				// finish.
+				missing, err := pc.MissingActions(cmd.Context(), args[0])
+				if err != nil {
+					return err
+				}
+				if len(missing) > 0 {
+					return fmt.Errorf("%s goes on with %s, which this command has not: nothing was sent, and it waits as it did; give the actions file that has them (--actions-file FILE), as the command that started it had", args[0], andList(missing))
+				}
+			}
 			if _, err := p.Answer(cmd.Context(), args[0], ans); err != nil {
 				return err
 			}

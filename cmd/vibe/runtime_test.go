@@ -355,3 +355,77 @@ func TestServeAuth(t *testing.T) {
 func newChatAnswer(t *testing.T, content string) *llmtest.Server {
 	return llmtest.New(t, llmtest.Fixed(content))
 }
+
+// TestAnswerWithoutFlags: vibe answer ID J typed without the actions file
+// and the model finishes the process with those vibe run recorded in the
+// data directory (the name of the key's variable, never the key), its
+// action called once; with the actions file gone it sends nothing, says
+// what is missing and how to give it, and the process waits as it did.
+func TestAnswerWithoutFlags(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts the embedded engine")
+	}
+	t.Setenv("VIBE_LLM", "")
+	t.Setenv("VIBE_LLM_API_KEY", "k3y-never-written")
+	model := newMeetingModel(t)
+	actions, calls := meetingActions(t)
+	data := t.TempDir()
+	start := func() string {
+		t.Helper()
+		status, _, stderr := run(t, "", "run", "aug:processes/schedule-meeting", "--registry", example+"/registry", "--prompt", "Meet Bob",
+			"--data", data, "--actions-file", actions, "--llm", "openai:test-model", "--llm-base-url", model.URL)
+		i := strings.Index(stderr, "vibe answer ")
+		if status != 0 || i < 0 {
+			t.Fatalf("run: %d\n%s", status, stderr)
+		}
+		return strings.Fields(stderr[i+len("vibe answer "):])[0]
+	}
+	const approve = `{"confirmInvitation":{"decision":"Approve"}}`
+
+	id := start()
+	rec, err := os.ReadFile(needsFile(data, id))
+	if err != nil || strings.Contains(string(rec), "k3y-never-written") || !strings.Contains(string(rec), `"keyVar": "VIBE_LLM_API_KEY"`) || !strings.Contains(string(rec), actions) {
+		t.Fatalf("the process's needs: %v\n%s", err, rec)
+	}
+	status, stdout, stderr := run(t, "", "answer", id, approve, "--data", data)
+	if status != 0 || !strings.Contains(stderr, "completed") || !strings.Contains(stdout, `"status": "sent"`) {
+		t.Fatalf("answer without the flags: %d\n%s%s", status, stdout, stderr)
+	}
+	if got := calls()["/send"]; got != 1 {
+		t.Errorf("sendInvitation called %d times", got)
+	}
+
+	second := start()
+	if err := os.Rename(actions, actions+".moved"); err != nil {
+		t.Fatal(err)
+	}
+	status, _, stderr = run(t, "", "answer", second, approve, "--data", data)
+	if status == 0 || !strings.Contains(stderr, second+" needs its actions file "+actions+" (no such file or directory)") || !strings.Contains(stderr, "--actions-file FILE") {
+		t.Errorf("answer with the actions file gone: %d\n%s", status, stderr)
+	}
+	status, stdout, _ = run(t, "", "show", second, "--data", data)
+	if status != 0 || !strings.Contains(stdout, `"status": "waiting"`) {
+		t.Errorf("the process after an answer that could not be sent: %d\n%s", status, stdout)
+	}
+	if got := calls()["/send"]; got != 1 {
+		t.Errorf("sendInvitation called %d times", got)
+	}
+
+	// No record (a process another way started): the worker has not the
+	// action the process goes on with, and nothing is sent; with the
+	// actions file, the process completes.
+	if err := os.Rename(actions+".moved", actions); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(needsFile(data, second)); err != nil {
+		t.Fatal(err)
+	}
+	status, _, stderr = run(t, "", "answer", second, approve, "--data", data)
+	if status == 0 || !strings.Contains(stderr, second+" goes on with the action sendInvitation, which this command has not: nothing was sent") {
+		t.Errorf("answer without the actions and no record: %d\n%s", status, stderr)
+	}
+	status, stdout, stderr = run(t, "", "answer", second, approve, "--data", data, "--actions-file", actions)
+	if status != 0 || !strings.Contains(stdout, `"status": "sent"`) || calls()["/send"] != 2 {
+		t.Errorf("answer with the actions file: %d, %d calls\n%s%s", status, calls()["/send"], stdout, stderr)
+	}
+}
