@@ -3,6 +3,7 @@ package vibe
 import (
 	"fmt"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/nexus-rpc/sdk-go/nexus"
@@ -84,7 +85,7 @@ func NewWorker(c client.Client, opts WorkerOptions) worker.Worker {
 	}
 	request.RegisterActivities(w, &request.Activities{Model: acts, Loader: opts.Loader, Actions: names})
 	batch.RegisterActivities(w, &batch.Activities{Provider: opts.Provider, Logger: opts.Logger})
-	ws := append(workers{w}, durable.ActionWorkers(c, acts)...)
+	ws := append(workers{w}, durable.ActionWorkers(c, acts, worker.Options{WorkerStopTimeout: opts.StopTimeout})...)
 	if len(ws) == 1 {
 		return w
 	}
@@ -123,12 +124,15 @@ func (ws workers) Run(interruptCh <-chan any) error {
 	return nil
 }
 
-// Stop stops the workers: those of the actions first, so that none takes
-// a call after Vibe's own worker is gone.
+// Stop stops the workers together: each takes no more work at once and
+// lets what it runs finish within its WorkerStopTimeout, so the whole stop
+// takes one bound, not one per worker.
 func (ws workers) Stop() {
-	for i := len(ws) - 1; i >= 0; i-- {
-		ws[i].Stop()
+	var wg sync.WaitGroup
+	for _, w := range ws {
+		wg.Go(w.Stop)
 	}
+	wg.Wait()
 }
 
 func (ws workers) RegisterWorkflow(w any) { ws[0].RegisterWorkflow(w) }

@@ -59,7 +59,7 @@ func TestOnTheEngine(t *testing.T) {
 	shared := &durable.Activities{Actions: acts, Logger: slogDiscard()}
 	durable.Register(w, shared)
 	process.RegisterWorkflows(w, shared.Actions)
-	for _, aw := range append(durable.ActionWorkers(eng.Client(), shared), w) {
+	for _, aw := range append(durable.ActionWorkers(eng.Client(), shared, worker.Options{}), w) {
 		if err := aw.Start(); err != nil {
 			t.Fatal(err)
 		}

@@ -46,11 +46,13 @@ func RegisterKeep(w worker.ActivityRegistry, store *record.Store) {
 // only, with Activities.Action and Activities.RunActions registered. A
 // worker polls no action's queue but those of its own actions, so that a
 // call waits for a worker that has its action rather than fail on one
-// that has not. None when acts has no action.
-func ActionWorkers(c client.Client, acts *Activities) []worker.Worker {
+// that has not. None when acts has no action. Each worker has opts (its
+// WorkerStopTimeout, say), with no workflow worker.
+func ActionWorkers(c client.Client, acts *Activities, opts worker.Options) []worker.Worker {
+	opts.DisableWorkflowWorker = true
 	var ws []worker.Worker
 	for _, name := range acts.Actions.Names() {
-		w := worker.New(c, ActionQueue(name), worker.Options{DisableWorkflowWorker: true})
+		w := worker.New(c, ActionQueue(name), opts)
 		w.RegisterActivityWithOptions(acts.Action, activity.RegisterOptions{Name: ActionName})
 		w.RegisterActivityWithOptions(acts.RunActions, activity.RegisterOptions{Name: ActionsName})
 		ws = append(ws, w)

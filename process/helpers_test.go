@@ -31,7 +31,7 @@ func registerIn(w worker.Registry, acts *durable.Activities) {
 // until the test ends.
 func startActions(t testing.TB, c client.Client, acts *durable.Activities) {
 	t.Helper()
-	for _, aw := range durable.ActionWorkers(c, acts) {
+	for _, aw := range durable.ActionWorkers(c, acts, worker.Options{}) {
 		if err := aw.Start(); err != nil {
 			t.Fatal(err)
 		}

@@ -36,6 +36,10 @@ func ID(name string, sel Selection, recs []record.Record, program any, opts Opti
 	for _, m := range opts.Missing {
 		items = append(items, fmt.Sprintf("%s/%d", m.ID, m.Line))
 	}
+	var seed uint64 // a seed chooses nothing without a sample
+	if opts.Sample > 0 {
+		seed = opts.Seed
+	}
 	b, err := json.Marshal(struct {
 		IDs                 []string
 		From, Status, Since string
@@ -46,7 +50,7 @@ func ID(name string, sel Selection, recs []record.Record, program any, opts Opti
 		Sample              int    `json:",omitempty"`
 		Seed                uint64 `json:",omitempty"`
 		Baseline            int    `json:",omitempty"`
-	}{sel.IDs, sel.From, sel.Status, sel.Since.String(), items, program, opts.Model, opts.Size, opts.Sample, opts.Seed, opts.Baseline})
+	}{sel.IDs, sel.From, sel.Status, sel.Since.String(), items, program, opts.Model, opts.Size, opts.Sample, seed, opts.Baseline})
 	if err != nil {
 		return "", fmt.Errorf("replay id: %w", err)
 	}

@@ -80,7 +80,7 @@ func TestWatch(t *testing.T) {
 // workers of shared's actions on c until the test ends.
 func register(t testing.TB, c client.Client, w worker.Registry, shared *durable.Activities, own *Activities) {
 	t.Helper()
-	for _, aw := range durable.ActionWorkers(c, shared) {
+	for _, aw := range durable.ActionWorkers(c, shared, worker.Options{}) {
 		if err := aw.Start(); err != nil {
 			t.Fatal(err)
 		}
