@@ -900,3 +900,50 @@ func TestBatchSystemicStop(t *testing.T) {
 		t.Errorf("%d results, want %d", len(rs), n)
 	}
 }
+
+// TestBatchRetryFailed: an item that failed for its own reason (the
+// model's answer refused after its repairs) stays failed when the same
+// command runs again, and the failure's message points to --retry-failed;
+// with it, only that item is asked again, --out is written again whole,
+// and the summary counts it.
+func TestBatchRetryFailed(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts the embedded engine")
+	}
+	const n = 4
+	dir, _ := batchSetup(t, n, nil, 0)
+	var broken atomic.Bool
+	broken.Store(true)
+	model := llmtest.NewServer(t, llmtest.Multiplexed(func(step, prompt string, repair bool) string {
+		if broken.Load() && prompt == "comment 3" && step == "assess" {
+			return `{"sentiment":"furious"}`
+		}
+		return verdict(step, prompt, repair)
+	}), llmtest.Options{})
+	out := filepath.Join(dir, "out.jsonl")
+	args := []string{"batch", filepath.Join(dir, "moderate.json"), "--in", filepath.Join(dir, "items.jsonl"), "--out", out,
+		"--batch-size", "4", "--data", filepath.Join(dir, "data"),
+		"--actions-file", filepath.Join(dir, "actions.json"), "--llm", "openai:test-model", "--llm-base-url", model.URL}
+	status, _, stderr := run(t, "", args...)
+	if status != exitError || !strings.Contains(stderr, "1 of 4 items failed: their result lines say why; the same command with --retry-failed asks them again") {
+		t.Fatalf("status %d, stderr:\n%s", status, stderr)
+	}
+	broken.Store(false)
+	asked := model.Requests()
+	status, _, stderr = run(t, "", append(args, "--retry-failed")...)
+	if status != exitOK || !strings.Contains(stderr, "this run wrote 4 results, 4 ok, 0 failed; 1 failed items retried") {
+		t.Fatalf("--retry-failed: status %d, stderr:\n%s", status, stderr)
+	}
+	if got := model.Requests() - asked; got != 1 {
+		t.Errorf("--retry-failed made %d model requests, want 1, for the failed item alone", got)
+	}
+	rs := readResults(t, out)
+	if len(rs) != n {
+		t.Fatalf("%d results, want %d", len(rs), n)
+	}
+	for i, r := range rs {
+		if r.Line != i+1 || r.Status != batch.StatusCompleted {
+			t.Errorf("result %d: %+v", i+1, r)
+		}
+	}
+}
