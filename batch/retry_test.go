@@ -97,3 +97,24 @@ func line(prompt string) int {
 	n, _ := strconv.Atoi(strings.TrimPrefix(prompt, "comment "))
 	return n
 }
+
+// TestNumberOutOfRange: a line with a number past what a float64 holds is
+// refused, its result naming the file, the line and the JSON path, and the
+// other lines go on.
+func TestNumberOutOfRange(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts the embedded engine")
+	}
+	model := llmtest.NewServer(t, llmtest.Multiplexed(verdict), llmtest.Options{})
+	c := stack(t, model.URL, (&recorder{}).actions())
+	in := comments(2) + `{"prompt":"comment 3","input":{"n":1e400}}` + "\n" + comments(4)[len(comments(3)):]
+	var results []batch.Result
+	sum, err := c.Run(t.Context(), strings.NewReader(in), func(r batch.Result) error { results = append(results, r); return nil },
+		batch.Options{Process: moderate(t), ID: "range", Size: 4, File: "items.jsonl"})
+	if err != nil || sum.Done != 3 || sum.Failed != 1 || len(results) != 4 {
+		t.Fatalf("%+v %v", sum, err)
+	}
+	if r := results[2]; r.Status != batch.StatusFailed || !strings.HasPrefix(r.Error, "items.jsonl:3: /input/n: number 1e400 is out of range") {
+		t.Fatalf("line 3: %+v", r)
+	}
+}
