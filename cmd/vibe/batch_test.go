@@ -947,3 +947,32 @@ func TestBatchRetryFailed(t *testing.T) {
 		}
 	}
 }
+
+// TestEndpointDownReported: vibe ask, vibe run and vibe batch against a
+// model endpoint that refuses connections say so on stderr while their
+// calls wait for it — the failure, how long it has been down, when the
+// next try is — long before they would give up (30 min).
+func TestEndpointDownReported(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts the embedded engine")
+	}
+	dir, _ := batchSetup(t, 2, nil, 0)
+	down := "http://" + freeAddr(t) // nothing listens there
+	model := []string{"--llm", "openai:test-model", "--llm-base-url", down}
+	for name, args := range map[string][]string{
+		"ask":   {"ask", filepath.Join(dir, "moderate.json"), "--prompt", "comment 1"},
+		"run":   {"run", filepath.Join(dir, "moderate.json"), "--prompt", "comment 1", "--data", filepath.Join(dir, "run"), "--actions-file", filepath.Join(dir, "actions.json")},
+		"batch": {"batch", filepath.Join(dir, "moderate.json"), "--in", filepath.Join(dir, "items.jsonl"), "--data", filepath.Join(dir, "batch"), "--actions-file", filepath.Join(dir, "actions.json")},
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			_, out := child(t, append(args, model...)...)
+			waitUntil(t, "the report of the down endpoint", 2*time.Minute, func() bool {
+				return strings.Contains(out.String(), "vibe: model call failed (attempt 1):")
+			})
+			if s := out.String(); !strings.Contains(s, "connection refused") || !strings.Contains(s, "the model endpoint has been unreachable for") || !strings.Contains(s, "next try in") {
+				t.Errorf("stderr:\n%s", s)
+			}
+		})
+	}
+}
