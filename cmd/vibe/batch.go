@@ -24,6 +24,7 @@ import (
 	"github.com/augceo/vibe/batch"
 	"github.com/augceo/vibe/compile"
 	"github.com/augceo/vibe/engine"
+	"github.com/augceo/vibe/internal/diskspace"
 	"github.com/augceo/vibe/internal/wfid"
 	"github.com/augceo/vibe/llm"
 	"github.com/augceo/vibe/process"
@@ -282,7 +283,7 @@ otherwise it starts the embedded engine itself, or joins --temporal.`,
 				defer downMu.Unlock()
 				if time.Since(lastDown) > 10*time.Second { // once per outage, not once per group
 					lastDown = time.Now()
-					p.note(fmt.Sprintf("vibe: the engine does not answer (%v); waiting up to %s for it to come back (a restarted vibe serve is found again)", err, batch.MaxUnreachable))
+					p.note(unreachableNote(opts.ID, err))
 				}
 			}
 			running := make(chan struct{})
@@ -360,6 +361,17 @@ otherwise it starts the embedded engine itself, or joins --temporal.`,
 	cmd.Flags().BoolVar(&retryFailed, "retry-failed", false, "ask again the items an earlier run of the batch left failed for their own reason, keeping the ok results")
 	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "estimate the batch's model requests, prompt tokens and cost (with --prices) without running it")
 	return cmd
+}
+
+// unreachableNote is what vibe batch says when the engine cannot take
+// batch id's work (batch.Options.Unreachable): down, or its disk full — the
+// disk-space guard stops it until space is freed, and the batch, shown
+// "running", waits without marking an item failed.
+func unreachableNote(id string, err error) string {
+	if diskspace.Is(err) {
+		return fmt.Sprintf("vibe: batch %s is stopped by the disk-space guard: %v; it waits up to %s for space to be freed, marking no item failed (Ctrl-C stops; the same command goes on)", id, err, batch.MaxUnreachable)
+	}
+	return fmt.Sprintf("vibe: the engine does not answer (%v); waiting up to %s for it to come back (a restarted vibe serve is found again)", err, batch.MaxUnreachable)
 }
 
 // batchMemoryLimit is the Go heap's soft limit for vibe batch unless

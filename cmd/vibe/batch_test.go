@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -25,6 +26,7 @@ import (
 
 	"github.com/augceo/vibe/api"
 	"github.com/augceo/vibe/batch"
+	"github.com/augceo/vibe/internal/diskspace"
 	"github.com/augceo/vibe/internal/llmtest"
 	"github.com/augceo/vibe/process"
 )
@@ -974,5 +976,22 @@ func TestEndpointDownReported(t *testing.T) {
 				t.Errorf("stderr:\n%s", s)
 			}
 		})
+	}
+}
+
+// TestUnreachableNote: a batch the disk-space guard stops says so, and
+// why, instead of that the engine does not answer.
+func TestUnreachableNote(t *testing.T) {
+	for _, tc := range []struct {
+		err  error
+		want string
+	}{
+		{&diskspace.Error{Dir: "/data", Free: 1 << 20, What: "the engine cannot write its database"},
+			"vibe: batch b-1 is stopped by the disk-space guard: no space left on device on /data (1 MiB free)"},
+		{errors.New("rpc error: code = Unavailable desc = connection refused"), "vibe: the engine does not answer (rpc error"},
+	} {
+		if got := unreachableNote("b-1", tc.err); !strings.HasPrefix(got, tc.want) || !strings.Contains(got, "waiting up to 10m0s") && !strings.Contains(got, "waits up to 10m0s") {
+			t.Errorf("%v: %s", tc.err, got)
+		}
 	}
 }
