@@ -171,6 +171,8 @@ func TestStart(t *testing.T) {
 		{`{"process":"aug:x","colour":"red"}`, "/colour", `unknown field "colour"`, 400},
 		{`{"process":"aug:x","name":7}`, "/name", "name must be a string", 400},
 		{`{"process": "aug:x",}`, "", "the request body is not JSON", 400},
+		{`{"process":"aug:x","input":{"n":1e400}}`, "/input/n", "the request body: /input/n: number 1e400 is out of range", 400},
+		{`{"process":"aug:x","input":[-2e308]}`, "/input/0", "number -2e308 is out of range", 400},
 		{`[1]`, "", "the request body must be an object", 400},
 		{`{"process":"aug:processes/broken"}`, "/properties/a/references/0", `step "a" references "b"`, 422},
 	}

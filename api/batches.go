@@ -104,7 +104,7 @@ const BatchReadTimeout = time.Hour
 
 // batchParams are the parts of a POST /v1/batches besides its items:
 // members of a JSON body, or the query of a JSONL one.
-var batchParams = "process, pipeline, system, id, size, concurrency, providerBatch, providerBatchFallback, providerBatchPoll"
+var batchParams = "process, pipeline, system, id, size, concurrency, providerBatch, providerBatchFallback, providerBatchPoll, retryFailed"
 
 // startBatch is POST /v1/batches: a JSONL body (application/x-ndjson or
 // application/jsonl) with the batch's parameters in the query, or a JSON
@@ -252,7 +252,7 @@ func batchParam(opts *batch.Options, at, name string, v jsonv.Value, fromQuery b
 			return []detail{{Path: at, Message: "audit must be the share of items asked alone too, from 0 to 1"}}
 		}
 		opts.Audit = f
-	case "providerBatch", "providerBatchFallback":
+	case "providerBatch", "providerBatchFallback", "retryFailed":
 		on := v.Kind() == jsonv.KindBool && v.Bool()
 		switch {
 		case fromQuery && (v.Str() == "true" || v.Str() == "false"):
@@ -260,10 +260,13 @@ func batchParam(opts *batch.Options, at, name string, v jsonv.Value, fromQuery b
 		case fromQuery || v.Kind() != jsonv.KindBool:
 			return []detail{{Path: at, Message: name + " must be true or false"}}
 		}
-		if name == "providerBatch" {
+		switch name {
+		case "providerBatch":
 			opts.Call.ProviderBatch = on
-		} else {
+		case "providerBatchFallback":
 			opts.Call.ProviderFallback = on
+		default:
+			opts.RetryFailed = on
 		}
 	case "providerBatchPoll":
 		d, err := time.ParseDuration(v.Str())

@@ -198,7 +198,11 @@ func (s *server) readBody(w http.ResponseWriter, r *http.Request) (jsonv.Value, 
 	if err != nil {
 		var e *schema.Error
 		errors.As(err, &e)
-		writeError(w, http.StatusBadRequest, &apiError{Error: "the request body is not JSON: " + e.Message, Path: string(e.Path)})
+		what := "the request body is not JSON: "
+		if _, ok := errors.AsType[*jsonv.RangeError](err); ok {
+			what = "the request body: " + string(e.Path) + ": "
+		}
+		writeError(w, http.StatusBadRequest, &apiError{Error: what + e.Message, Path: string(e.Path)})
 		return jsonv.Value{}, false
 	}
 	return v, true

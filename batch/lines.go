@@ -55,6 +55,15 @@ func (lr *lineReader) next() (*Item, error) {
 
 var errLong = errors.New("line too long")
 
+// pointerText is p as a line's errors name a JSON path: "/" for the whole
+// line.
+func pointerText(p jsonv.Pointer) string {
+	if p == "" {
+		return "/"
+	}
+	return string(p)
+}
+
 // valid calls f with each item of the rest of the input that reads (a
 // line that does not, such as one that is no JSON, is passed over), and
 // returns the first error reading the input.
@@ -106,6 +115,10 @@ func (lr *lineReader) readLine() ([]byte, error) {
 func ParseLine(raw []byte, line int) Item {
 	it := Item{Line: line}
 	v, err := jsonv.Parse(raw)
+	if re, ok := errors.AsType[*jsonv.RangeError](err); ok {
+		it.Error = fmt.Sprintf("%s: %v", pointerText(re.Pointer), re)
+		return it
+	}
 	if err != nil {
 		it.Error = fmt.Sprintf("/: not JSON: %v", err)
 		return it

@@ -49,6 +49,10 @@ const (
 	// QueryGroup returns the index of the group that holds an input line
 	// (an int argument), -1 for none.
 	QueryGroup = "group"
+	// QueryLines returns the line ranges of a batch's groups, as they
+	// reported them ([]Lines): a batch whose record ended takes them into
+	// its next record (Options.RetryFailed).
+	QueryLines = "lines"
 	// QueryWaiting returns the ids of a group's items that wait for a
 	// person.
 	QueryWaiting = "waiting"

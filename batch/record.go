@@ -69,6 +69,9 @@ func (w *Workflows) Batch(ctx workflow.Context, in RecordInput) (Status, error) 
 	if err != nil {
 		return st, err
 	}
+	if err := workflow.SetQueryHandler(ctx, QueryLines, func() ([]Lines, error) { return lines, nil }); err != nil {
+		return st, err
+	}
 	reports := workflow.GetSignalChannel(ctx, SignalGroup)
 	ends := workflow.GetSignalChannel(ctx, SignalEnd)
 	take := func(r GroupReport) {
@@ -99,7 +102,9 @@ func (w *Workflows) Batch(ctx workflow.Context, in RecordInput) (Status, error) 
 			st.Audits = mergeAudits(st.Audits, r.Audits)
 		} else if r.Finished && r.Again != nil {
 			// The group ran again after an item failed for a reason not
-			// its own: its counts take the place of its run before.
+			// its own, or its failed items were asked again
+			// (Options.RetryFailed): its counts take the place of its run
+			// before.
 			st.Done += r.Done - r.Again.Done
 			st.Failed += r.Failed - r.Again.Failed
 			st.Usage = st.Usage.Add(r.Usage)

@@ -63,6 +63,18 @@ func (c *Client) OpenResults(ctx context.Context, path, id string) (*ResultsFile
 	return rf, nil
 }
 
+// Rewrite empties the file, for a run that writes every result again
+// (Options.RetryFailed): After is 0.
+func (rf *ResultsFile) Rewrite() error {
+	rf.w.Reset(rf.f)
+	if err := rf.f.Truncate(0); err != nil {
+		return err
+	}
+	_, err := rf.f.Seek(0, io.SeekStart)
+	rf.After = 0
+	return err
+}
+
 // Write writes result lines, buffered: Flush after each group's lines, so
 // that a kill tears at most one line.
 func (rf *ResultsFile) Write(p []byte) (int, error) { return rf.w.Write(p) }

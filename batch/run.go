@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -101,6 +102,14 @@ type Options struct {
 	// Run waits for it, trying again every few seconds, for at most
 	// MaxUnreachable, without writing a result for the group's items.
 	Unreachable func(err error) `json:"-"`
+	// RetryFailed asks again the items of a batch that ran before which
+	// failed for their own reason (a line that is no item fails again as
+	// it did): each group that has such items runs again under its id, its
+	// completed items kept as they were, not asked again. Groups wholly
+	// before After are not looked up, so a run that is to write every
+	// result again gives After 0. Summary.Retried counts the items asked
+	// again.
+	RetryFailed bool `json:"retryFailed,omitempty"`
 }
 
 // MaxUnreachable is how long Run waits for an engine it cannot reach
@@ -152,6 +161,9 @@ type Summary struct {
 	Requests int           `json:"requests"`
 	Usage    llm.Usage     `json:"usage"`
 	Elapsed  time.Duration `json:"elapsed"`
+	// Retried counts the items that had failed in an earlier run and were
+	// asked again (Options.RetryFailed).
+	Retried int `json:"retried,omitempty"`
 	// Unread names what of the items' inputs no step reads, in the order
 	// first met (compile.Program.UnreadInput): "" for inputs that are no
 	// object.
@@ -201,6 +213,11 @@ func (c *Client) Run(ctx context.Context, in io.Reader, emit func(Result) error,
 		Memo: map[string]any{durable.MemoProcess: start.Name}}, BatchName, RecordInput{Status: recordStatus(opts, start, size, sizes, began)})
 	if err != nil {
 		return nil, fmt.Errorf("start batch %s: %w", opts.ID, err)
+	}
+	if opts.RetryFailed {
+		if err := c.reopen(ctx, opts.ID, start.Name); err != nil {
+			return nil, fmt.Errorf("start batch %s again: %w", opts.ID, err)
+		}
 	}
 	if opts.Call.ProviderBatch {
 		_, err = c.startOrAttach(ctx, client.StartWorkflowOptions{ID: ProviderID(opts.ID), TypedSearchAttributes: batchAttribute(opts.ID),
@@ -290,6 +307,7 @@ func (c *Client) Run(ctx context.Context, in io.Reader, emit func(Result) error,
 			}
 			sum.Requests += p.res.Requests
 			sum.Usage = sum.Usage.Add(p.res.Usage)
+			sum.Retried += p.retried
 			sum.Audits = mergeAudits(sum.Audits, p.res.Audits)
 			if aud != nil {
 				aud.take(p.res.Audits)
@@ -384,7 +402,7 @@ func (c *Client) Run(ctx context.Context, in io.Reader, emit func(Result) error,
 		}
 		go func() {
 			defer close(p.done)
-			p.res, p.err = c.runGroup(ctx, gin, opts.Unreachable)
+			p.res, p.retried, p.err = c.runGroup(ctx, gin, opts.RetryFailed, opts.Unreachable)
 		}()
 	}
 	close(queue)
@@ -491,67 +509,158 @@ type pending struct {
 	done chan struct{}
 	res  GroupResult
 	err  error
+	// retried counts the group's items asked again (Options.RetryFailed).
+	retried int
 }
 
 // runGroup runs a group, or reads back the one that ran under its id. A
 // group that cannot run gives each of its lines a failed result; an engine
 // that cannot be reached is waited for (unreachable is told), up to
 // MaxUnreachable, and then is runGroup's error: no line is said to have
-// failed for it.
-func (c *Client) runGroup(ctx context.Context, in GroupInput, unreachable func(error)) (GroupResult, error) {
-	var res GroupResult
-	fail := func(err error) (GroupResult, error) {
+// failed for it. A group that ran before and stopped at an item that
+// failed for a reason not its own runs again; with retry, so does one
+// with items that failed for their own reason, its completed items kept
+// (Item.Kept), and retried counts the items asked again.
+func (c *Client) runGroup(ctx context.Context, in GroupInput, retry bool, unreachable func(error)) (res GroupResult, retried int, err error) {
+	fail := func(err error) (GroupResult, int, error) {
 		if ctx.Err() != nil {
-			return res, ctx.Err()
+			return res, 0, ctx.Err()
 		}
 		res = GroupResult{Index: in.Index, Results: make([]Result, len(in.Items))}
 		for i, it := range in.Items {
 			res.Results[i] = Result{Line: it.Line, Status: StatusFailed, Error: fmt.Sprintf("group %s: %s", GroupID(in.Batch, in.Index), durable.ErrorText(err))}
 		}
-		return res, nil
+		return res, 0, nil
 	}
 	if err := durable.CheckPayloadSize("the group's items", in); err != nil {
 		return fail(fmt.Errorf("%w; give fewer items per group", err))
 	}
 	wopts := client.StartWorkflowOptions{ID: GroupID(in.Batch, in.Index), TypedSearchAttributes: batchAttribute(in.Batch),
 		Memo: map[string]any{durable.MemoProcess: in.Name}}
-	err := untilReachable(ctx, unreachable, func() error {
+	err = untilReachable(ctx, unreachable, func() error {
+		retried = 0
 		run, ended, err := c.startOrFind(ctx, wopts, GroupName, in, false)
 		if err == nil {
 			res = GroupResult{}
 			err = run.Get(ctx, &res)
 		}
-		if err == nil && ended && systemicIn(res) {
+		if err != nil || !ended {
+			return err
+		}
+		again := in
+		switch {
+		case systemicIn(res):
 			// An earlier run stopped at an item of this group that failed
 			// for a reason not its own: the group is asked again.
-			again := in
-			again.Again = &GroupCounts{}
-			for _, r := range res.Results {
-				if r.Status == StatusCompleted {
-					again.Again.Done++
-				} else {
-					again.Again.Failed++
-				}
+		case retry:
+			var n int
+			if again, n, err = c.keep(ctx, in, res, unreachable); err != nil || n == 0 {
+				return err
 			}
-			if run, _, err = c.startOrFind(ctx, wopts, GroupName, again, true); err == nil {
-				res = GroupResult{}
-				err = run.Get(ctx, &res)
+			retried = n
+		default:
+			return nil
+		}
+		again.Again = &GroupCounts{}
+		for _, r := range res.Results {
+			if r.Status == StatusCompleted {
+				again.Again.Done++
+			} else {
+				again.Again.Failed++
 			}
+		}
+		if run, _, err = c.startOrFind(ctx, wopts, GroupName, again, true); err == nil {
+			res = GroupResult{}
+			err = run.Get(ctx, &res)
 		}
 		return err
 	})
 	switch {
 	case err == nil:
-		return res, nil
+		return res, retried, nil
 	case ctx.Err() != nil:
-		return res, ctx.Err()
+		return res, 0, ctx.Err()
 	case Unreachable(err):
-		return res, fmt.Errorf("group %s: %w", GroupID(in.Batch, in.Index), err)
+		return res, 0, fmt.Errorf("group %s: %w", GroupID(in.Batch, in.Index), err)
 	}
 	if _, ok := errors.AsType[*temporal.WorkflowExecutionError](err); ok {
 		err = errors.New(durable.ErrorText(err))
 	}
 	return fail(err)
+}
+
+// keep is group in to run again for its items that failed for their own
+// reason in res, its run before: each completed item is kept
+// (Item.Kept), its output read in full. n counts the items asked again, 0
+// when none failed so; a line that is no item fails again as it did, and
+// is not counted.
+func (c *Client) keep(ctx context.Context, in GroupInput, res GroupResult, unreachable func(error)) (again GroupInput, n int, err error) {
+	again = in
+	again.Items = slices.Clone(in.Items)
+	for i := range again.Items {
+		it := &again.Items[i]
+		if it.Error != "" || i >= len(res.Results) || res.Results[i].Line != it.Line {
+			continue
+		}
+		r := res.Results[i]
+		if r.Status != StatusCompleted {
+			n++
+			continue
+		}
+		if r, err = c.complete(ctx, r, unreachable); err != nil {
+			return in, 0, err
+		}
+		if r.Status == StatusCompleted {
+			it.Kept = &r
+		} else {
+			n++ // its output could not be read: it is asked again
+		}
+	}
+	if n > 0 && durable.CheckPayloadSize("the group's items", again) != nil {
+		// Past the engine's limit with the outputs kept: the whole group
+		// is asked again.
+		n = 0
+		for _, it := range in.Items {
+			if it.Error == "" {
+				n++
+			}
+		}
+		return in, n, nil
+	}
+	return again, n, nil
+}
+
+// reopen starts the record of batch id again when it has ended (completed
+// or failed; a cancelled batch stays so), with its counts and its groups'
+// lines, for groups to run again and report to it (Options.RetryFailed):
+// it ends again once the run's input ends.
+func (c *Client) reopen(ctx context.Context, id, name string) error {
+	st, err := c.Status(ctx, id)
+	if err != nil {
+		return err
+	}
+	if st.Status != StatusCompleted && st.Status != StatusFailed {
+		return nil
+	}
+	v, err := durable.Query(ctx, c.temporal(), id, QueryLines)
+	var lines []Lines
+	if err == nil {
+		err = v.Get(&lines)
+	}
+	if err != nil {
+		return fmt.Errorf("read its groups' lines: %w", err)
+	}
+	groups := make([]int, st.Groups)
+	for i := range groups {
+		groups[i] = i
+	}
+	st.Status, st.Ended, st.FinishedAt, st.Waiting = "running", false, nil, 0
+	if st.Provider != nil {
+		st.Provider = &ProviderState{}
+	}
+	_, _, err = c.startOrFind(ctx, client.StartWorkflowOptions{ID: id, TypedSearchAttributes: batchAttribute(id),
+		Memo: map[string]any{durable.MemoProcess: name}}, BatchName, RecordInput{Status: *st, Started: groups, Finished: slices.Clone(groups), Lines: lines}, true)
+	return err
 }
 
 // systemicIn reports whether an item of res failed for a reason not its

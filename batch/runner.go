@@ -50,7 +50,9 @@ type spooled struct {
 // anything is spooled (Client.Check): a process or pipeline that does not
 // compile gives the compiler's errors, a process URI whose fragment names
 // nothing an error wrapping registry.ErrNotFound. A batch given again with
-// another group size keeps the size of its first run (Options.Size).
+// another group size keeps the size of its first run (Options.Size). A
+// batch that finished is run again only with Options.RetryFailed, to ask
+// its failed items again; created is false for it.
 func (r *Runner) Start(ctx context.Context, opts Options, in io.Reader) (id string, created bool, err error) {
 	if opts.ID != "" {
 		if err := CheckID(opts.ID); err != nil {
@@ -97,7 +99,7 @@ func (r *Runner) Start(ctx context.Context, opts Options, in io.Reader) (id stri
 		return opts.ID, false, nil
 	}
 	if _, err := r.Client.Status(ctx, opts.ID); err == nil {
-		if _, err := os.Stat(r.path(opts.ID, ".jsonl")); err != nil {
+		if _, err := os.Stat(r.path(opts.ID, ".jsonl")); err != nil && !opts.RetryFailed {
 			return opts.ID, false, nil // it ran, and finished
 		}
 	} else if !errors.Is(err, ErrNotFound) {

@@ -44,8 +44,9 @@ type GroupInput struct {
 	// DefaultActions.
 	Actions int `json:"actions,omitempty"`
 	// Again, set when the group runs again because its run before stopped
-	// at an item that failed for a reason not its own, are that run's
-	// counts: the batch's record takes this run's in their place.
+	// at an item that failed for a reason not its own, or to ask its
+	// failed items again (Options.RetryFailed), are that run's counts: the
+	// batch's record takes this run's in their place.
 	Again *GroupCounts `json:"again,omitempty"`
 }
 
@@ -65,6 +66,10 @@ type Item struct {
 	Error string `json:"error,omitempty"`
 	// Audit asks the item's LLM chunks alone too (Options.Audit).
 	Audit bool `json:"audit,omitempty"`
+	// Kept, set when the group runs again to ask its failed items again
+	// (Options.RetryFailed), is the item's result of the run before, which
+	// completed: it is kept, and the item is not run again.
+	Kept *Result `json:"kept,omitempty"`
 }
 
 // GroupResult is what a group did: a result per line, in order, and the
@@ -270,6 +275,9 @@ func (g *group) handlers(ctx workflow.Context) error {
 		return nil, durable.NotHosted(process.ErrNotFound, id)
 	}
 	err := workflow.SetQueryHandler(ctx, durable.QueryItem, func(id string) (process.Info, error) {
+		if kept, ok := g.kept(id); ok {
+			return kept, nil
+		}
 		r, err := item(id)
 		if err != nil {
 			return process.Info{}, err
@@ -292,6 +300,9 @@ func (g *group) handlers(ctx workflow.Context) error {
 		return err
 	}
 	err = workflow.SetQueryHandler(ctx, durable.QueryItemProgram, func(id string) (*compile.Program, error) {
+		if _, ok := g.kept(id); ok {
+			return g.in.Program, nil
+		}
 		r, err := item(id)
 		if err != nil {
 			return nil, err
@@ -330,6 +341,13 @@ func (g *group) start(ctx workflow.Context, i int, it Item) {
 		g.items[i].state = done
 		return
 	}
+	if it.Kept != nil { // completed in the group's run before
+		g.res.Results[i] = *it.Kept
+		g.res.Results[i].Line, g.res.Results[i].ID = it.Line, id
+		g.items[i].state = done
+		g.byID[id] = i
+		return
+	}
 	g.byID[id] = i
 	g.open++
 	prompt := it.Prompt
@@ -350,6 +368,24 @@ func (g *group) start(ctx workflow.Context, i int, it Item) {
 		}
 		g.poke.Send(ctx, nil)
 	})
+}
+
+// kept is what is known of item id when it was kept from the group's run
+// before (Item.Kept): completed, with its output and input as its state.
+func (g *group) kept(id string) (process.Info, bool) {
+	i, ok := g.byID[id]
+	if !ok || g.items[i].r != nil || g.in.Items[i].Kept == nil {
+		return process.Info{}, false
+	}
+	it := g.in.Items[i]
+	state, err := jsonv.Parse(it.Kept.Output)
+	if err != nil || state.Object() == nil {
+		state = jsonv.ObjectValue()
+	}
+	if !it.Input.IsNull() {
+		state.Object().Set("input", it.Input)
+	}
+	return process.Info{ID: id, Process: g.in.Name, View: process.View{Status: process.Completed, Done: []string{}, State: state}, StartedAt: g.started}, true
 }
 
 // itemHost is the group as one item's Host.

@@ -302,6 +302,11 @@ func (c *console) Admit(r *http.Request) bool {
 	return public(r) || c.auth.session(r, c.now())
 }
 
+// Session reports whether r carries a valid session of the console's
+// sign-in (a browser sends its cookie to every port of the host): what
+// Temporal's UI, served on a port of its own, admits besides the token.
+func (c *console) Session(r *http.Request) bool { return c.auth.session(r, c.now()) }
+
 // Refuse sends a browser without a session to the sign-in page, and back
 // to where it was going once signed in; what is not a page is refused
 // outright.

@@ -5,6 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
+	"strconv"
+	"strings"
 
 	"github.com/go-json-experiment/json/jsontext"
 )
@@ -24,7 +27,8 @@ func (e *SyntaxError) Error() string {
 
 // Parse parses one JSON value. Objects keep their member order, numbers
 // their literal text. Duplicate member names, invalid UTF-8 and trailing
-// data are errors, reported as a *SyntaxError.
+// data are errors, reported as a *SyntaxError; a number past what a
+// float64 holds is a *RangeError.
 func Parse(data []byte) (Value, error) { return ParseWithin(data, Limits{}) }
 
 // Limits bound what ParseWithin builds from a document, so that a small or
@@ -50,6 +54,33 @@ type LimitError struct {
 
 func (e *LimitError) Error() string { return e.Msg }
 
+// RangeError is a number past what a float64 holds (±1.8e308), such as
+// 1e400: what reads it as a number would take ±1.797e308 or an infinity
+// in its place, so it is refused rather than changed silently.
+type RangeError struct {
+	Pointer Pointer // where the number is
+	Literal string  // the number as written (cut short past 40 bytes)
+}
+
+func (e *RangeError) Error() string {
+	return fmt.Sprintf("number %s is out of range: beyond ±1.8e308, the most a float64 holds", e.Literal)
+}
+
+// checkRange returns a *RangeError for a number literal beyond ±MaxFloat64.
+// A literal with no exponent and 308 bytes or fewer cannot be.
+func checkRange(lit string, at Pointer) error {
+	if len(lit) <= 308 && !strings.ContainsAny(lit, "eE") {
+		return nil
+	}
+	if f, err := strconv.ParseFloat(lit, 64); err == nil && !math.IsInf(f, 0) {
+		return nil
+	}
+	if len(lit) > 40 {
+		lit = lit[:40] + "…"
+	}
+	return &RangeError{Pointer: at, Literal: lit}
+}
+
 // ParseWithin is Parse with the bounds of lim. A document past a bound is a
 // *LimitError, found while parsing: the parser stops there, before it has
 // built the rest.
@@ -69,11 +100,16 @@ func ParseWithin(data []byte, lim Limits) (Value, error) {
 	if errors.As(err, &le) {
 		return Value{}, le
 	}
+	var re *RangeError
+	if errors.As(err, &re) {
+		return Value{}, re
+	}
 	return Value{}, syntaxError(data, d.dec, err)
 }
 
 // Decode reads the next JSON value from dec, keeping member order and
-// number literals. Errors are jsontext's.
+// number literals. Errors are jsontext's, and *RangeError for a number
+// past what a float64 holds.
 func Decode(dec *jsontext.Decoder) (Value, error) { return (&decoder{dec: dec}).value() }
 
 // decoder reads values from dec within lim.
@@ -100,7 +136,11 @@ func (d *decoder) value() (Value, error) {
 	case '"':
 		return StringValue(tok.String()), nil
 	case '0':
-		return Value{kind: KindNumber, s: tok.String()}, nil
+		lit := tok.String()
+		if err := checkRange(lit, Pointer(dec.StackPointer())); err != nil {
+			return Value{}, err
+		}
+		return Value{kind: KindNumber, s: lit}, nil
 	case '[', '{':
 		if d.lim.MaxDepth > 0 && dec.StackDepth() > d.lim.MaxDepth {
 			return Value{}, &LimitError{Pointer: Pointer(dec.StackPointer()), Msg: fmt.Sprintf("arrays and objects nest more than %d levels deep", d.lim.MaxDepth)}

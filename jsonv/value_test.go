@@ -280,3 +280,34 @@ func TestParseWithin(t *testing.T) {
 		t.Errorf("err = %#v, want a *SyntaxError", err)
 	}
 }
+
+// TestParseRange: a number past what a float64 holds is refused as a
+// *RangeError naming where it is, not taken as ±1.797e308; the largest
+// and the tiniest that read are kept exactly.
+func TestParseRange(t *testing.T) {
+	big := "1" + strings.Repeat("0", 309)
+	tests := []struct {
+		doc, at, lit string // lit "": parses, and keeps its literal
+	}{
+		{`1e400`, "", "1e400"},
+		{`{"input":{"n":-1E+309}}`, "/input/n", "-1E+309"},
+		{`[0, 2e308]`, "/1", "2e308"},
+		{`{"a":` + big + `}`, "/a", big[:40] + "…"},
+		{`1.7976931348623157e308`, "", ""},
+		{`1e-400`, "", ""},
+		{`{"a":` + big[:300] + `}`, "", ""},
+	}
+	for _, tt := range tests {
+		v, err := Parse([]byte(tt.doc))
+		if tt.lit == "" {
+			if err != nil || string(Marshal(v)) != strings.ReplaceAll(tt.doc, " ", "") {
+				t.Errorf("%.50s: %v, %.50s", tt.doc, err, Marshal(v))
+			}
+			continue
+		}
+		re, ok := err.(*RangeError)
+		if !ok || string(re.Pointer) != tt.at || re.Literal != tt.lit || !strings.Contains(err.Error(), "number "+tt.lit+" is out of range") {
+			t.Errorf("%.50s: %v, want a *RangeError at %q", tt.doc, err, tt.at)
+		}
+	}
+}

@@ -211,8 +211,33 @@ func (l *Limiter) awaitEndpoint(ctx context.Context) error {
 	}
 }
 
-// settle records what a call through the endpoint came to.
+// Watch has f told of each change of the endpoint's health that a call
+// brings — a failure that is the endpoint's, a refusal, its answering
+// again after being down — with the health after it: what a reporter
+// prints (vibe's commands say on stderr that the endpoint is down). f is
+// called outside the limiter's lock, from the call's goroutine; nil stops
+// telling.
+func (l *Limiter) Watch(f func(Health)) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.watch = f
+}
+
+// settle records what a call through the endpoint came to, and tells
+// Watch's f of a change.
 func (l *Limiter) settle(ctx context.Context, err error) {
+	h, changed := l.settled(ctx, err)
+	l.mu.Lock()
+	f := l.watch
+	l.mu.Unlock()
+	if changed && f != nil {
+		f(h)
+	}
+}
+
+// settled is settle under the lock: the health after the call, and
+// whether it changed in a way Watch tells.
+func (l *Limiter) settled(ctx context.Context, err error) (Health, bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	h := &l.health
@@ -222,9 +247,10 @@ func (l *Limiter) settle(ctx context.Context, err error) {
 	if ctx.Err() != nil && fault == FaultDown {
 		fault = FaultNone // the caller gave up, not the endpoint
 		if !probe {
-			return
+			return h.Health, false
 		}
 	}
+	changed := false
 	switch fault {
 	case FaultNone:
 		if err != nil && ctx.Err() != nil {
@@ -232,9 +258,11 @@ func (l *Limiter) settle(ctx context.Context, err error) {
 		}
 		if !h.Down.IsZero() {
 			h.Recovered, h.Outage = time.Now(), time.Since(h.Down)
+			changed = h.Refused == nil
 		}
 		h.Down, h.Failures, h.Next = time.Time{}, 0, time.Time{}
 	case FaultRefused:
+		changed = h.Refused == nil
 		h.Refused, h.Last = err, err
 		if h.Down.IsZero() {
 			h.Down = time.Now()
@@ -247,8 +275,10 @@ func (l *Limiter) settle(ctx context.Context, err error) {
 		h.Failures++
 		h.Last = err
 		h.Next = now.Add(retryWait(h.Failures))
+		changed = true
 	}
 	l.signal()
+	return h.Health, changed
 }
 
 // complete sends req through p once the endpoint may be called, and while

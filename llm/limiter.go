@@ -39,7 +39,8 @@ type Limiter struct {
 	lastCut  time.Time
 	best     time.Duration // the fastest call seen
 	stats    LimiterStats
-	health   health // the endpoint's (breaker.go)
+	health   health       // the endpoint's (breaker.go)
+	watch    func(Health) // Watch's
 }
 
 // LimiterOptions configure a Limiter; the zero value starts at

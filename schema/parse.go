@@ -54,7 +54,10 @@ func Parse(file string, data []byte) (jsonv.Value, error) {
 	if err != nil {
 		var se *jsonv.SyntaxError
 		var le *jsonv.LimitError
+		var re *jsonv.RangeError
 		switch {
+		case errors.As(err, &re):
+			return jsonv.Value{}, &Error{File: file, Path: re.Pointer, Message: re.Error(), Err: err}
 		case errors.As(err, &se):
 			return jsonv.Value{}, &Error{File: file, Path: se.Pointer, Message: se.Error(), Err: err}
 		case errors.As(err, &le):

@@ -24,6 +24,7 @@ import (
 	"github.com/augceo/vibe/batch"
 	"github.com/augceo/vibe/compile"
 	"github.com/augceo/vibe/engine"
+	"github.com/augceo/vibe/internal/diskspace"
 	"github.com/augceo/vibe/internal/wfid"
 	"github.com/augceo/vibe/llm"
 	"github.com/augceo/vibe/process"
@@ -43,7 +44,7 @@ func newBatchCmd(io stdio) *cobra.Command {
 		maxProps, maxDepth        int
 		pf                        pricesFlag
 		provider, fallback        bool
-		dryRun                    bool
+		dryRun, retryFailed       bool
 		bf                        budgetFlags
 		poll, waitActions         time.Duration
 	)
@@ -91,7 +92,11 @@ compiled process, the system text, the prompt and the input file's items — the
 same id POST /v1/batches derives — not from K or the concurrency) names the work:
 groups that finished are read back, not sent to the model again, and their
 actions do not run again; --out is continued after its last complete line, so it
-ends with each item once. A batch keeps the K of its first run.
+ends with each item once. A batch keeps the K of its first run. Items that
+failed for their own reason (the model's answer refused after its repairs, an
+action that failed for good) stay failed on a rerun; --retry-failed asks them
+again, under the same batch id: the ok results are kept, not asked again, --out
+is written again from line 1, and the summary says how many were retried.
 
 Ctrl-C stops the reading: the groups in flight finish and their results are
 written, then vibe batch exits with status 130 and prints the command that goes
@@ -167,7 +172,7 @@ otherwise it starts the embedded engine itself, or joins --temporal.`,
 				return err
 			}
 			opts := batch.Options{Process: process.StartOptions{Pipeline: pipeline, Prompt: prompt, System: system, Name: name},
-				ID: id, Size: size, Concurrency: concurrency, Window: window, File: inputName(in), Audit: audit,
+				ID: id, Size: size, Concurrency: concurrency, Window: window, File: inputName(in), Audit: audit, RetryFailed: retryFailed,
 				Call: batch.CallOptions{Inline: wf.llm.inline, Limits: compile.Limits{MaxProperties: maxProps, MaxDepth: maxDepth},
 					ProviderBatch: provider || fallback, ProviderFallback: fallback, ProviderPoll: poll}}
 			spec := pipeline
@@ -292,7 +297,7 @@ otherwise it starts the embedded engine itself, or joins --temporal.`,
 				defer downMu.Unlock()
 				if time.Since(lastDown) > 10*time.Second { // once per outage, not once per group
 					lastDown = time.Now()
-					p.note(fmt.Sprintf("vibe: the engine does not answer (%v); waiting up to %s for it to come back (a restarted vibe serve is found again)", err, batch.MaxUnreachable))
+					p.note(unreachableNote(opts.ID, err))
 				}
 			}
 			running := make(chan struct{})
@@ -345,7 +350,7 @@ otherwise it starts the embedded engine itself, or joins --temporal.`,
 				failed, lines = now.Failed, now.Items
 			}
 			if failed > 0 {
-				return fmt.Errorf("%d of %d items failed: their result lines say why", failed, lines)
+				return fmt.Errorf("%d of %d items failed: their result lines say why; the same command with --retry-failed asks them again", failed, lines)
 			}
 			return nil
 		},
@@ -372,8 +377,20 @@ otherwise it starts the embedded engine itself, or joins --temporal.`,
 	cmd.Flags().DurationVar(&poll, "provider-batch-poll", 0, fmt.Sprintf("with --provider-batch: the first wait between looks at a provider batch, growing by half each time up to %s (default %s)", batch.MaxProviderPoll, batch.DefaultProviderPoll))
 	bf.add(cmd)
 	cmd.Flags().DurationVar(&waitActions, "wait-actions", defaultWaitActions, "on its own engine, wait up to `D` after the last item for the items' fire-and-forget actions to settle; exit 1 when some are still pending (0: do not wait)")
+	cmd.Flags().BoolVar(&retryFailed, "retry-failed", false, "ask again the items an earlier run of the batch left failed for their own reason, keeping the ok results")
 	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "estimate the batch's model requests, prompt tokens and cost (with --prices) without running it")
 	return cmd
+}
+
+// unreachableNote is what vibe batch says when the engine cannot take
+// batch id's work (batch.Options.Unreachable): down, or its disk full — the
+// disk-space guard stops it until space is freed, and the batch, shown
+// "running", waits without marking an item failed.
+func unreachableNote(id string, err error) string {
+	if diskspace.Is(err) {
+		return fmt.Sprintf("vibe: batch %s is stopped by the disk-space guard: %v; it waits up to %s for space to be freed, marking no item failed (Ctrl-C stops; the same command goes on)", id, err, batch.MaxUnreachable)
+	}
+	return fmt.Sprintf("vibe: the engine does not answer (%v); waiting up to %s for it to come back (a restarted vibe serve is found again)", err, batch.MaxUnreachable)
 }
 
 // batchMemoryLimit is the Go heap's soft limit for vibe batch unless
@@ -408,7 +425,15 @@ func openResults(ctx context.Context, io stdio, c *batch.Client, out string, opt
 	if rf.Cut > 0 {
 		fmt.Fprintf(io.err, "vibe: %s: cut back before line %d: its group never started, and runs now\n", out, rf.Cut)
 	}
-	if rf.After > 0 {
+	switch {
+	case opts.RetryFailed:
+		// Every line is written again: the failed items' lines are in it.
+		if err := rf.Rewrite(); err != nil {
+			rf.Close()
+			return nil, nil, nil, fmt.Errorf("%s: %w", out, err)
+		}
+		fmt.Fprintf(io.err, "vibe: --retry-failed: %s is written again from line 1; the ok results are read back, the failed items asked again\n", out)
+	case rf.After > 0:
 		fmt.Fprintf(io.err, "vibe: %s holds results up to line %d; going on after it\n", out, rf.After)
 	}
 	opts.After = rf.After

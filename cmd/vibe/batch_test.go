@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -25,6 +26,7 @@ import (
 
 	"github.com/augceo/vibe/api"
 	"github.com/augceo/vibe/batch"
+	"github.com/augceo/vibe/internal/diskspace"
 	"github.com/augceo/vibe/internal/llmtest"
 	"github.com/augceo/vibe/process"
 )
@@ -898,5 +900,98 @@ func TestBatchSystemicStop(t *testing.T) {
 	}
 	if rs := readResults(t, out); len(rs) != n {
 		t.Errorf("%d results, want %d", len(rs), n)
+	}
+}
+
+// TestBatchRetryFailed: an item that failed for its own reason (the
+// model's answer refused after its repairs) stays failed when the same
+// command runs again, and the failure's message points to --retry-failed;
+// with it, only that item is asked again, --out is written again whole,
+// and the summary counts it.
+func TestBatchRetryFailed(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts the embedded engine")
+	}
+	const n = 4
+	dir, _ := batchSetup(t, n, nil, 0)
+	var broken atomic.Bool
+	broken.Store(true)
+	model := llmtest.NewServer(t, llmtest.Multiplexed(func(step, prompt string, repair bool) string {
+		if broken.Load() && prompt == "comment 3" && step == "assess" {
+			return `{"sentiment":"furious"}`
+		}
+		return verdict(step, prompt, repair)
+	}), llmtest.Options{})
+	out := filepath.Join(dir, "out.jsonl")
+	args := []string{"batch", filepath.Join(dir, "moderate.json"), "--in", filepath.Join(dir, "items.jsonl"), "--out", out,
+		"--batch-size", "4", "--data", filepath.Join(dir, "data"),
+		"--actions-file", filepath.Join(dir, "actions.json"), "--llm", "openai:test-model", "--llm-base-url", model.URL}
+	status, _, stderr := run(t, "", args...)
+	if status != exitError || !strings.Contains(stderr, "1 of 4 items failed: their result lines say why; the same command with --retry-failed asks them again") {
+		t.Fatalf("status %d, stderr:\n%s", status, stderr)
+	}
+	broken.Store(false)
+	asked := model.Requests()
+	status, _, stderr = run(t, "", append(args, "--retry-failed")...)
+	if status != exitOK || !strings.Contains(stderr, "this run wrote 4 results, 4 ok, 0 failed; 1 failed items retried") {
+		t.Fatalf("--retry-failed: status %d, stderr:\n%s", status, stderr)
+	}
+	if got := model.Requests() - asked; got != 1 {
+		t.Errorf("--retry-failed made %d model requests, want 1, for the failed item alone", got)
+	}
+	rs := readResults(t, out)
+	if len(rs) != n {
+		t.Fatalf("%d results, want %d", len(rs), n)
+	}
+	for i, r := range rs {
+		if r.Line != i+1 || r.Status != batch.StatusCompleted {
+			t.Errorf("result %d: %+v", i+1, r)
+		}
+	}
+}
+
+// TestEndpointDownReported: vibe ask, vibe run and vibe batch against a
+// model endpoint that refuses connections say so on stderr while their
+// calls wait for it — the failure, how long it has been down, when the
+// next try is — long before they would give up (30 min).
+func TestEndpointDownReported(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts the embedded engine")
+	}
+	dir, _ := batchSetup(t, 2, nil, 0)
+	down := "http://" + freeAddr(t) // nothing listens there
+	model := []string{"--llm", "openai:test-model", "--llm-base-url", down}
+	for name, args := range map[string][]string{
+		"ask":   {"ask", filepath.Join(dir, "moderate.json"), "--prompt", "comment 1"},
+		"run":   {"run", filepath.Join(dir, "moderate.json"), "--prompt", "comment 1", "--data", filepath.Join(dir, "run"), "--actions-file", filepath.Join(dir, "actions.json")},
+		"batch": {"batch", filepath.Join(dir, "moderate.json"), "--in", filepath.Join(dir, "items.jsonl"), "--data", filepath.Join(dir, "batch"), "--actions-file", filepath.Join(dir, "actions.json")},
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			_, out := child(t, append(args, model...)...)
+			waitUntil(t, "the report of the down endpoint", 2*time.Minute, func() bool {
+				return strings.Contains(out.String(), "vibe: model call failed (attempt 1):")
+			})
+			if s := out.String(); !strings.Contains(s, "connection refused") || !strings.Contains(s, "the model endpoint has been unreachable for") || !strings.Contains(s, "next try in") {
+				t.Errorf("stderr:\n%s", s)
+			}
+		})
+	}
+}
+
+// TestUnreachableNote: a batch the disk-space guard stops says so, and
+// why, instead of that the engine does not answer.
+func TestUnreachableNote(t *testing.T) {
+	for _, tc := range []struct {
+		err  error
+		want string
+	}{
+		{&diskspace.Error{Dir: "/data", Free: 1 << 20, What: "the engine cannot write its database"},
+			"vibe: batch b-1 is stopped by the disk-space guard: no space left on device on /data (1 MiB free)"},
+		{errors.New("rpc error: code = Unavailable desc = connection refused"), "vibe: the engine does not answer (rpc error"},
+	} {
+		if got := unreachableNote("b-1", tc.err); !strings.HasPrefix(got, tc.want) || !strings.Contains(got, "waiting up to 10m0s") && !strings.Contains(got, "waits up to 10m0s") {
+			t.Errorf("%v: %s", tc.err, got)
+		}
 	}
 }

@@ -26,6 +26,9 @@ func report(w goio.Writer, sum *batch.Summary, err error, out string, after int,
 		return
 	}
 	counts := fmt.Sprintf("this run wrote %d results, %d ok, %d failed", sum.Lines, sum.Done, sum.Failed)
+	if sum.Retried > 0 {
+		counts += fmt.Sprintf("; %d failed items retried", sum.Retried)
+	}
 	if now != nil && (before == nil || now.Requests >= before.Requests) {
 		// A group read back ran before this run: its requests are not
 		// new, though its results are written now.

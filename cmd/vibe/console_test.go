@@ -365,3 +365,67 @@ func TestInboxAnswerTooLarge(t *testing.T) {
 	}
 	waitStatus(t, c, st.ID, process.Completed)
 }
+
+// TestTemporalUISignIn: on a vibe serve with --token, Temporal's UI takes
+// the same sign-in: without the token or a console session its pages and
+// its API (which lists every workflow and can terminate them) answer 401;
+// with the bearer token, or the session cookie the console's sign-in
+// gave, they answer.
+func TestTemporalUISignIn(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts vibe serve")
+	}
+	addr, ui := freeAddr(t), freeAddr(t)
+	_, out := child(t, "serve", "--registry", example+"/registry", "--data", t.TempDir(), "--addr", addr, "--token", testToken, "--ui-listen", ui)
+	base := "http://" + addr
+	c := &api.Client{BaseURL: base, Token: testToken}
+	waitUntil(t, "vibe serve", time.Minute, func() bool { _, err := c.List(context.Background(), process.ListOptions{Limit: 1}); return err == nil })
+	waitUntil(t, "Temporal's UI", time.Minute, func() bool { return strings.Contains(out.String(), "vibe: Temporal's UI is at") })
+	get := func(path string, with func(*http.Request)) (int, string) {
+		t.Helper()
+		req, _ := http.NewRequest("GET", "http://"+ui+path, nil)
+		with(req)
+		resp, err := http.DefaultTransport.RoundTrip(req)
+		if err != nil {
+			t.Fatalf("%v\n%s", err, out)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	const workflows = "/api/v1/namespaces/default/workflows"
+	for _, path := range []string{"/", workflows} {
+		if code, body := get(path, func(*http.Request) {}); code != http.StatusUnauthorized || !strings.Contains(body, base+"/signin") {
+			t.Errorf("%s without the token: %d %.200s", path, code, body)
+		}
+		if code, _ := get(path, func(r *http.Request) { r.Header.Set("Authorization", "Bearer wrong") }); code != http.StatusUnauthorized {
+			t.Errorf("%s with a wrong token: %d", path, code)
+		}
+	}
+	if code, body := get(workflows, func(r *http.Request) { r.Header.Set("Authorization", "Bearer "+testToken) }); code != 200 || !strings.HasPrefix(body, "{") {
+		t.Errorf("with the token: %d %.200s", code, body)
+	}
+	// The console's sign-in gives a session cookie, which the browser
+	// sends to the UI's port too.
+	resp, err := http.DefaultTransport.RoundTrip(func() *http.Request {
+		req, _ := http.NewRequest("POST", base+"/signin", strings.NewReader(url.Values{"token": {testToken}, "next": {"/"}}.Encode()))
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		return req
+	}())
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	var session *http.Cookie
+	for _, ck := range resp.Cookies() {
+		if ck.Name == "vibe_session" && ck.Value != "" {
+			session = ck
+		}
+	}
+	if session == nil {
+		t.Fatalf("the sign-in gave no session: %d %v", resp.StatusCode, resp.Header)
+	}
+	if code, body := get(workflows, func(r *http.Request) { r.AddCookie(session) }); code != 200 || !strings.HasPrefix(body, "{") {
+		t.Errorf("with the console's session: %d %.200s", code, body)
+	}
+}

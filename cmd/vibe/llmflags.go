@@ -2,9 +2,12 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"strings"
+	"sync"
+	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -70,6 +73,7 @@ func (f *llmFlags) provider(io stdio) (llm.Provider, error) {
 	// through the client's transport, the SDK's own retries included.
 	lim := limiter{llm.NewLimiter(llm.LimiterOptions{Start: f.concurrency, Fixed: f.concurrency > 0})}
 	lim.Patience(llm.DefaultPatience)
+	lim.Watch(endpointReporter(io.err, time.Now))
 	var p llm.Provider
 	switch kind {
 	case "openai":
@@ -109,6 +113,48 @@ func (f *llmFlags) provider(io stdio) (llm.Provider, error) {
 	}
 	return p, nil
 }
+
+// endpointReporter says on w what the model endpoint's health comes to
+// (llm.Limiter.Watch): a call that failed for the endpoint — at once, then
+// at most every reportEvery while it stays down —, an endpoint that
+// refuses every request, and one that answers again. A command that waits
+// for a down endpoint is not silent.
+func endpointReporter(w io.Writer, now func() time.Time) func(llm.Health) {
+	var (
+		mu      sync.Mutex
+		last    time.Time // the last report of a failure
+		refused bool
+	)
+	return func(h llm.Health) {
+		mu.Lock()
+		defer mu.Unlock()
+		t := now()
+		switch {
+		case h.Refused != nil:
+			if !refused {
+				refused = true
+				fmt.Fprintf(w, "vibe: the model endpoint refuses every request, which waiting does not mend: %v\n", h.Refused)
+			}
+		case h.Down.IsZero():
+			if !h.Recovered.IsZero() && !last.IsZero() {
+				fmt.Fprintf(w, "vibe: the model endpoint answers again, after %s down\n", h.Outage.Round(time.Second))
+				last = time.Time{}
+			}
+		case last.IsZero() || t.Sub(last) >= reportEvery:
+			last = t
+			waits := ""
+			if h.Waiting > 0 {
+				waits = fmt.Sprintf(", %d calls wait for it", h.Waiting)
+			}
+			fmt.Fprintf(w, "vibe: model call failed (attempt %d): %v; the model endpoint has been unreachable for %s%s; next try in %s (calls wait up to %s; Ctrl-C stops)\n",
+				h.Failures, h.Last, t.Sub(h.Down).Round(time.Second), waits, max(h.Next.Sub(t), 0).Round(time.Second), llm.DefaultPatience)
+		}
+	}
+}
+
+// reportEvery is how often endpointReporter says again that the endpoint
+// is still down.
+const reportEvery = 5 * time.Second
 
 // limiter is the llm.Limiter of a provider the flags make.
 type limiter struct{ *llm.Limiter }

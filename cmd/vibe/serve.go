@@ -82,8 +82,10 @@ the model and the server actions, and the HTTP API on --addr:
 
 With the embedded engine, Temporal's own Web UI (event histories, stack traces,
 retries) is served on --ui-listen (127.0.0.1:8233; "" for none), a loopback
-address only: it has no sign-in of its own. The console links every process to
-it.
+address only. With --token it takes the same sign-in as the console: the bearer
+token, or the console's session cookie (sign in at the console first, on the
+same host name); anything else is refused with 401. The console links every
+process to it.
 
 A Vessel request's toolset is built with this server's registry, actions
 (--actions-file) and delegate allow-list (--delegate-allow); --delegate-depth
@@ -147,7 +149,7 @@ another matter: the client certificate that reaches a --temporal cluster.)`,
 				return err
 			}
 			if uiListen != "" && !vibe.IsLoopback(uiListen) {
-				return usageError{fmt.Errorf("--ui-listen %s is not on loopback: Temporal's UI has no sign-in of its own, and can cancel and terminate workflows", uiListen)}
+				return usageError{fmt.Errorf("--ui-listen %s is not on loopback: Temporal's UI answers only on this machine: it lists every workflow and can cancel and terminate them", uiListen)}
 			}
 			reg, err := openRegistry(regDir)
 			if err != nil {
@@ -201,12 +203,23 @@ another matter: the client certificate that reaches a --temporal cluster.)`,
 			}
 			var ui string
 			if uiLn != nil {
-				if ui, err = serveTemporalUI(ctx, &ef, l.Engine, uiLn, logger); err != nil {
-					return err
-				}
+				ui = "http://" + uiLn.Addr().String()
 			}
 			web := console.Handler(console.Options{Token: ef.token, Processes: l.Processes, Registry: reg, Requests: l.Requests, Batches: consoleBatches{batches.Client}, Replays: consoleReplays(filepath.Join(ef.data, "replays")), TemporalUI: ui,
 				Namespace: l.Engine.Namespace(), Logger: logger, Stop: ctx.Done(), Prices: prices})
+			if uiLn != nil {
+				// The UI takes the server's sign-in: the token, or the
+				// console's session.
+				session := web.(interface{ Session(*http.Request) bool }).Session
+				scheme := "http"
+				if tlsConfig != nil {
+					scheme = "https"
+				}
+				signIn := fmt.Sprintf("%s://%s/signin", scheme, ln.Addr())
+				if err := serveTemporalUI(ctx, &ef, l.Engine, uiLn, temporalui.Options{Token: ef.token, Session: session, SignIn: signIn}, logger); err != nil {
+					return err
+				}
+			}
 			replays := &replay.Service{Records: &record.Store{Dir: filepath.Join(ef.data, "replay")}, Processes: l.Processes, Batches: l.Batches,
 				Reports: filepath.Join(ef.data, "replays")}
 			if wf.llm.spec != "" {
@@ -366,21 +379,22 @@ serve: no more work is taken, and what is in flight finishes within --drain.`,
 }
 
 // serveTemporalUI serves Temporal's Web UI for eng on ln until ctx ends,
-// and returns its URL. (serve listens before the engine starts: a taken
+// behind opts' sign-in. (serve listens before the engine starts: a taken
 // address is an error when the person chose it, and otherwise only a
 // warning — a second vibe serve on the machine still runs, without the UI.)
-func serveTemporalUI(ctx context.Context, ef *engineFlags, eng *engine.Engine, ln net.Listener, logger *slog.Logger) (string, error) {
+func serveTemporalUI(ctx context.Context, ef *engineFlags, eng *engine.Engine, ln net.Listener, opts temporalui.Options, logger *slog.Logger) error {
 	cert, key, ca := ef.tlsFiles()
-	h, err := temporalui.Handler(temporalui.Options{Frontend: eng.HostPort(), Namespace: eng.Namespace(), CertFile: cert, KeyFile: key, CAFile: ca})
+	opts.Frontend, opts.Namespace, opts.CertFile, opts.KeyFile, opts.CAFile = eng.HostPort(), eng.Namespace(), cert, key, ca
+	h, err := temporalui.Handler(opts)
 	if err != nil {
-		return "", err
+		return err
 	}
 	go func() {
 		if err := vibe.Serve(ctx, h, vibe.ServeOptions{Listener: ln}); err != nil {
 			logger.Error("temporal ui", "err", err)
 		}
 	}()
-	return "http://" + ln.Addr().String(), nil
+	return nil
 }
 
 // listen listens on addr, which flag gave. An address in use is an error

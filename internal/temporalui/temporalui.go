@@ -7,10 +7,12 @@
 package temporalui
 
 import (
+	"crypto/subtle"
 	"errors"
 	"fmt"
 	"io/fs"
 	"net/http"
+	"time"
 
 	"github.com/labstack/echo/v4"
 	"github.com/labstack/echo/v4/middleware"
@@ -20,6 +22,7 @@ import (
 	"github.com/temporalio/ui-server/v2/ui"
 
 	"github.com/augceo/vibe/internal/origin"
+	"github.com/augceo/vibe/internal/throttle"
 )
 
 // Options says which engine the UI shows.
@@ -32,13 +35,28 @@ type Options struct {
 	// the CA that mutual TLS with the frontend takes (an embedded engine's
 	// engine.ClientCertFiles); all empty for a plaintext frontend.
 	CertFile, KeyFile, CAFile string
+	// Token, when set, is the server's token: the UI answers only a
+	// request that carries it as "Authorization: Bearer <token>" (wrong
+	// ones throttled as the API throttles them) or that Session admits,
+	// and refuses the others with 401, naming SignIn. The UI lists every
+	// workflow with its prompts and can terminate them: on a server with a
+	// token, any process of the machine must not reach it without it.
+	Token string
+	// Session reports whether r carries a session of the server's sign-in
+	// (the console's cookie: a browser sends it to every port of the same
+	// host). Nil admits none.
+	Session func(r *http.Request) bool
+	// SignIn is where a browser signs in (the console's /signin), for the
+	// refusal's message.
+	SignIn string
 }
 
 // Handler returns the UI's handler. It answers only requests addressed to
 // a loopback name: the UI has no sign-in of its own and can cancel,
 // signal and terminate workflows, so it must not be reachable from
 // another machine, nor — by DNS rebinding — from a web page through the
-// person's browser. Serve it on a loopback address.
+// person's browser. Serve it on a loopback address. With Options.Token it
+// also takes the server's sign-in: the token, or the console's session.
 //
 // The UI is assembled here from ui-server's own routes rather than with its
 // server.NewServer, whose Start ends the whole program (log.Fatal) when its
@@ -95,11 +113,43 @@ func Handler(opts Options) (http.Handler, error) {
 	route.SetAuthRoutes(e, provider)
 	route.SetUIRoutes(e, cfg.PublicPath, assets, provider)
 	route.SetRenderRoute(e, "/")
+	var tries throttle.Limiter
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !origin.LoopbackHost(r.Host) {
-			http.Error(w, fmt.Sprintf("refused: the request is addressed to %q, not to a loopback address; Temporal's UI has no sign-in and answers only on this machine", r.Host), http.StatusForbidden)
+			http.Error(w, fmt.Sprintf("refused: the request is addressed to %q, not to a loopback address; Temporal's UI answers only on this machine", r.Host), http.StatusForbidden)
+			return
+		}
+		if opts.Token != "" && !signedIn(w, r, opts, &tries) {
 			return
 		}
 		e.ServeHTTP(w, r)
 	}), nil
+}
+
+// signedIn reports whether r carries the token or a session
+// (Options.Token); when it does not, it has answered r with the refusal.
+func signedIn(w http.ResponseWriter, r *http.Request, opts Options, tries *throttle.Limiter) bool {
+	if got, ok := r.Header["Authorization"]; ok {
+		right, wait := tries.Guess(throttle.Client(r), time.Now(), func() bool {
+			return len(got) == 1 && subtle.ConstantTimeCompare([]byte(got[0]), []byte("Bearer "+opts.Token)) == 1
+		})
+		if wait > 0 {
+			w.Header().Set("Retry-After", throttle.RetryAfter(wait))
+			http.Error(w, "too many wrong tokens from your address: try again in "+throttle.RetryAfter(wait)+" s", http.StatusTooManyRequests)
+			return false
+		}
+		if right {
+			return true
+		}
+	}
+	if opts.Session != nil && opts.Session(r) {
+		return true
+	}
+	where := "the console's sign-in"
+	if opts.SignIn != "" {
+		where += " (" + opts.SignIn + ")"
+	}
+	w.Header().Set("WWW-Authenticate", `Bearer realm="vibe"`)
+	http.Error(w, "Temporal's UI is behind vibe serve's sign-in: sign in at "+where+" and come back, or send Authorization: Bearer <token>", http.StatusUnauthorized)
+	return false
 }
