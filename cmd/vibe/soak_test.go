@@ -214,14 +214,38 @@ func TestFaultSoak(t *testing.T) {
 	time.Sleep(jitter(200*time.Millisecond, time.Second))
 	restart(fmt.Sprintf("%d of %d, while answers and sends run", kills, kills))
 	wg.Wait()
+	// A serve just restarted replays its 50 processes and the batch's
+	// groups before it answers: an answer may wait past the client's
+	// minute on a busy machine, and is given again until the process no
+	// longer waits.
 	for _, id := range ids {
-		info, err := c.Get(ctx, id)
-		if err == nil && info.Status == process.Waiting {
+		waitUntil(t, "the answer to "+id, 5*time.Minute, func() bool {
+			info, err := c.Get(ctx, id)
+			if err != nil {
+				return false
+			}
+			if info.Status != process.Waiting {
+				return true
+			}
 			if _, err := c.Answer(ctx, id, mustJSON(t, `{"approve": {"ok": true}}`)); err != nil {
-				t.Fatalf("answer %s again: %v", id, err)
+				t.Logf("answer %s again: %v", id, err)
+				return false
+			}
+			return true
+		})
+	}
+	waitUntil(t, "every process to complete", 5*time.Minute, func() bool {
+		for _, id := range ids {
+			info, err := c.Get(ctx, id)
+			if err == nil && info.Status == process.Failed {
+				t.Fatalf("%s failed: %s", id, *info.Error)
+			}
+			if err != nil || info.Status != process.Completed {
+				return false
 			}
 		}
-	}
+		return true
+	})
 
 	for i, id := range ids {
 		info := waitStatus(t, c, id, process.Completed)
