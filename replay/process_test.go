@@ -35,17 +35,8 @@ func TestReplayProcesses(t *testing.T) {
 	m := llmtest.NewServer(t, llmtest.Multiplexed(verdict), llmtest.Options{})
 	var waiting string
 	func() { // the engine, gone when the replay runs
-		eng, err := engine.Start(ctx, engine.Options{SearchAttributes: durable.SearchAttributes, DataDir: t.TempDir(), Logger: quiet()})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer eng.Close()
-		w, err := vibe.StartWorker(eng.Client(), vibe.WorkerOptions{Provider: model(m.URL), Actions: acts.actions(), Logger: quiet(), Records: store})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer w.Stop()
-		pc := &process.Client{Temporal: eng.Client(), Actions: acts.actions().Names()}
+		pc, stop := recordingEngine(t, m.URL, acts, store)
+		defer stop()
 		await := func(id string, want process.Status) {
 			t.Helper()
 			for info, err := range pc.Watch(ctx, id, process.WatchOptions{Interval: 20 * time.Millisecond}) {
@@ -152,17 +143,8 @@ func TestReplayWaitingBatch(t *testing.T) {
 	acts := &counter{}
 	m := llmtest.NewServer(t, llmtest.Multiplexed(verdict), llmtest.Options{})
 	func() { // the engine, gone when the replay runs
-		eng, err := engine.Start(ctx, engine.Options{SearchAttributes: durable.SearchAttributes, DataDir: t.TempDir(), Logger: quiet()})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer eng.Close()
-		w, err := vibe.StartWorker(eng.Client(), vibe.WorkerOptions{Provider: model(m.URL), Actions: acts.actions(), Logger: quiet(), Records: store})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer w.Stop()
-		pc := &process.Client{Temporal: eng.Client(), Actions: acts.actions().Names()}
+		pc, stop := recordingEngine(t, m.URL, acts, store)
+		defer stop()
 		c := batch.NewClient(pc)
 		pc.Hosts = c
 		bctx, cancel := context.WithCancel(ctx)
@@ -212,4 +194,25 @@ func TestReplayWaitingBatch(t *testing.T) {
 			t.Errorf("line %d: %+v, want replayed up to the person's step", it.Line, it)
 		}
 	}
+}
+
+// recordingEngine starts an embedded engine and a worker with the test
+// model at url and acts's actions, keeping its records in store, and
+// returns a client of its processes and what stops both.
+func recordingEngine(t *testing.T, url string, acts *counter, store *record.Store) (*process.Client, func()) {
+	t.Helper()
+	eng, err := engine.Start(context.Background(), engine.Options{SearchAttributes: durable.SearchAttributes, DataDir: t.TempDir(), Logger: quiet()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := vibe.StartWorker(eng.Client(), vibe.WorkerOptions{Provider: model(url), Actions: acts.actions(), Logger: quiet(), Records: store})
+	if err != nil {
+		eng.Close()
+		t.Fatal(err)
+	}
+	stop := func() {
+		w.Stop()
+		eng.Close()
+	}
+	return &process.Client{Temporal: eng.Client(), Actions: acts.actions().Names()}, stop
 }
