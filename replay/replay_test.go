@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -134,6 +135,47 @@ func TestReplayThird(t *testing.T) {
 	}
 	if rep.Summary.Changed != n/2 || rep.Summary.Same != n/2 || rep.Summary.ActionsSkipped != 2*n {
 		t.Errorf("summary %+v, want %d changed, %d same, %d actions answered from records", rep.Summary, n/2, n/2, 2*n)
+	}
+}
+
+// TestReplayProgress: Options.Progress is told the items done as each
+// call of the changed last chunk comes back, and, at the end, every item
+// done, those changed and the requests and tokens of the summary.
+func TestReplayProgress(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts the embedded engine")
+	}
+	const n, k = 96, 8 // calls of k items each, answered in any order
+	ctx := context.Background()
+	store := &record.Store{Dir: t.TempDir()}
+	acts := &counter{}
+	two := recordedTwo(t, acts, store)
+	m := llmtest.NewServer(t, llmtest.Multiplexed(thirdOnly(t)), llmtest.Options{Tokens: true})
+	start := prepare(t, acts, oddThree(t))
+	var told []replay.Progress
+	rep, err := replay.Run(ctx, copies(two, "progress", n), replay.Options{Name: start.Name, Program: start.Program, Provider: model(m.URL),
+		Model: "test-model", Size: k, Concurrency: 1, Progress: func(p replay.Progress) { told = append(told, p) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	calls := n / k
+	if len(told) < calls+2 || told[0].Done != 0 || told[0].Items != n {
+		t.Fatalf("told %d times, first %+v; want at least %d, from 0 of %d", len(told), told[0], calls+2, n)
+	}
+	for i := 1; i < len(told); i++ {
+		if p, q := told[i-1], told[i]; q.Done < p.Done || q.Requests < p.Requests || q.Changed < p.Changed || q.Items != n {
+			t.Fatalf("told %+v after %+v", q, p)
+		}
+	}
+	for r := 1; r <= calls; r++ {
+		if !slices.ContainsFunc(told, func(p replay.Progress) bool { return p.Requests == r && p.Done == r*k }) {
+			t.Errorf("never told %d items done after %d calls: %+v", r*k, r, told)
+			break
+		}
+	}
+	s, last := rep.Summary, told[len(told)-1]
+	if last.Done != n || last.Changed != s.Changed || s.Changed != n/2 || last.Requests != s.Requests || s.Requests != calls || last.Usage != s.Usage {
+		t.Errorf("told last %+v; the summary: %d changed, %d requests, usage %+v", last, s.Changed, s.Requests, s.Usage)
 	}
 }
 

@@ -89,6 +89,8 @@ One JSON line per item goes to --out (default stdout):
 and a summary to stderr: items changed of items replayed, by field, the values
 that moved, the chunks asked and reused, and the model requests and tokens the
 replay cost (and, with --prices, what they cost). --json writes the whole report as one JSON object instead.
+While it runs, its progress goes to stderr as vibe batch's: a bar on a terminal
+(items replayed, changed so far, requests, tokens), a line every 5 s otherwise.
 
 Exit status: 0; 1 with --fail-on-change when any item changed (or needs the
 server or a person), or with --fail-on PATH when that field changed.`,
@@ -261,7 +263,14 @@ func runReplay(ctx context.Context, io stdio, data, name string, sel replay.Sele
 	}
 	defer done()
 	fmt.Fprintf(io.err, "vibe: replay %s: %d items (vibe batches %s shows it; killed, the same command goes on)\n", id, len(recs)+len(opts.Missing), id)
+	total := len(recs) // the items replayed: a sample's, or all with a record
+	if opts.Sample > 0 {
+		total = min(total, opts.Sample)
+	}
+	bar, show := replayProgress(io, id, total)
+	opts.Progress = show
 	rep, err := replay.RunKept(ctx, batch.NewClient(p), id, recs, opts)
+	bar.finish()
 	if err != nil {
 		return nil, err
 	}
