@@ -33,13 +33,13 @@ func TestWireProtocol(t *testing.T) {
 		if prompt == "comment 500" && step == "assess" && !repair {
 			return `{"sentiment":"furious"}` // breaks the enum
 		}
-		return verdict(step, prompt, repair)
+		return llmtest.Verdict(step, prompt, repair)
 	}), llmtest.Options{})
 	rec := &recorder{}
 	c := stack(t, model.URL, rec.actions())
 
 	var results []batch.Result
-	sum, err := c.Run(context.Background(), strings.NewReader(comments(n)), func(r batch.Result) error {
+	sum, err := c.Run(context.Background(), strings.NewReader(llmtest.Comments(n)), func(r batch.Result) error {
 		results = append(results, r)
 		return nil
 	}, batch.Options{Process: moderate(t), ID: "wire", Size: k, Concurrency: 8})
@@ -130,7 +130,7 @@ func TestBackPressure(t *testing.T) {
 	}
 	const k, conc = 4, 2
 	block := make(chan struct{})
-	model := llmtest.NewServer(t, llmtest.Multiplexed(verdict), llmtest.Options{Block: block})
+	model := llmtest.NewServer(t, llmtest.Multiplexed(llmtest.Verdict), llmtest.Options{Block: block})
 	t.Cleanup(func() { close(block) })
 	c := stack(t, model.URL, (&recorder{}).actions())
 	in := &endless{}
@@ -167,7 +167,7 @@ func TestPersonInBatch(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts the embedded engine")
 	}
-	model := llmtest.NewServer(t, llmtest.Multiplexed(verdict), llmtest.Options{})
+	model := llmtest.NewServer(t, llmtest.Multiplexed(llmtest.Verdict), llmtest.Options{})
 	rec := &recorder{}
 	c := stack(t, model.URL, rec.actions())
 	ctx := t.Context()
@@ -179,7 +179,7 @@ func TestPersonInBatch(t *testing.T) {
 	done := make(chan ran, 1)
 	go func() {
 		var r ran
-		r.sum, r.err = c.Run(ctx, strings.NewReader(comments(4)), func(res batch.Result) error { r.results = append(r.results, res); return nil },
+		r.sum, r.err = c.Run(ctx, strings.NewReader(llmtest.Comments(4)), func(res batch.Result) error { r.results = append(r.results, res); return nil },
 			batch.Options{Process: reviewProcess(t), ID: "review", Size: 4})
 		done <- r
 	}()
@@ -272,9 +272,9 @@ func TestNotAnItem(t *testing.T) {
 		t.Skip("starts the embedded engine")
 	}
 	ctx := context.Background()
-	model := llmtest.NewServer(t, llmtest.Multiplexed(verdict), llmtest.Options{})
+	model := llmtest.NewServer(t, llmtest.Multiplexed(llmtest.Verdict), llmtest.Options{})
 	c := stack(t, model.URL, (&recorder{}).actions())
-	sum, err := c.Run(ctx, strings.NewReader(comments(3)+"{not json\n"), func(batch.Result) error { return nil }, batch.Options{Process: moderate(t), ID: "bad-line", Size: 4})
+	sum, err := c.Run(ctx, strings.NewReader(llmtest.Comments(3)+"{not json\n"), func(batch.Result) error { return nil }, batch.Options{Process: moderate(t), ID: "bad-line", Size: 4})
 	if err != nil || sum.Done != 3 || sum.Failed != 1 {
 		t.Fatalf("the batch: %+v %v", sum, err)
 	}
@@ -301,7 +301,7 @@ func TestActionRetriedAlone(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts the embedded engine")
 	}
-	model := llmtest.NewServer(t, llmtest.Multiplexed(verdict), llmtest.Options{})
+	model := llmtest.NewServer(t, llmtest.Multiplexed(llmtest.Verdict), llmtest.Options{})
 	var mu sync.Mutex
 	calls := map[string]int{}
 	acts := &action.Registry{}
@@ -322,7 +322,7 @@ func TestActionRetriedAlone(t *testing.T) {
 		}})
 	c := stack(t, model.URL, acts)
 	var results []batch.Result
-	sum, err := c.Run(t.Context(), strings.NewReader(comments(8)), func(r batch.Result) error { results = append(results, r); return nil },
+	sum, err := c.Run(t.Context(), strings.NewReader(llmtest.Comments(8)), func(r batch.Result) error { results = append(results, r); return nil },
 		batch.Options{Process: moderate(t), ID: "alone", Size: 8})
 	if err != nil {
 		t.Fatal(err)
@@ -351,11 +351,11 @@ func TestRecordContinues(t *testing.T) {
 	}
 	defer func(n int) { batch.ContinueAfter = n }(batch.ContinueAfter)
 	batch.ContinueAfter = 25
-	model := llmtest.NewServer(t, llmtest.Multiplexed(verdict), llmtest.Options{})
+	model := llmtest.NewServer(t, llmtest.Multiplexed(llmtest.Verdict), llmtest.Options{})
 	rec := &recorder{}
 	c := stack(t, model.URL, rec.actions())
 	ctx := t.Context()
-	sum, err := c.Run(ctx, strings.NewReader(comments(40)), func(batch.Result) error { return nil },
+	sum, err := c.Run(ctx, strings.NewReader(llmtest.Comments(40)), func(batch.Result) error { return nil },
 		batch.Options{Process: moderate(t), ID: "long", Size: 2, Concurrency: 4})
 	if err != nil || sum.Done != 40 {
 		t.Fatalf("%+v %v", sum, err)

@@ -23,11 +23,11 @@ var benchItems = flag.Int("batch.items", 1000, "items per run of BenchmarkBatch"
 //
 //	go test ./batch -run XXX -bench BenchmarkBatch -benchtime 1x -batch.items 10000
 func BenchmarkBatch(b *testing.B) {
-	input := comments(*benchItems)
+	input := llmtest.Comments(*benchItems)
 	for _, latency := range []time.Duration{0, 200 * time.Millisecond} {
 		for _, k := range []int{1, 8, 32} {
 			b.Run(fmt.Sprintf("latency=%s/K=%d", latency, k), func(b *testing.B) {
-				model := llmtest.NewServer(b, llmtest.Multiplexed(verdict), llmtest.Options{Tokens: true, Delay: latency})
+				model := llmtest.NewServer(b, llmtest.Multiplexed(llmtest.Verdict), llmtest.Options{Tokens: true, Delay: latency})
 				c := stack(b, model.URL, (&recorder{}).actions())
 				var sum *batch.Summary
 				run := 0

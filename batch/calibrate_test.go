@@ -14,7 +14,7 @@ import (
 
 // drift is a drifting model's answer past its position: the other verdict.
 func drift(step, prompt string, repair bool) string {
-	switch v := verdict(step, prompt, repair); v {
+	switch v := llmtest.Verdict(step, prompt, repair); v {
 	case `{"sentiment":"negative"}`:
 		return `{"sentiment":"positive"}`
 	case `{"sentiment":"positive"}`:
@@ -37,14 +37,14 @@ func TestCalibrate(t *testing.T) {
 		model    func(name, body string) string
 		low, top int
 	}{
-		{"drifting", llmtest.Drifting(8, verdict, drift), 2, 8},
-		{"steady", llmtest.Multiplexed(verdict), 32, 64},
+		{"drifting", llmtest.Drifting(8, llmtest.Verdict, drift), 2, 8},
+		{"steady", llmtest.Multiplexed(llmtest.Verdict), 32, 64},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			model := llmtest.NewServer(t, tc.model, llmtest.Options{})
 			p := openai.New(openai.Options{Model: "m", BaseURL: model.URL, APIKey: "k"})
 			c := batch.NewClient(&process.Client{Actions: []string{"record"}})
-			cal, err := c.Calibrate(context.Background(), p, batch.Options{Process: moderate(t)}, strings.NewReader(comments(200)), batch.CalibrateOptions{})
+			cal, err := c.Calibrate(context.Background(), p, batch.Options{Process: moderate(t)}, strings.NewReader(llmtest.Comments(200)), batch.CalibrateOptions{})
 			if err != nil {
 				t.Fatal(err)
 			}

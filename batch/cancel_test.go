@@ -97,7 +97,7 @@ func TestCancelledBatch(t *testing.T) {
 		{"a fill in flight, one of its two calls answered", batch.Options{Total: 4, Concurrency: 2}, 1, false, 2, 100},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			model := llmtest.NewServer(t, llmtest.Multiplexed(verdict), llmtest.Options{})
+			model := llmtest.NewServer(t, llmtest.Multiplexed(llmtest.Verdict), llmtest.Options{})
 			base, held := heldAfter(t, model, tt.answered)
 			c := stack(t, base, (&recorder{}).actions())
 			ctx := t.Context()
@@ -105,7 +105,7 @@ func TestCancelledBatch(t *testing.T) {
 			opts.Process, opts.ID = reviewProcess(t), "cancelled"
 			ended := make(chan error, 1)
 			go func() {
-				_, err := c.Run(ctx, strings.NewReader(comments(4)), func(batch.Result) error { return nil }, opts)
+				_, err := c.Run(ctx, strings.NewReader(llmtest.Comments(4)), func(batch.Result) error { return nil }, opts)
 				ended <- err
 			}()
 			if tt.waits {

@@ -24,7 +24,7 @@ func TestFill(t *testing.T) {
 		if prompt == "comment 2" && step == "assess" && !repair {
 			return `{"sentiment":"furious"}`
 		}
-		return verdict(step, prompt, repair)
+		return llmtest.Verdict(step, prompt, repair)
 	}), llmtest.Options{Tokens: true})
 	chunk, err := jsonv.Parse([]byte(`{"type":"object","properties":{
 		"assess":{"type":"object","properties":{"sentiment":{"type":"string","enum":["positive","negative"]}},"required":["sentiment"]},
@@ -51,7 +51,7 @@ func TestFill(t *testing.T) {
 	var sum llm.Usage
 	for i, it := range out.Items {
 		prompt := fmt.Sprintf("comment %d", i+1)
-		want := fmt.Sprintf(`{"assess":%s,"decide":%s}`, verdict("assess", prompt, false), verdict("decide", prompt, false))
+		want := fmt.Sprintf(`{"assess":%s,"decide":%s}`, llmtest.Verdict("assess", prompt, false), llmtest.Verdict("decide", prompt, false))
 		if it.Error != "" || string(jsonv.Marshal(it.Output.Value)) != want {
 			t.Errorf("item %d: %s %q, want %s", i+1, jsonv.Marshal(it.Output.Value), it.Error, want)
 		}

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -102,31 +101,6 @@ func stackWith(t testing.TB, p llm.Provider, acts *action.Registry) *batch.Clien
 	return c
 }
 
-// verdict is the test model's answer for a comment: "comment N" is
-// negative and hidden when N is odd.
-func verdict(step, prompt string, _ bool) string {
-	n, _ := strconv.Atoi(strings.TrimPrefix(prompt, "comment "))
-	switch {
-	case step == "assess" && n%2 == 1:
-		return `{"sentiment":"negative"}`
-	case step == "assess":
-		return `{"sentiment":"positive"}`
-	case n%2 == 1:
-		return `{"decision":"hide"}`
-	default:
-		return `{"decision":"publish"}`
-	}
-}
-
-// comments is a JSONL input of n comments, "comment 1" …
-func comments(n int) string {
-	var b strings.Builder
-	for i := 1; i <= n; i++ {
-		fmt.Fprintf(&b, "%q\n", fmt.Sprintf("comment %d", i))
-	}
-	return b.String()
-}
-
 // callSizes are the items of each request in bodies (1 for a single
 // item's), for messages.
 func callSizes(bodies []string) []int {
@@ -157,7 +131,7 @@ func checkVerdicts(t testing.TB, results []batch.Result, n int, id string) {
 	for i, r := range results {
 		line := i + 1
 		prompt := fmt.Sprintf("comment %d", line)
-		want := fmt.Sprintf(`{"llmContext1":{"assess":%s,"decide":%s}`, verdict("assess", prompt, false), verdict("decide", prompt, false))
+		want := fmt.Sprintf(`{"llmContext1":{"assess":%s,"decide":%s}`, llmtest.Verdict("assess", prompt, false), llmtest.Verdict("decide", prompt, false))
 		if r.Line != line || r.Status != batch.StatusCompleted || (id != "" && r.ID != batch.ItemID(id, line)) || !strings.HasPrefix(string(r.Output), want) {
 			t.Fatalf("line %d: %+v; want output starting %s", line, r, want)
 		}

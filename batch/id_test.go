@@ -130,7 +130,7 @@ func TestID(t *testing.T) {
 	if testing.Short() {
 		return
 	}
-	model := llmtest.NewServer(t, llmtest.Multiplexed(verdict), llmtest.Options{})
+	model := llmtest.NewServer(t, llmtest.Multiplexed(llmtest.Verdict), llmtest.Options{})
 	engine := stack(t, model.URL, (&recorder{}).actions())
 	engine.Processes.Registry = c.Processes.Registry
 	r := &batch.Runner{Client: engine, Dir: t.TempDir()}

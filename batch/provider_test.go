@@ -47,12 +47,12 @@ func TestProviderBatch(t *testing.T) {
 		t.Skip("starts the embedded engine")
 	}
 	const n, k = 1000, 32
-	for _, w := range wires(t, verdict) {
+	for _, w := range wires(t, llmtest.Verdict) {
 		t.Run(w.name, func(t *testing.T) {
 			rec := &recorder{}
 			c := stackWith(t, w.provider, rec.actions())
 			var results []batch.Result
-			sum, err := c.Run(context.Background(), strings.NewReader(comments(n)), func(r batch.Result) error {
+			sum, err := c.Run(context.Background(), strings.NewReader(llmtest.Comments(n)), func(r batch.Result) error {
 				results = append(results, r)
 				return nil
 			}, batch.Options{Process: moderate(t), ID: "pb-" + w.name, Size: k, Call: providerCall})
@@ -107,7 +107,7 @@ func TestProviderBatchFaults(t *testing.T) {
 	const n, k = 160, 16
 	for _, fallback := range []bool{false, true} {
 		t.Run(fmt.Sprintf("fallback=%v", fallback), func(t *testing.T) {
-			model := llmtest.NewServer(t, llmtest.Multiplexed(verdict), llmtest.Options{})
+			model := llmtest.NewServer(t, llmtest.Multiplexed(llmtest.Verdict), llmtest.Options{})
 			rec := &recorder{}
 			c := stack(t, model.URL, rec.actions())
 			model.Batches.Hold()
@@ -125,7 +125,7 @@ func TestProviderBatchFaults(t *testing.T) {
 			ended := make(chan done, 1)
 			var results []batch.Result
 			go func() {
-				sum, err := c.Run(context.Background(), strings.NewReader(comments(n)), func(r batch.Result) error {
+				sum, err := c.Run(context.Background(), strings.NewReader(llmtest.Comments(n)), func(r batch.Result) error {
 					results = append(results, r)
 					return nil
 				}, batch.Options{Process: moderate(t), ID: "faults", Size: k, Call: call})
@@ -192,13 +192,13 @@ func TestProviderBatchCancel(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts the embedded engine")
 	}
-	model := llmtest.NewServer(t, llmtest.Multiplexed(verdict), llmtest.Options{})
+	model := llmtest.NewServer(t, llmtest.Multiplexed(llmtest.Verdict), llmtest.Options{})
 	c := stack(t, model.URL, (&recorder{}).actions())
 	model.Batches.Hold()
 	created := model.Batches.Await(llmtest.EventBatch)
 	ended := make(chan error, 1)
 	go func() {
-		_, err := c.Run(context.Background(), strings.NewReader(comments(64)), func(batch.Result) error { return nil },
+		_, err := c.Run(context.Background(), strings.NewReader(llmtest.Comments(64)), func(batch.Result) error { return nil },
 			batch.Options{Process: moderate(t), ID: "cancelled", Size: 16, Call: providerCall})
 		ended <- err
 	}()
@@ -263,7 +263,7 @@ func TestProviderBatchCancelSubmitting(t *testing.T) {
 	}
 	var c *batch.Client
 	cancelled := make(chan error, 1)
-	model := llmtest.NewServer(t, llmtest.Multiplexed(verdict), llmtest.Options{OnEvent: func(e llmtest.Event) {
+	model := llmtest.NewServer(t, llmtest.Multiplexed(llmtest.Verdict), llmtest.Options{OnEvent: func(e llmtest.Event) {
 		if e.Kind == llmtest.EventBatch {
 			// The batch is made; its creation's answer waits for the cancel.
 			cancelled <- c.Cancel(context.Background(), "cancel-submitting")
@@ -271,7 +271,7 @@ func TestProviderBatchCancelSubmitting(t *testing.T) {
 	}})
 	c = stack(t, model.URL, (&recorder{}).actions())
 	model.Batches.Hold()
-	_, err := c.Run(context.Background(), strings.NewReader(comments(32)), func(batch.Result) error { return nil },
+	_, err := c.Run(context.Background(), strings.NewReader(llmtest.Comments(32)), func(batch.Result) error { return nil },
 		batch.Options{Process: moderate(t), ID: "cancel-submitting", Size: 16, Call: providerCall})
 	if !errors.Is(err, batch.ErrCancelled) {
 		t.Errorf("Run: %v, want ErrCancelled", err)

@@ -40,7 +40,7 @@ func TestReplayHistories(t *testing.T) {
 func recordHistories(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	model := llmtest.NewServer(t, llmtest.Multiplexed(verdict), llmtest.Options{})
+	model := llmtest.NewServer(t, llmtest.Multiplexed(llmtest.Verdict), llmtest.Options{})
 	c := stack(t, model.URL, (&recorder{}).actions())
 	if err := os.MkdirAll("testdata/histories", 0o755); err != nil {
 		t.Fatal(err)
@@ -52,7 +52,7 @@ func recordHistories(t *testing.T) {
 		}
 		golden.WriteHistory(t, ctx, c.Processes.Temporal, id, filepath.Join("testdata/histories", id+".json"))
 	}
-	input := comments(3) + "{not json\n" + comments(6)[len(comments(3)):]
+	input := llmtest.Comments(3) + "{not json\n" + llmtest.Comments(6)[len(llmtest.Comments(3)):]
 	if _, err := c.Run(ctx, strings.NewReader(input), func(batch.Result) error { return nil },
 		batch.Options{Process: moderate(t), ID: "moderate", Size: 4}); err != nil {
 		t.Fatal(err)
@@ -64,7 +64,7 @@ func recordHistories(t *testing.T) {
 	review := reviewProcess(t)
 	done := make(chan error, 1)
 	go func() {
-		_, err := c.Run(ctx, strings.NewReader(comments(4)), func(batch.Result) error { return nil }, batch.Options{Process: review, ID: "review", Size: 4})
+		_, err := c.Run(ctx, strings.NewReader(llmtest.Comments(4)), func(batch.Result) error { return nil }, batch.Options{Process: review, ID: "review", Size: 4})
 		done <- err
 	}()
 	for line := 1; line <= 4; line++ {
@@ -93,7 +93,7 @@ func recordHistories(t *testing.T) {
 	}
 
 	// The moderate process through the provider's Batch API.
-	if _, err := c.Run(ctx, strings.NewReader(comments(6)), func(batch.Result) error { return nil },
+	if _, err := c.Run(ctx, strings.NewReader(llmtest.Comments(6)), func(batch.Result) error { return nil },
 		batch.Options{Process: moderate(t), ID: "provider", Size: 4, Call: providerCall}); err != nil {
 		t.Fatal(err)
 	}
@@ -106,7 +106,7 @@ func recordHistories(t *testing.T) {
 	// takes the group's last report before it ends.
 	cancelled := make(chan error, 1)
 	go func() {
-		_, err := c.Run(ctx, strings.NewReader(comments(4)), func(batch.Result) error { return nil }, batch.Options{Process: review, ID: "cancelled", Size: 4})
+		_, err := c.Run(ctx, strings.NewReader(llmtest.Comments(4)), func(batch.Result) error { return nil }, batch.Options{Process: review, ID: "cancelled", Size: 4})
 		cancelled <- err
 	}()
 	for {

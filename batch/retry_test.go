@@ -31,7 +31,7 @@ func TestRetryFailed(t *testing.T) {
 		if broken.Load() && failing[line] && step == "assess" {
 			return `{"sentiment":"furious"}` // not in the enum, repaired or not
 		}
-		return verdict(step, prompt, repair)
+		return llmtest.Verdict(step, prompt, repair)
 	}
 	model := llmtest.NewServer(t, llmtest.Multiplexed(answer), llmtest.Options{})
 	c := stack(t, model.URL, (&recorder{}).actions())
@@ -39,7 +39,7 @@ func TestRetryFailed(t *testing.T) {
 	run := func(retry bool) ([]batch.Result, *batch.Summary) {
 		t.Helper()
 		var results []batch.Result
-		sum, err := c.Run(ctx, strings.NewReader(comments(n)), func(r batch.Result) error { results = append(results, r); return nil },
+		sum, err := c.Run(ctx, strings.NewReader(llmtest.Comments(n)), func(r batch.Result) error { results = append(results, r); return nil },
 			batch.Options{Process: moderate(t), ID: "retry", Size: k, RetryFailed: retry})
 		if err != nil {
 			t.Fatalf("run (retry %v): %v", retry, err)
@@ -105,9 +105,9 @@ func TestNumberOutOfRange(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts the embedded engine")
 	}
-	model := llmtest.NewServer(t, llmtest.Multiplexed(verdict), llmtest.Options{})
+	model := llmtest.NewServer(t, llmtest.Multiplexed(llmtest.Verdict), llmtest.Options{})
 	c := stack(t, model.URL, (&recorder{}).actions())
-	in := comments(2) + `{"prompt":"comment 3","input":{"n":1e400}}` + "\n" + comments(4)[len(comments(3)):]
+	in := llmtest.Comments(2) + `{"prompt":"comment 3","input":{"n":1e400}}` + "\n" + llmtest.Comments(4)[len(llmtest.Comments(3)):]
 	var results []batch.Result
 	sum, err := c.Run(t.Context(), strings.NewReader(in), func(r batch.Result) error { results = append(results, r); return nil },
 		batch.Options{Process: moderate(t), ID: "range", Size: 4, File: "items.jsonl"})

@@ -22,7 +22,7 @@ func TestStop(t *testing.T) {
 		t.Skip("starts the embedded engine")
 	}
 	const n, k = 40, 4
-	model := llmtest.NewServer(t, llmtest.Multiplexed(verdict), llmtest.Options{Delay: 200 * time.Millisecond})
+	model := llmtest.NewServer(t, llmtest.Multiplexed(llmtest.Verdict), llmtest.Options{Delay: 200 * time.Millisecond})
 	c := stack(t, model.URL, (&recorder{}).actions())
 	var (
 		mu    sync.Mutex
@@ -46,7 +46,7 @@ func TestStop(t *testing.T) {
 			close(stop)
 		}
 	}
-	sum, err := c.Run(context.Background(), strings.NewReader(comments(n)), emit, opts)
+	sum, err := c.Run(context.Background(), strings.NewReader(llmtest.Comments(n)), emit, opts)
 	if !errors.Is(err, batch.ErrStopped) {
 		t.Fatalf("Run after Stop: %v", err)
 	}
@@ -59,7 +59,7 @@ func TestStop(t *testing.T) {
 	t.Logf("stopped with %d of %d lines written", written, n)
 
 	opts.Stop, opts.Progress, opts.After = nil, nil, written
-	if _, err := c.Run(context.Background(), strings.NewReader(comments(n)), emit, opts); err != nil {
+	if _, err := c.Run(context.Background(), strings.NewReader(llmtest.Comments(n)), emit, opts); err != nil {
 		t.Fatal(err)
 	}
 	for i, line := range lines {

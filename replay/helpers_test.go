@@ -14,6 +14,7 @@ import (
 	"github.com/augceo/vibe/batch"
 	"github.com/augceo/vibe/durable"
 	"github.com/augceo/vibe/engine"
+	"github.com/augceo/vibe/internal/llmtest"
 	"github.com/augceo/vibe/jsonv"
 	"github.com/augceo/vibe/llm"
 	"github.com/augceo/vibe/llm/openai"
@@ -76,27 +77,13 @@ func model(url string) llm.Provider {
 // recorded runs a batch of the process over n comments on an embedded
 // engine whose worker keeps its records in store, and returns the
 // batch's id.
-func recorded(t testing.TB, p llm.Provider, acts *action.Registry, store *record.Store, opts process.StartOptions, n int) string {
+func recorded(t testing.TB, url string, acts *counter, store *record.Store, opts process.StartOptions, n int) string {
 	t.Helper()
-	ctx := context.Background()
-	eng, err := engine.Start(ctx, engine.Options{SearchAttributes: durable.SearchAttributes, DataDir: t.TempDir(), Logger: quiet()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer eng.Close()
-	w, err := vibe.StartWorker(eng.Client(), vibe.WorkerOptions{Provider: p, Actions: acts, Logger: quiet(), Records: store})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Stop()
-	pc := &process.Client{Temporal: eng.Client(), Actions: acts.Names()}
+	pc, stop := recordingEngine(t, url, acts, store)
+	defer stop()
 	c := batch.NewClient(pc)
 	pc.Hosts = c
-	var in strings.Builder
-	for i := 1; i <= n; i++ {
-		fmt.Fprintf(&in, "%q\n", fmt.Sprintf("comment %d", i))
-	}
-	sum, err := c.Run(ctx, strings.NewReader(in.String()), func(batch.Result) error { return nil }, batch.Options{Process: opts, ID: "recorded", Size: 8})
+	sum, err := c.Run(context.Background(), strings.NewReader(llmtest.Comments(n)), func(batch.Result) error { return nil }, batch.Options{Process: opts, ID: "recorded", Size: 8})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -104,4 +91,96 @@ func recorded(t testing.TB, p llm.Provider, acts *action.Registry, store *record
 		t.Fatalf("the recorded batch did %d of %d items: %+v", sum.Done, n, sum)
 	}
 	return "recorded"
+}
+
+// recordingEngine starts an embedded engine and a worker with the test
+// model at url and acts's actions, keeping its records in store, and
+// returns a client of its processes and what stops both.
+func recordingEngine(t testing.TB, url string, acts *counter, store *record.Store) (*process.Client, func()) {
+	t.Helper()
+	eng, err := engine.Start(context.Background(), engine.Options{SearchAttributes: durable.SearchAttributes, DataDir: t.TempDir(), Logger: quiet()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := vibe.StartWorker(eng.Client(), vibe.WorkerOptions{Provider: model(url), Actions: acts.actions(), Logger: quiet(), Records: store})
+	if err != nil {
+		eng.Close()
+		t.Fatal(err)
+	}
+	stop := func() {
+		w.Stop()
+		eng.Close()
+	}
+	return &process.Client{Temporal: eng.Client(), Actions: acts.actions().Names()}, stop
+}
+
+// number is the recorded model of three.json: each of the first two
+// chunks answers "comment N" with N, the third whether N is even or odd.
+func number(step, prompt string, _ bool) string {
+	var n int
+	fmt.Sscanf(prompt, "comment %d", &n)
+	if step == "third" {
+		return map[bool]string{true: `{"kind":"even"}`, false: `{"kind":"odd"}`}[n%2 == 0]
+	}
+	return fmt.Sprintf(`{"n":%d}`, n)
+}
+
+// odd is the model of oddThree: every number is odd.
+func odd(step, prompt string, repair bool) string {
+	if step == "third" {
+		return `{"kind":"odd"}`
+	}
+	return number(step, prompt, repair)
+}
+
+// thirdOnly is odd as the model of a replay of oddThree, which asks it the
+// third chunk only: asked another, the test fails.
+func thirdOnly(t testing.TB) func(step, prompt string, repair bool) string {
+	return func(step, prompt string, repair bool) string {
+		if step != "third" {
+			t.Errorf("the replay asked the model for %s", step)
+		}
+		return odd(step, prompt, repair)
+	}
+}
+
+// oddThree is three.json with the third chunk's instructions changed:
+// every number is odd.
+func oddThree(t testing.TB) process.StartOptions {
+	return doc(t, "testdata/three.json", `"enum": ["even", "odd"]`, `"enum": ["even", "odd"], "description": "Odd, whatever the number"`)
+}
+
+// prepare compiles the changed process opts with acts's actions.
+func prepare(t testing.TB, acts *counter, opts process.StartOptions) durable.Start {
+	t.Helper()
+	start, _, err := (&process.Client{Actions: acts.actions().Names()}).Prepare(context.Background(), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return start
+}
+
+// recordedTwo records two items of three.json on an embedded engine that
+// keeps its records in store — the odd number's (line 1) and the even's
+// (line 2) — and returns their records.
+func recordedTwo(t testing.TB, acts *counter, store *record.Store) []record.Record {
+	t.Helper()
+	rec := llmtest.NewServer(t, llmtest.Multiplexed(number), llmtest.Options{})
+	two, err := store.Batch(recorded(t, rec.URL, acts, store, doc(t, "testdata/three.json"), 2))
+	if err != nil || len(two) != 2 {
+		t.Fatalf("%d records, %v", len(two), err)
+	}
+	return two
+}
+
+// copies are n records of batch id, lines 1 to n, each line's prompt
+// "comment LINE", copied from recordedTwo's two records.
+func copies(two []record.Record, id string, n int) []record.Record {
+	recs := make([]record.Record, n)
+	for i := range recs {
+		r := two[i%2]
+		r.Batch, r.Line, r.ID, r.Prompt = id, i+1, batch.ItemID(id, i+1), fmt.Sprintf("comment %d", i+1)
+		recs[i] = r
+	}
+	return recs
 }

@@ -11,6 +11,8 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -149,6 +151,44 @@ func SaveReport(dir, id string, rep *Report) error {
 		return fmt.Errorf("replay report: %w", err)
 	}
 	return nil
+}
+
+// PruneReports removes the reports in dir (SaveReport's) written longer
+// ago than retention before now (0: record.DefaultRetention), and the
+// files a SaveReport stopped midway left; it returns the ids of the
+// replays whose reports it removed, sorted.
+func PruneReports(dir string, retention time.Duration, now time.Time) ([]string, error) {
+	if retention <= 0 {
+		retention = record.DefaultRetention
+	}
+	entries, err := os.ReadDir(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("prune replay reports: %w", err)
+	}
+	cut := now.Add(-retention)
+	var ids []string
+	for _, e := range entries {
+		name := e.Name()
+		id, isReport := strings.CutSuffix(name, ".json")
+		if e.IsDir() || !isReport && !strings.HasSuffix(name, ".tmp") {
+			continue
+		}
+		info, err := e.Info()
+		if err != nil || !info.ModTime().Before(cut) {
+			continue // gone meanwhile, or young
+		}
+		if err := os.Remove(filepath.Join(dir, name)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return ids, fmt.Errorf("prune replay reports: %w", err)
+		}
+		if isReport {
+			ids = append(ids, id)
+		}
+	}
+	slices.Sort(ids)
+	return ids, nil
 }
 
 // LoadReport reads the report of replay id from dir; ErrNoReport when

@@ -2,16 +2,12 @@ package replay_test
 
 import (
 	"context"
-	"fmt"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/augceo/vibe"
 	"github.com/augceo/vibe/batch"
-	"github.com/augceo/vibe/durable"
-	"github.com/augceo/vibe/engine"
 	"github.com/augceo/vibe/internal/llmtest"
 	"github.com/augceo/vibe/jsonv"
 	"github.com/augceo/vibe/process"
@@ -32,7 +28,7 @@ func TestReplayProcesses(t *testing.T) {
 	ctx := context.Background()
 	store := &record.Store{Dir: t.TempDir()}
 	acts := &counter{}
-	m := llmtest.NewServer(t, llmtest.Multiplexed(verdict), llmtest.Options{})
+	m := llmtest.NewServer(t, llmtest.Multiplexed(llmtest.Verdict), llmtest.Options{})
 	var waiting string
 	func() { // the engine, gone when the replay runs
 		pc, stop := recordingEngine(t, m.URL, acts, store)
@@ -94,7 +90,7 @@ func TestReplayProcesses(t *testing.T) {
 		if step == "decide" && prompt == "comment 2" {
 			return `{"decision":"escalate"}`
 		}
-		return verdict(step, prompt, repair)
+		return llmtest.Verdict(step, prompt, repair)
 	}), llmtest.Options{})
 	start, _, err := (&process.Client{Actions: acts.actions().Names()}).Prepare(ctx,
 		doc(t, "testdata/review.json", `"publish",
@@ -141,7 +137,7 @@ func TestReplayWaitingBatch(t *testing.T) {
 	ctx := context.Background()
 	store := &record.Store{Dir: t.TempDir()}
 	acts := &counter{}
-	m := llmtest.NewServer(t, llmtest.Multiplexed(verdict), llmtest.Options{})
+	m := llmtest.NewServer(t, llmtest.Multiplexed(llmtest.Verdict), llmtest.Options{})
 	func() { // the engine, gone when the replay runs
 		pc, stop := recordingEngine(t, m.URL, acts, store)
 		defer stop()
@@ -152,11 +148,7 @@ func TestReplayWaitingBatch(t *testing.T) {
 		defer func() { cancel(); <-done }()
 		go func() {
 			defer close(done)
-			var in strings.Builder
-			for i := 1; i <= n; i++ {
-				fmt.Fprintf(&in, "%q\n", fmt.Sprintf("comment %d", i))
-			}
-			_, _ = c.Run(bctx, strings.NewReader(in.String()), func(batch.Result) error { return nil }, batch.Options{Process: doc(t, "testdata/review.json"), ID: "waits", Size: n})
+			_, _ = c.Run(bctx, strings.NewReader(llmtest.Comments(n)), func(batch.Result) error { return nil }, batch.Options{Process: doc(t, "testdata/review.json"), ID: "waits", Size: n})
 		}()
 		deadline := time.Now().Add(2 * time.Minute)
 		for {
@@ -194,25 +186,4 @@ func TestReplayWaitingBatch(t *testing.T) {
 			t.Errorf("line %d: %+v, want replayed up to the person's step", it.Line, it)
 		}
 	}
-}
-
-// recordingEngine starts an embedded engine and a worker with the test
-// model at url and acts's actions, keeping its records in store, and
-// returns a client of its processes and what stops both.
-func recordingEngine(t *testing.T, url string, acts *counter, store *record.Store) (*process.Client, func()) {
-	t.Helper()
-	eng, err := engine.Start(context.Background(), engine.Options{SearchAttributes: durable.SearchAttributes, DataDir: t.TempDir(), Logger: quiet()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	w, err := vibe.StartWorker(eng.Client(), vibe.WorkerOptions{Provider: model(url), Actions: acts.actions(), Logger: quiet(), Records: store})
-	if err != nil {
-		eng.Close()
-		t.Fatal(err)
-	}
-	stop := func() {
-		w.Stop()
-		eng.Close()
-	}
-	return &process.Client{Temporal: eng.Client(), Actions: acts.actions().Names()}, stop
 }

@@ -71,6 +71,74 @@ type Options struct {
 	// spent as it comes back: its requests, tokens and model. It may be
 	// called from several goroutines at once.
 	Spent func(requests int, usage llm.Usage, model string)
+	// Progress, when set, is told how far the replay has got: as it
+	// starts, after each chunk and as each model call comes back. It is
+	// called one call at a time. A baseline's work is not told.
+	Progress func(Progress)
+}
+
+// Progress is how far a replay has got (Options.Progress).
+type Progress struct {
+	// Items are the items with a record to replay; Done those whose
+	// replay has ended: stopped, or past the process's last chunk (an
+	// item asked the last chunk counts as its call comes back).
+	Items, Done int
+	// Changed are the items found changed so far: an answer differs, or
+	// a step needs the server or a person. An answer counts once the
+	// chunk's answers have all come back.
+	Changed int
+	// Requests are the model requests so far, Usage their tokens.
+	Requests int
+	Usage    llm.Usage
+}
+
+// tracker tells Options.Progress how far a replay has got; a nil tracker
+// tells nothing.
+type tracker struct {
+	mu   sync.Mutex
+	p    Progress
+	tell func(Progress)
+}
+
+func newTracker(tell func(Progress), items int) *tracker {
+	if tell == nil {
+		return nil
+	}
+	return &tracker{p: Progress{Items: items}, tell: tell}
+}
+
+// update changes the progress with f and tells it.
+func (t *tracker) update(f func(p *Progress)) {
+	if t == nil {
+		return
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	f(&t.p)
+	t.tell(t.p)
+}
+
+// count sets Done and Changed from the runs, before a chunk's calls: ask
+// are the runs the chunk asks the model, and last says it is the
+// process's last chunk, so that the runs not asked are done.
+func (t *tracker) count(runs, ask []*run, last bool) {
+	if t == nil {
+		return
+	}
+	asking := make(map[*run]bool, len(ask))
+	for _, r := range ask {
+		asking[r] = true
+	}
+	done, changed := 0, 0
+	for _, r := range runs {
+		if !r.active || last && !asking[r] {
+			done++
+		}
+		if len(r.item.Changes) > 0 || r.item.Outcome == NeedsServer || r.item.Outcome == NeedsPerson {
+			changed++
+		}
+	}
+	t.update(func(p *Progress) { p.Done, p.Changed = done, changed })
 }
 
 // Missing is an item asked for that has no record.
@@ -219,7 +287,7 @@ func Run(ctx context.Context, recs []record.Record, opts Options) (*Report, erro
 	}
 	of := len(recs)
 	recs = sample(recs, opts.Sample, opts.Seed)
-	rep, asked, err := replayAll(ctx, recs, opts, nil)
+	rep, asked, err := replayAll(ctx, recs, opts, nil, newTracker(opts.Progress, len(recs)))
 	if err != nil {
 		return nil, err
 	}
@@ -234,7 +302,7 @@ func Run(ctx context.Context, recs []record.Record, opts Options) (*Report, erro
 		// The chunks the changed process asked again are asked again with
 		// the recorded one, the others reused as the replay reused them:
 		// the noise the replay's own calls carry.
-		base, _, err := replayAll(ctx, recs[:min(opts.Baseline, len(recs))], bopts, asked)
+		base, _, err := replayAll(ctx, recs[:min(opts.Baseline, len(recs))], bopts, asked, nil)
 		if err != nil {
 			return nil, fmt.Errorf("replay: the baseline: %w", err)
 		}
@@ -253,7 +321,8 @@ func Run(ctx context.Context, recs []record.Record, opts Options) (*Report, erro
 // replayAll replays recs against opts.Program; the LLM chunks named in
 // reask are asked again whatever their records hold (a baseline). It
 // returns the report and the LLM chunks it asked the model, or tried to.
-func replayAll(ctx context.Context, recs []record.Record, opts Options, reask map[string]bool) (*Report, map[string]bool, error) {
+// It tells t how far it has got.
+func replayAll(ctx context.Context, recs []record.Record, opts Options, reask map[string]bool, t *tracker) (*Report, map[string]bool, error) {
 	asked := map[string]bool{}
 	runs := make([]*run, len(recs))
 	for i := range recs {
@@ -269,6 +338,7 @@ func replayAll(ctx context.Context, recs []record.Record, opts Options, reask ma
 		return nil, nil, err
 	}
 	sum := Summary{Fields: map[string]int{}, Moves: map[string]int{}, Asked: map[string]int{}, Reused: map[string]int{}}
+	t.count(runs, nil, false)
 	for i := range opts.Program.Chunks {
 		ch := &opts.Program.Chunks[i]
 		var ask []*run
@@ -309,13 +379,16 @@ func replayAll(ctx context.Context, recs []record.Record, opts Options, reask ma
 				}
 			}
 		}
+		last := i == len(opts.Program.Chunks)-1
+		t.count(runs, ask, last)
 		if len(ask) > 0 {
 			asked[ch.Name] = true
-			if err := fill(ctx, ch, ask, opts, kept, &sum); err != nil {
+			if err := fill(ctx, ch, ask, opts, kept, &sum, t, last); err != nil {
 				return nil, nil, err
 			}
 		}
 	}
+	t.count(runs, nil, true)
 	rep := &Report{}
 	for _, r := range runs {
 		it := &r.item
@@ -450,8 +523,10 @@ func (r *run) server(ch *compile.ProgramChunk, rc *record.Chunk, sum *Summary) {
 	}
 }
 
-// fill asks the model the chunk for the items in ask, K at a time.
-func fill(ctx context.Context, ch *compile.ProgramChunk, all []*run, opts Options, kept *answers, sum *Summary) error {
+// fill asks the model the chunk for the items in ask, K at a time, and
+// tells t of each call as it comes back; last says the chunk is the
+// process's last, so that an item answered is done.
+func fill(ctx context.Context, ch *compile.ProgramChunk, all []*run, opts Options, kept *answers, sum *Summary, t *tracker, last bool) error {
 	k := cmp.Or(opts.Size, batch.DefaultSize)
 	var ask []*run
 	keys := map[*run]string{}
@@ -469,6 +544,9 @@ func fill(ctx context.Context, ch *compile.ProgramChunk, all []*run, opts Option
 		if err := r.keepLLM(ch, r.rec.Chunk(ch.Name), v, sum); err != nil {
 			r.stop(Failed, err.Error())
 		}
+	}
+	if resumed := len(all) - len(ask); last && resumed > 0 {
+		t.update(func(p *Progress) { p.Done += resumed })
 	}
 	type group struct {
 		runs []*run
@@ -493,6 +571,13 @@ func fill(ctx context.Context, ch *compile.ProgramChunk, all []*run, opts Option
 		if opts.Spent != nil {
 			opts.Spent(g.out.Requests, g.out.Usage, opts.Model)
 		}
+		t.update(func(p *Progress) {
+			p.Requests += g.out.Requests
+			p.Usage = p.Usage.Add(g.out.Usage)
+			if last {
+				p.Done += len(g.runs)
+			}
+		})
 		var lines []answerLine
 		for j, r := range g.runs {
 			if it := g.out.Items[j]; it.Error == "" {

@@ -2,10 +2,9 @@ package replay_test
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"path/filepath"
-	"strconv"
+	"slices"
 	"strings"
 	"testing"
 
@@ -15,29 +14,13 @@ import (
 	"github.com/augceo/vibe/replay/record"
 )
 
-// verdict is the recorded model: "comment N" is negative and hidden when
-// N is odd.
-func verdict(step, prompt string, _ bool) string {
-	n, _ := strconv.Atoi(strings.TrimPrefix(prompt, "comment "))
-	switch {
-	case step == "assess" && n%2 == 1:
-		return `{"sentiment":"negative"}`
-	case step == "assess":
-		return `{"sentiment":"positive"}`
-	case n%2 == 1:
-		return `{"decision":"hide"}`
-	default:
-		return `{"decision":"publish"}`
-	}
-}
-
 // mixed is the model after the enum changed: every comment is mixed, the
 // decisions as before.
 func mixed(step, prompt string, repair bool) string {
 	if step == "assess" {
 		return `{"sentiment":"mixed"}`
 	}
-	return verdict(step, prompt, repair)
+	return llmtest.Verdict(step, prompt, repair)
 }
 
 // TestReplayModerate replays a batch of 200 comments through moderate —
@@ -54,8 +37,8 @@ func TestReplayModerate(t *testing.T) {
 	ctx := context.Background()
 	store := &record.Store{Dir: t.TempDir()}
 	acts := &counter{}
-	rec := llmtest.NewServer(t, llmtest.Multiplexed(verdict), llmtest.Options{})
-	id := recorded(t, model(rec.URL), acts.actions(), store, doc(t, "testdata/moderate.json"), n)
+	rec := llmtest.NewServer(t, llmtest.Multiplexed(llmtest.Verdict), llmtest.Options{})
+	id := recorded(t, rec.URL, acts, store, doc(t, "testdata/moderate.json"), n)
 	recs, err := store.Batch(id)
 	if err != nil {
 		t.Fatal(err)
@@ -80,7 +63,7 @@ func TestReplayModerate(t *testing.T) {
 		{name: "enum", edits: []string{`"enum": ["positive", "neutral", "negative"]`, `"enum": ["positive", "neutral", "negative", "mixed"]`},
 			answer: mixed, changed: n, minReqs: 1, maxReqs: 30},
 		{name: "description", edits: []string{`"sentiment": {"type": "string",`, `"sentiment": {"type": "string", "description": "How the comment sounds to a reader",`},
-			answer: verdict, changed: 0, minReqs: 1, maxReqs: 30},
+			answer: llmtest.Verdict, changed: 0, minReqs: 1, maxReqs: 30},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -131,32 +114,15 @@ func TestReplayThird(t *testing.T) {
 	ctx := context.Background()
 	store := &record.Store{Dir: t.TempDir()}
 	acts := &counter{}
-	number := func(step, prompt string, _ bool) string {
-		k, _ := strconv.Atoi(strings.TrimPrefix(prompt, "comment "))
-		if step == "third" {
-			return map[bool]string{true: `{"kind":"even"}`, false: `{"kind":"odd"}`}[k%2 == 0]
-		}
-		return fmt.Sprintf(`{"n":%d}`, k)
-	}
 	rec := llmtest.NewServer(t, llmtest.Multiplexed(number), llmtest.Options{})
-	id := recorded(t, model(rec.URL), acts.actions(), store, doc(t, "testdata/three.json"), n)
+	id := recorded(t, rec.URL, acts, store, doc(t, "testdata/three.json"), n)
 	recs, err := store.Batch(id)
 	if err != nil {
 		t.Fatal(err)
 	}
 	acted := acts.calls()
-	m := llmtest.NewServer(t, llmtest.Multiplexed(func(step, prompt string, repair bool) string {
-		if step == "third" {
-			return `{"kind":"odd"}` // the changed instructions make every number odd
-		}
-		t.Errorf("the replay asked the model for %s", step)
-		return number(step, prompt, repair)
-	}), llmtest.Options{})
-	start, _, err := (&process.Client{Actions: acts.actions().Names()}).Prepare(ctx,
-		doc(t, "testdata/three.json", `"enum": ["even", "odd"]`, `"enum": ["even", "odd"], "description": "Odd, whatever the number"`))
-	if err != nil {
-		t.Fatal(err)
-	}
+	m := llmtest.NewServer(t, llmtest.Multiplexed(thirdOnly(t)), llmtest.Options{})
+	start := prepare(t, acts, oddThree(t))
 	rep, err := replay.Run(ctx, recs, replay.Options{Name: start.Name, Program: start.Program, Provider: model(m.URL), Model: "test-model", Size: 8})
 	if err != nil {
 		t.Fatal(err)
@@ -172,6 +138,47 @@ func TestReplayThird(t *testing.T) {
 	}
 }
 
+// TestReplayProgress: Options.Progress is told the items done as each
+// call of the changed last chunk comes back, and, at the end, every item
+// done, those changed and the requests and tokens of the summary.
+func TestReplayProgress(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts the embedded engine")
+	}
+	const n, k = 96, 8 // calls of k items each, answered in any order
+	ctx := context.Background()
+	store := &record.Store{Dir: t.TempDir()}
+	acts := &counter{}
+	two := recordedTwo(t, acts, store)
+	m := llmtest.NewServer(t, llmtest.Multiplexed(thirdOnly(t)), llmtest.Options{Tokens: true})
+	start := prepare(t, acts, oddThree(t))
+	var told []replay.Progress
+	rep, err := replay.Run(ctx, copies(two, "progress", n), replay.Options{Name: start.Name, Program: start.Program, Provider: model(m.URL),
+		Model: "test-model", Size: k, Concurrency: 1, Progress: func(p replay.Progress) { told = append(told, p) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	calls := n / k
+	if len(told) < calls+2 || told[0].Done != 0 || told[0].Items != n {
+		t.Fatalf("told %d times, first %+v; want at least %d, from 0 of %d", len(told), told[0], calls+2, n)
+	}
+	for i := 1; i < len(told); i++ {
+		if p, q := told[i-1], told[i]; q.Done < p.Done || q.Requests < p.Requests || q.Changed < p.Changed || q.Items != n {
+			t.Fatalf("told %+v after %+v", q, p)
+		}
+	}
+	for r := 1; r <= calls; r++ {
+		if !slices.ContainsFunc(told, func(p replay.Progress) bool { return p.Requests == r && p.Done == r*k }) {
+			t.Errorf("never told %d items done after %d calls: %+v", r*k, r, told)
+			break
+		}
+	}
+	s, last := rep.Summary, told[len(told)-1]
+	if last.Done != n || last.Changed != s.Changed || s.Changed != n/2 || last.Requests != s.Requests || s.Requests != calls || last.Usage != s.Usage {
+		t.Errorf("told last %+v; the summary: %d changed, %d requests, usage %+v", last, s.Changed, s.Requests, s.Usage)
+	}
+}
+
 // TestReplayResumes: a replay run again with its answers file — as after
 // a kill that left the answers of one call kept — asks only the calls not
 // answered yet, and reports each item once.
@@ -183,8 +190,8 @@ func TestReplayResumes(t *testing.T) {
 	ctx := context.Background()
 	store := &record.Store{Dir: t.TempDir()}
 	acts := &counter{}
-	rec := llmtest.NewServer(t, llmtest.Multiplexed(verdict), llmtest.Options{})
-	recs, err := store.Batch(recorded(t, model(rec.URL), acts.actions(), store, doc(t, "testdata/moderate.json"), n))
+	rec := llmtest.NewServer(t, llmtest.Multiplexed(llmtest.Verdict), llmtest.Options{})
+	recs, err := store.Batch(recorded(t, rec.URL, acts, store, doc(t, "testdata/moderate.json"), n))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -47,8 +47,8 @@ func TestReplaySampleAndBaseline(t *testing.T) {
 	ctx := context.Background()
 	store := &record.Store{Dir: t.TempDir()}
 	acts := &counter{}
-	rec := llmtest.NewServer(t, llmtest.Multiplexed(verdict), llmtest.Options{})
-	recs, err := store.Batch(recorded(t, model(rec.URL), acts.actions(), store, doc(t, "testdata/moderate.json"), n))
+	rec := llmtest.NewServer(t, llmtest.Multiplexed(llmtest.Verdict), llmtest.Options{})
+	recs, err := store.Batch(recorded(t, rec.URL, acts, store, doc(t, "testdata/moderate.json"), n))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -69,14 +69,14 @@ func TestReplaySampleAndBaseline(t *testing.T) {
 				return `{"sentiment":"neutral"}`
 			}
 		}
-		return verdict(step, prompt, repair)
+		return llmtest.Verdict(step, prompt, repair)
 	})
 	edited := llmtest.Multiplexed(func(step, prompt string, repair bool) string {
 		c, _ := strconv.Atoi(strings.TrimPrefix(prompt, "comment "))
 		if step == "assess" && c%2 == 1 {
 			return `{"sentiment":"mixed"}`
 		}
-		return verdict(step, prompt, repair)
+		return llmtest.Verdict(step, prompt, repair)
 	})
 	m := llmtest.NewServer(t, func(name, body string) string {
 		if strings.Contains(body, "mixed") {

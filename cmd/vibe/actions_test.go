@@ -200,7 +200,7 @@ func TestBatchFireAndForget(t *testing.T) {
 		return c
 	})
 	dir, _ := fireSetup(t, n, ledger)
-	model := llmtest.NewServer(t, llmtest.Multiplexed(verdict), llmtest.Options{})
+	model := llmtest.NewServer(t, llmtest.Multiplexed(llmtest.Verdict), llmtest.Options{})
 	out := filepath.Join(dir, "out.jsonl")
 	status, _, stderr := run(t, "", "batch", filepath.Join(dir, "moderate.json"), "--in", filepath.Join(dir, "items.jsonl"), "--out", out,
 		"--batch-size", "8", "--data", filepath.Join(dir, "data"),
@@ -231,7 +231,7 @@ func TestBatchFireAndForgetPending(t *testing.T) {
 	release := make(chan struct{})
 	ledger := newFireLedger(func(string) <-chan struct{} { return release })
 	dir, _ := fireSetup(t, n, ledger)
-	model := llmtest.NewServer(t, llmtest.Multiplexed(verdict), llmtest.Options{})
+	model := llmtest.NewServer(t, llmtest.Multiplexed(llmtest.Verdict), llmtest.Options{})
 	out := filepath.Join(dir, "out.jsonl")
 	args := []string{"batch", filepath.Join(dir, "moderate.json"), "--in", filepath.Join(dir, "items.jsonl"), "--out", out,
 		"--batch-size", "8", "--data", filepath.Join(dir, "data"), "--wait-actions", "2s",

@@ -47,20 +47,6 @@ const moderateProcess = `{
   }
 }`
 
-// verdict answers "comment N": negative and hidden when N is odd.
-func verdict(step, prompt string, _ bool) string {
-	n, _ := strconv.Atoi(strings.TrimPrefix(prompt, "comment "))
-	switch {
-	case step == "assess" && n%2 == 1:
-		return `{"sentiment":"negative"}`
-	case step == "assess":
-		return `{"sentiment":"positive"}`
-	case n%2 == 1:
-		return `{"decision":"hide"}`
-	}
-	return `{"decision":"publish"}`
-}
-
 // tally is the record action's endpoint: it applies each idempotency
 // key's effect once, and counts every call.
 type tally struct {
@@ -153,7 +139,7 @@ func checkResults(t *testing.T, results []batch.Result, n int, bad map[int]strin
 			}
 			continue
 		}
-		want := fmt.Sprintf(`"decide":%s`, verdict("decide", fmt.Sprintf("comment %d", line), false))
+		want := fmt.Sprintf(`"decide":%s`, llmtest.Verdict("decide", fmt.Sprintf("comment %d", line), false))
 		if r.Status != batch.StatusCompleted || !strings.Contains(string(r.Output), want) {
 			t.Errorf("line %d: %+v, want output with %s", line, r, want)
 		}
@@ -171,7 +157,7 @@ func TestBatchCommand(t *testing.T) {
 	}
 	bad := map[int]string{5: `{"prompt": 3}`, 9: `{not json`}
 	dir, led := batchSetup(t, 70, bad, 0)
-	model := llmtest.NewServer(t, llmtest.Multiplexed(verdict), llmtest.Options{Cached: 0.5})
+	model := llmtest.NewServer(t, llmtest.Multiplexed(llmtest.Verdict), llmtest.Options{Cached: 0.5})
 	out := filepath.Join(dir, "out.jsonl")
 	prices := filepath.Join(dir, "prices.json")
 	os.WriteFile(prices, []byte(`{"models": {"test-model": {"input": 1, "cachedInput": 0.5, "output": 2}}}`), 0o600)
@@ -275,7 +261,7 @@ func TestBatchIDAgrees(t *testing.T) {
 		os.WriteFile(filepath.Join(reg, name), []byte(s), 0o644)
 	}
 	model := llmtest.NewServer(t, llmtest.Multiplexed(func(step, prompt string, repair bool) string {
-		return verdict(strings.TrimPrefix(strings.TrimPrefix(step, "step1_"), "step2_"), prompt, repair)
+		return llmtest.Verdict(strings.TrimPrefix(strings.TrimPrefix(step, "step1_"), "step2_"), prompt, repair)
 	}), llmtest.Options{})
 	data := filepath.Join(dir, "data")
 	common := []string{"--registry", reg, "--data", data, "--actions-file", filepath.Join(dir, "actions.json"), "--llm", "openai:test-model", "--llm-base-url", model.URL}
@@ -378,7 +364,7 @@ func TestBatchDrain(t *testing.T) {
 	}
 	const n, k = 96, 8
 	dir, led := batchSetup(t, n, nil, 0)
-	model := llmtest.NewServer(t, llmtest.Multiplexed(verdict), llmtest.Options{Delay: 300 * time.Millisecond})
+	model := llmtest.NewServer(t, llmtest.Multiplexed(llmtest.Verdict), llmtest.Options{Delay: 300 * time.Millisecond})
 	out := filepath.Join(dir, "out.jsonl")
 	args := []string{"batch", filepath.Join(dir, "moderate.json"), "--in", filepath.Join(dir, "items.jsonl"), "--out", out,
 		"--batch-size", strconv.Itoa(k), "--concurrency", "2", "--data", filepath.Join(dir, "data"),
@@ -516,7 +502,7 @@ type serveBatch struct {
 func newServeBatch(t *testing.T, n int) *serveBatch {
 	t.Helper()
 	dir, led := batchSetup(t, n, nil, 20*time.Millisecond)
-	model := llmtest.NewServer(t, llmtest.Multiplexed(verdict), llmtest.Options{Delay: 150 * time.Millisecond})
+	model := llmtest.NewServer(t, llmtest.Multiplexed(llmtest.Verdict), llmtest.Options{Delay: 150 * time.Millisecond})
 	data, addr := filepath.Join(dir, "data"), freeAddr(t)
 	out := filepath.Join(dir, "out.jsonl")
 	c := &api.Client{BaseURL: "http://" + addr}
@@ -667,7 +653,7 @@ func TestBatchScaleOut(t *testing.T) {
 	dir, led := batchSetup(t, n, nil, 20*time.Millisecond)
 	models := make([]*llmtest.Server, 3)
 	for i := range models {
-		models[i] = llmtest.NewServer(t, llmtest.Multiplexed(verdict), llmtest.Options{Delay: 200 * time.Millisecond})
+		models[i] = llmtest.NewServer(t, llmtest.Multiplexed(llmtest.Verdict), llmtest.Options{Delay: 200 * time.Millisecond})
 	}
 	data, addr, frontend := filepath.Join(dir, "data"), freeAddr(t), freeAddr(t)
 	actions := filepath.Join(dir, "actions.json")
@@ -734,7 +720,7 @@ func TestBatchesAPI(t *testing.T) {
 	dir, led := batchSetup(t, n, nil, 0)
 	os.MkdirAll(filepath.Join(dir, "registry", "processes"), 0o755)
 	os.WriteFile(filepath.Join(dir, "registry", "processes", "moderate.json"), []byte(moderateProcess), 0o644)
-	model := llmtest.NewServer(t, llmtest.Multiplexed(verdict), llmtest.Options{Delay: 300 * time.Millisecond})
+	model := llmtest.NewServer(t, llmtest.Multiplexed(llmtest.Verdict), llmtest.Options{Delay: 300 * time.Millisecond})
 	data, addr := filepath.Join(dir, "data"), freeAddr(t)
 	args := []string{"serve", "--data", data, "--addr", addr, "--registry", filepath.Join(dir, "registry"),
 		"--actions-file", filepath.Join(dir, "actions.json"), "--llm", "openai:test-model", "--llm-base-url", model.URL}
@@ -866,7 +852,7 @@ func TestBatchSystemicStop(t *testing.T) {
 	}
 	const n = 6
 	dir, _ := batchSetup(t, n, nil, 0)
-	model := llmtest.NewServer(t, llmtest.Multiplexed(verdict), llmtest.Options{})
+	model := llmtest.NewServer(t, llmtest.Multiplexed(llmtest.Verdict), llmtest.Options{})
 	var refuse atomic.Bool
 	refuse.Store(true)
 	gate := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -920,7 +906,7 @@ func TestBatchRetryFailed(t *testing.T) {
 		if broken.Load() && prompt == "comment 3" && step == "assess" {
 			return `{"sentiment":"furious"}`
 		}
-		return verdict(step, prompt, repair)
+		return llmtest.Verdict(step, prompt, repair)
 	}), llmtest.Options{})
 	out := filepath.Join(dir, "out.jsonl")
 	args := []string{"batch", filepath.Join(dir, "moderate.json"), "--in", filepath.Join(dir, "items.jsonl"), "--out", out,

@@ -135,7 +135,7 @@ func BenchmarkBatchMemory(b *testing.B) {
 	led := &tally{effects: map[string]int{}}
 	actions := httptest.NewServer(led)
 	b.Cleanup(actions.Close)
-	model := llmtest.NewServer(b, llmtest.Multiplexed(verdict), llmtest.Options{})
+	model := llmtest.NewServer(b, llmtest.Multiplexed(llmtest.Verdict), llmtest.Options{})
 	os.WriteFile(filepath.Join(dir, "moderate.json"), []byte(moderateProcess), 0o644)
 	os.WriteFile(filepath.Join(dir, "actions.json"), []byte(fmt.Sprintf(`{"record": %q}`, actions.URL)), 0o644)
 	f, err := os.Create(filepath.Join(dir, "items.jsonl"))
@@ -229,18 +229,14 @@ func BenchmarkLangGraph(b *testing.B) {
 	}
 	dir := b.TempDir()
 	items := filepath.Join(dir, "items.jsonl")
-	var in strings.Builder
-	for i := 1; i <= *lgItems; i++ {
-		fmt.Fprintf(&in, "%q\n", fmt.Sprintf("comment %d", i))
-	}
-	os.WriteFile(items, []byte(in.String()), 0o644)
+	os.WriteFile(items, []byte(llmtest.Comments(*lgItems)), 0o644)
 	os.WriteFile(filepath.Join(dir, "moderate.json"), []byte(moderateProcess), 0o644)
 	opts := llmtest.Options{Tokens: true, Delay: *lgDelay, PerToken: *lgToken, MaxConcurrent: *lgServes}
 	var lgWall, vibeWall time.Duration
 	var lgModel, vibeModel *llmtest.Server
 	for b.Loop() {
 		// LangGraph.js.
-		lgModel = llmtest.NewServer(b, llmtest.Multiplexed(verdict), opts)
+		lgModel = llmtest.NewServer(b, llmtest.Multiplexed(llmtest.Verdict), opts)
 		led := &tally{effects: map[string]int{}}
 		actions := httptest.NewServer(led)
 		out, err := exec.Command("node", filepath.Join(harness, "moderate.mjs"), lgModel.URL+"/v1", actions.URL, items, strconv.Itoa(cmp.Or(*lgServes, *lgItems))).CombinedOutput()
@@ -261,7 +257,7 @@ func BenchmarkLangGraph(b *testing.B) {
 		lgWall = time.Duration(res.MS * float64(time.Millisecond))
 
 		// vibe batch.
-		vibeModel = llmtest.NewServer(b, llmtest.Multiplexed(verdict), opts)
+		vibeModel = llmtest.NewServer(b, llmtest.Multiplexed(llmtest.Verdict), opts)
 		led = &tally{effects: map[string]int{}}
 		actions = httptest.NewServer(led)
 		os.WriteFile(filepath.Join(dir, "actions.json"), []byte(fmt.Sprintf(`{"record": %q}`, actions.URL)), 0o644)

@@ -16,7 +16,7 @@ import (
 // verdict.
 func otherVerdict(step, prompt string, repair bool) string {
 	n, _ := strconv.Atoi(strings.TrimPrefix(prompt, "comment "))
-	return verdict(step, "comment "+strconv.Itoa(n+1), repair)
+	return llmtest.Verdict(step, "comment "+strconv.Itoa(n+1), repair)
 }
 
 // TestCalibrateThenBatch: against a model whose answers drift past the 8th
@@ -36,8 +36,8 @@ func TestCalibrateThenBatch(t *testing.T) {
 		model    func(name, body string) string
 		low, top int
 	}{
-		{"drifting", llmtest.Drifting(8, verdict, otherVerdict), 2, 8},
-		{"steady", llmtest.Multiplexed(verdict), 32, 64},
+		{"drifting", llmtest.Drifting(8, llmtest.Verdict, otherVerdict), 2, 8},
+		{"steady", llmtest.Multiplexed(llmtest.Verdict), 32, 64},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			model := llmtest.NewServer(t, tc.model, llmtest.Options{Tokens: true}) // tokens of the request's size, for the table
@@ -109,7 +109,7 @@ func TestAuditDrift(t *testing.T) {
 		t.Skip("runs a batch of 1,000 items")
 	}
 	dir, _ := batchSetup(t, 1000, nil, 0)
-	model := llmtest.NewServer(t, llmtest.Drifting(8, verdict, otherVerdict), llmtest.Options{})
+	model := llmtest.NewServer(t, llmtest.Drifting(8, llmtest.Verdict, otherVerdict), llmtest.Options{})
 	out := filepath.Join(dir, "out.jsonl")
 	status, _, stderr := run(t, "", "batch", filepath.Join(dir, "moderate.json"), "--in", filepath.Join(dir, "items.jsonl"), "--out", out,
 		"--data", filepath.Join(dir, "data"), "--actions-file", filepath.Join(dir, "actions.json"), "--audit", "0.05",
@@ -120,7 +120,7 @@ func TestAuditDrift(t *testing.T) {
 	right := 0
 	for _, r := range readResults(t, out) {
 		prompt := fmt.Sprintf("comment %d", r.Line)
-		if strings.Contains(string(r.Output), fmt.Sprintf(`"decide":%s`, verdict("decide", prompt, false))) {
+		if strings.Contains(string(r.Output), fmt.Sprintf(`"decide":%s`, llmtest.Verdict("decide", prompt, false))) {
 			right++
 		}
 	}

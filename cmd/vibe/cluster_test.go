@@ -32,7 +32,7 @@ import (
 // schedule-meeting's chunks with meetingAnswers, and the music example's
 // Vessels with delegateAnswers.
 func clusterModel(t *testing.T) *llmtest.Server {
-	batchAnswer := llmtest.Multiplexed(verdict)
+	batchAnswer := llmtest.Multiplexed(llmtest.Verdict)
 	return llmtest.NewServer(t, func(name, body string) string {
 		if strings.Contains(body, "comment ") {
 			return batchAnswer(name, body)

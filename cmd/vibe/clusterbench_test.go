@@ -56,7 +56,7 @@ var clusterItems = flag.Int("cluster.items", 0, "BenchmarkBatchCluster: items of
 //
 //	go test ./cmd/vibe -run XXX -bench BenchmarkBatchCluster -benchtime 1x -count 3 -timeout 0 [-batch.items 10000] [-cluster.items N]
 func BenchmarkBatchCluster(b *testing.B) {
-	model := llmtest.NewServer(b, llmtest.Multiplexed(verdict), llmtest.Options{})
+	model := llmtest.NewServer(b, llmtest.Multiplexed(llmtest.Verdict), llmtest.Options{})
 	// The record action of every run and every worker: its effects are
 	// counted per idempotency key, which names the batch and the item.
 	led := &tally{effects: map[string]int{}}

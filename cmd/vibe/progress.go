@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	goio "io"
 	"os"
 	"strings"
 	"sync"
@@ -13,15 +14,17 @@ import (
 
 	"github.com/augceo/vibe/batch"
 	"github.com/augceo/vibe/internal/watch"
+	"github.com/augceo/vibe/replay"
 )
 
-// progress shows a batch's progress on stderr: a bar on a terminal, a
-// line every few seconds otherwise. Both start at the lines an earlier run
-// wrote; the rates and the time left are this run's.
+// progress shows a batch's or a replay's progress on stderr: a bar on a
+// terminal, a line every few seconds otherwise. Both start where an
+// earlier run got; the rates and the time left are this run's.
 type progress struct {
 	io    stdio
-	id    string
-	total int // the input's lines; -1 when unknown
+	what  string // "batch ID", "replay ID"
+	unit  string // what is counted: "line", "item"
+	total int    // the lines or items; -1 when unknown
 	bar   *progressbar.ProgressBar
 	mu    sync.Mutex
 	last  time.Time
@@ -30,38 +33,56 @@ type progress struct {
 // newProgress shows a batch over total lines (-1: unknown) of which an
 // earlier run wrote those up to after.
 func newProgress(io stdio, id string, total, after int) *progress {
-	p := &progress{io: io, id: id, total: total, last: time.Now()}
+	return startProgress(io, "batch "+id, "line", total, after)
+}
+
+// startProgress shows what over total units (-1: unknown), of which an
+// earlier run did after.
+func startProgress(io stdio, what, unit string, total, after int) *progress {
+	p := &progress{io: io, what: what, unit: unit, total: total, last: time.Now()}
 	if f, ok := io.err.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
-		// The bar's own rate would count the lines of earlier runs as
-		// read in its first instant: the description gives this run's.
-		p.bar = progressbar.NewOptions(total, progressbar.OptionSetWriter(f), progressbar.OptionSetDescription("batch "+id),
-			progressbar.OptionShowCount(), progressbar.OptionThrottle(200*time.Millisecond), progressbar.OptionClearOnFinish())
-		p.bar.Set(after)
+		p.barTo(f, after)
 	}
 	return p
+}
+
+// barTo shows the progress as a bar on w, a terminal, from after.
+func (p *progress) barTo(w goio.Writer, after int) {
+	// The bar's own rate would count the units of earlier runs as done in
+	// its first instant: the description gives this run's.
+	p.bar = progressbar.NewOptions(p.total, progressbar.OptionSetWriter(w), progressbar.OptionSetDescription(p.what),
+		progressbar.OptionShowCount(), progressbar.OptionThrottle(200*time.Millisecond), progressbar.OptionClearOnFinish())
+	p.bar.Set(after)
 }
 
 // update shows s, this run's totals so far, and line, the last input line
 // written.
 func (p *progress) update(s batch.Summary, line int) {
+	p.show(line, func() string { return p.rates(s, line) })
+}
+
+// show moves the progress to at units done, with what text says of it:
+// at once on a terminal, every 5 s otherwise (text is not asked between).
+func (p *progress) show(at int, text func() string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.bar != nil {
-		p.bar.Describe(fmt.Sprintf("batch %s: %s", p.id, p.rates(s, line)))
-		p.bar.Set(line)
+		p.bar.Describe(fmt.Sprintf("%s: %s", p.what, text()))
+		p.bar.Set(at)
 		return
 	}
 	if time.Since(p.last) >= 5*time.Second {
 		p.last = time.Now()
-		at := fmt.Sprintf("line %d", line)
+		where := fmt.Sprintf("%s %d", p.unit, at)
 		if p.total >= 0 {
-			at += fmt.Sprintf(" of %d", p.total)
+			where += fmt.Sprintf(" of %d", p.total)
 		}
-		fmt.Fprintf(p.io.err, "vibe: batch %s: %s; %s\n", p.id, at, p.rates(s, line))
+		fmt.Fprintf(p.io.err, "vibe: %s: %s; %s\n", p.what, where, text())
 	}
 }
 
-// rates says what this run did and, at its pace, how long the rest takes.
+// rates says what this run of a batch did and, at its pace, how long the
+// rest takes.
 func (p *progress) rates(s batch.Summary, line int) string {
 	rate := 0.0
 	if s.Elapsed > 0 {
@@ -71,10 +92,34 @@ func (p *progress) rates(s batch.Summary, line int) string {
 	for _, a := range s.Audits {
 		out += fmt.Sprintf(", audit %s %.2f of %d", a.Chunk, a.Agreement(), a.Audited)
 	}
-	if rate > 0 && p.total > line {
-		out += fmt.Sprintf(", about %s left", time.Duration(float64(p.total-line)/rate*float64(time.Second)).Round(time.Second))
+	return out + p.left(rate, line)
+}
+
+// left says how long the units after at take at rate a second; "" when
+// that is not known.
+func (p *progress) left(rate float64, at int) string {
+	if rate <= 0 || p.total <= at {
+		return ""
 	}
-	return out
+	return fmt.Sprintf(", about %s left", time.Duration(float64(p.total-at)/rate*float64(time.Second)).Round(time.Second))
+}
+
+// replayProgress shows a replay's progress as Progress tells it: the
+// items replayed of those with a record, the model requests and tokens
+// so far and the items changed so far; the rate and the time left are
+// this run's. Its finish ends the bar.
+func replayProgress(io stdio, id string, items int) (*progress, func(replay.Progress)) {
+	p := startProgress(io, "replay "+id, "item", items, 0)
+	start := time.Now()
+	return p, func(r replay.Progress) {
+		p.show(r.Done, func() string {
+			rate := 0.0
+			if s := time.Since(start).Seconds(); s > 0 {
+				rate = float64(r.Done) / s
+			}
+			return fmt.Sprintf("%d changed, %d LLM requests, %d tokens, %.1f items/s", r.Changed, r.Requests, r.Usage.Total(), rate) + p.left(rate, r.Done)
+		})
+	}
 }
 
 // note prints a line between the progress updates.

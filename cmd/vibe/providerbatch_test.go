@@ -47,7 +47,7 @@ func TestProviderBatchCrash(t *testing.T) {
 				victim *exec.Cmd
 				killed time.Time
 			)
-			model := llmtest.NewServer(t, llmtest.Multiplexed(verdict), llmtest.Options{OnEvent: func(e llmtest.Event) {
+			model := llmtest.NewServer(t, llmtest.Multiplexed(llmtest.Verdict), llmtest.Options{OnEvent: func(e llmtest.Event) {
 				mu.Lock()
 				defer mu.Unlock()
 				if e.Kind != moment || !killed.IsZero() || victim == nil {
@@ -125,7 +125,7 @@ func TestDryRun(t *testing.T) {
 	}
 	const n = 300
 	dir, _ := batchSetup(t, n, nil, 0)
-	model := llmtest.NewServer(t, llmtest.Multiplexed(verdict), llmtest.Options{Tokens: true})
+	model := llmtest.NewServer(t, llmtest.Multiplexed(llmtest.Verdict), llmtest.Options{Tokens: true})
 	prices := filepath.Join(dir, "prices.json")
 	os.WriteFile(prices, []byte(`{"models": {"test-model": {"input": 0.15, "output": 0.6, "batchDiscount": 0.5}}}`), 0o644)
 	data := filepath.Join(dir, "data")
@@ -183,7 +183,7 @@ func TestProviderBatchAPI(t *testing.T) {
 	}
 	const n = 40
 	dir, led := batchSetup(t, n, nil, 0)
-	model := llmtest.NewServer(t, llmtest.Multiplexed(verdict), llmtest.Options{})
+	model := llmtest.NewServer(t, llmtest.Multiplexed(llmtest.Verdict), llmtest.Options{})
 	addr := freeAddr(t)
 	child(t, "serve", "--data", filepath.Join(dir, "data"), "--addr", addr, "--actions-file", filepath.Join(dir, "actions.json"),
 		"--llm", "openai:test-model", "--llm-base-url", model.URL)
@@ -267,7 +267,7 @@ func TestProviderBatchServeKill(t *testing.T) {
 		serve  *exec.Cmd
 		killed = make(chan struct{})
 	)
-	model := llmtest.NewServer(t, llmtest.Multiplexed(verdict), llmtest.Options{OnEvent: func(e llmtest.Event) {
+	model := llmtest.NewServer(t, llmtest.Multiplexed(llmtest.Verdict), llmtest.Options{OnEvent: func(e llmtest.Event) {
 		mu.Lock()
 		defer mu.Unlock()
 		if e.Kind != llmtest.EventPoll || serve == nil {
@@ -325,7 +325,7 @@ func TestProviderBatchProgress(t *testing.T) {
 		t.Skip("runs a batch")
 	}
 	dir, _ := batchSetup(t, 32, nil, 0)
-	model := llmtest.NewServer(t, llmtest.Multiplexed(verdict), llmtest.Options{})
+	model := llmtest.NewServer(t, llmtest.Multiplexed(llmtest.Verdict), llmtest.Options{})
 	model.Batches.Hold()
 	created := model.Batches.Await(llmtest.EventBatch)
 	cmd, out := child(t, "batch", filepath.Join(dir, "moderate.json"), "--in", filepath.Join(dir, "items.jsonl"), "--out", filepath.Join(dir, "out.jsonl"),
@@ -355,7 +355,7 @@ func TestProviderBatchRecorded(t *testing.T) {
 	}
 	const n = 64
 	dir, _ := batchSetup(t, n, nil, 0)
-	model := llmtest.NewServer(t, llmtest.Multiplexed(verdict), llmtest.Options{})
+	model := llmtest.NewServer(t, llmtest.Multiplexed(llmtest.Verdict), llmtest.Options{})
 	rec := filepath.Join(dir, "answers.jsonl")
 	args := func(data, out string, llm ...string) []string {
 		return append([]string{"batch", filepath.Join(dir, "moderate.json"), "--in", filepath.Join(dir, "items.jsonl"), "--out", filepath.Join(dir, out),
@@ -407,7 +407,7 @@ func TestInboxBatchItems(t *testing.T) {
 	}))
 	t.Cleanup(record.Close)
 	os.WriteFile(filepath.Join(dir, "actions.json"), []byte(fmt.Sprintf(`{"record": %q}`, record.URL)), 0o644)
-	model := llmtest.NewServer(t, llmtest.Multiplexed(verdict), llmtest.Options{})
+	model := llmtest.NewServer(t, llmtest.Multiplexed(llmtest.Verdict), llmtest.Options{})
 	base, data := startServe(t, "--actions-file", filepath.Join(dir, "actions.json"), "--llm", "openai:test-model", "--llm-base-url", model.URL)
 	c := &api.Client{BaseURL: base}
 	if code, got := httpJSON(t, "POST", base+"/v1/batches", fmt.Sprintf(`{"process": %s, "id": "rev", "size": 4, "items": ["comment 1", "comment 2", "comment 3"]}`, review)); code != http.StatusAccepted {

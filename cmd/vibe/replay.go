@@ -64,10 +64,10 @@ with --registry), and replays each item with no effects:
 Every process and batch item that ends, and every process that starts to wait
 for a person, keeps a replay record in DATA/replay (the embedded engine's data
 directory, --data) for 30 days, whatever the engine's own retention of
-histories; --prune removes those past --retention. An item that had not
-completed (failed, cancelled, waiting) is replayed up to where it got and
-counted apart; one with no record (it never ended nor waited, or its record was
-pruned) is reported as such.
+histories; --prune removes those past --retention, and the replays' reports
+(DATA/replays) as old. An item that had not completed (failed, cancelled,
+waiting) is replayed up to where it got and counted apart; one with no record
+(it never ended nor waited, or its record was pruned) is reported as such.
 
 --sample N replays a random sample of N items (--seed S chooses it again) and
 gives the changed share's 95% interval; --baseline N asks N of them again with
@@ -89,6 +89,8 @@ One JSON line per item goes to --out (default stdout):
 and a summary to stderr: items changed of items replayed, by field, the values
 that moved, the chunks asked and reused, and the model requests and tokens the
 replay cost (and, with --prices, what they cost). --json writes the whole report as one JSON object instead.
+While it runs, its progress goes to stderr as vibe batch's: a bar on a terminal
+(items replayed, changed so far, requests, tokens), a line every 5 s otherwise.
 
 Exit status: 0; 1 with --fail-on-change when any item changed (or needs the
 server or a person), or with --fail-on PATH when that field changed.`,
@@ -105,7 +107,10 @@ server or a person), or with --fail-on PATH when that field changed.`,
 					return err
 				}
 				fmt.Fprintf(io.err, "vibe: pruned %d replay files (records and kept answers) older than %s from %s\n", n, store.Retention.String(), store.Dir)
-				return nil
+				reports := filepath.Join(data, "replays")
+				ids, err := replay.PruneReports(reports, store.Retention, time.Now())
+				fmt.Fprintf(io.err, "vibe: pruned %d replay reports older than %s from %s%s\n", len(ids), store.Retention.String(), reports, listed(ids, 10))
+				return err
 			}
 			if (proc == "") == (pipeline == "") {
 				return usageError{errors.New("give the changed process: --process URI|FILE, or --pipeline EXPR")}
@@ -238,8 +243,8 @@ server or a person), or with --fail-on PATH when that field changed.`,
 	cmd.Flags().BoolVar(&asJSON, "json", false, "write the whole report, items and summary, as one JSON object")
 	cmd.Flags().BoolVar(&failOnChange, "fail-on-change", false, "exit 1 when any item changed (a CI gate)")
 	cmd.Flags().StringArrayVar(&failOn, "fail-on", nil, "exit 1 when the field at this `PATH` (/step/field) changed in any item; repeatable")
-	cmd.Flags().BoolVar(&prune, "prune", false, "remove the replay records past --retention, and do nothing else")
-	cmd.Flags().DurationVar(&retention, "retention", record.DefaultRetention, "with --prune: how long records are kept")
+	cmd.Flags().BoolVar(&prune, "prune", false, "remove the replay records and the replays' reports (DATA/replays) past --retention, and do nothing else")
+	cmd.Flags().DurationVar(&retention, "retention", record.DefaultRetention, "with --prune: how long records and reports are kept")
 	cmd.Flags().BoolVar(&providerBatch, "provider-batch", false, "send a changed chunk's calls through the provider's Batch API (OpenAI, Anthropic), all in one provider batch: half price, answered within 24 hours")
 	cmd.Flags().DurationVar(&poll, "provider-batch-poll", 0, fmt.Sprintf("with --provider-batch: the first wait between looks at a provider batch, growing by half each time up to %s (default %s)", batch.MaxProviderPoll, batch.DefaultProviderPoll))
 	lf.add(cmd)
@@ -261,7 +266,14 @@ func runReplay(ctx context.Context, io stdio, data, name string, sel replay.Sele
 	}
 	defer done()
 	fmt.Fprintf(io.err, "vibe: replay %s: %d items (vibe batches %s shows it; killed, the same command goes on)\n", id, len(recs)+len(opts.Missing), id)
+	total := len(recs) // the items replayed: a sample's, or all with a record
+	if opts.Sample > 0 {
+		total = min(total, opts.Sample)
+	}
+	bar, show := replayProgress(io, id, total)
+	opts.Progress = show
 	rep, err := replay.RunKept(ctx, batch.NewClient(p), id, recs, opts)
+	bar.finish()
 	if err != nil {
 		return nil, err
 	}
@@ -375,4 +387,16 @@ func sumCounts(m map[string]int) int {
 		n += v
 	}
 	return n
+}
+
+// listed is ": " and the first n of ids, "" for none: what a message
+// names of what it counts.
+func listed(ids []string, n int) string {
+	switch {
+	case len(ids) == 0:
+		return ""
+	case len(ids) > n:
+		return fmt.Sprintf(": %s and %d more", strings.Join(ids[:n], ", "), len(ids)-n)
+	}
+	return ": " + strings.Join(ids, ", ")
 }

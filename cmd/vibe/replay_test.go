@@ -26,7 +26,7 @@ func TestReplayCommand(t *testing.T) {
 	const n = 20
 	dir, led := batchSetup(t, n, nil, 0)
 	data := filepath.Join(dir, "data")
-	model := llmtest.NewServer(t, llmtest.Multiplexed(verdict), llmtest.Options{})
+	model := llmtest.NewServer(t, llmtest.Multiplexed(llmtest.Verdict), llmtest.Options{})
 	status, _, stderr := run(t, "", "batch", filepath.Join(dir, "moderate.json"), "--in", filepath.Join(dir, "items.jsonl"), "--out", filepath.Join(dir, "out.jsonl"),
 		"--id", "moderation", "--batch-size", "8", "--data", data,
 		"--actions-file", filepath.Join(dir, "actions.json"), "--llm", "openai:test-model", "--llm-base-url", model.URL)
@@ -46,7 +46,7 @@ func TestReplayCommand(t *testing.T) {
 		if step == "assess" {
 			return `{"sentiment":"neutral"}`
 		}
-		return verdict(step, prompt, repair)
+		return llmtest.Verdict(step, prompt, repair)
 	})
 	neutral := llmtest.NewServer(t, neutralAnswer, llmtest.Options{})
 	prices := filepath.Join(dir, "prices.json")
@@ -106,7 +106,7 @@ func TestReplayCommand(t *testing.T) {
 		if strings.Contains(body, "neutral") {
 			return neutralAnswer(name, body)
 		}
-		return llmtest.Multiplexed(verdict)(name, body)
+		return llmtest.Multiplexed(llmtest.Verdict)(name, body)
 	}, llmtest.Options{})
 	status, _, stderr = run(t, "", "replay", "moderation", "--process", enum, "--data", data, "--batch-size", "8", "--sample", "10", "--seed", "3",
 		"--baseline", "8", "--baseline-process", filepath.Join(dir, "moderate.json"), "--out", filepath.Join(dir, "sampled.jsonl"),

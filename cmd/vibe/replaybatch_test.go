@@ -21,7 +21,7 @@ func TestReplayProviderBatch(t *testing.T) {
 	const n, k = 40, 8
 	dir, led := batchSetup(t, n, nil, 0)
 	data := filepath.Join(dir, "data")
-	model := llmtest.NewServer(t, llmtest.Multiplexed(verdict), llmtest.Options{})
+	model := llmtest.NewServer(t, llmtest.Multiplexed(llmtest.Verdict), llmtest.Options{})
 	status, _, stderr := run(t, "", "batch", filepath.Join(dir, "moderate.json"), "--in", filepath.Join(dir, "items.jsonl"), "--out", filepath.Join(dir, "out.jsonl"),
 		"--id", "moderation", "--data", data, "--actions-file", filepath.Join(dir, "actions.json"), "--llm", "openai:test-model", "--llm-base-url", model.URL)
 	if status != exitOK {
@@ -34,7 +34,7 @@ func TestReplayProviderBatch(t *testing.T) {
 		if step == "assess" {
 			return `{"sentiment":"neutral"}`
 		}
-		return verdict(step, prompt, repair)
+		return llmtest.Verdict(step, prompt, repair)
 	})
 	t.Setenv("ANTHROPIC_API_KEY", "test-key")
 	oa := llmtest.NewServer(t, neutral, llmtest.Options{})

@@ -95,7 +95,7 @@ func TestReplayKill(t *testing.T) {
 	calls := (n + k - 1) / k // an uninterrupted replay's
 	dir, _ := batchSetup(t, n, nil, 0)
 	data := filepath.Join(dir, "data")
-	model := llmtest.NewServer(t, llmtest.Multiplexed(verdict), llmtest.Options{})
+	model := llmtest.NewServer(t, llmtest.Multiplexed(llmtest.Verdict), llmtest.Options{})
 	status, _, stderr := run(t, "", "batch", filepath.Join(dir, "moderate.json"), "--in", filepath.Join(dir, "items.jsonl"), "--out", filepath.Join(dir, "out.jsonl"),
 		"--id", "moderation", "--batch-size", "32", "--data", data,
 		"--actions-file", filepath.Join(dir, "actions.json"), "--llm", "openai:test-model", "--llm-base-url", model.URL)
@@ -108,7 +108,7 @@ func TestReplayKill(t *testing.T) {
 		if step == "assess" {
 			return `{"sentiment":"neutral"}`
 		}
-		return verdict(step, prompt, repair)
+		return llmtest.Verdict(step, prompt, repair)
 	}), llmtest.Options{})
 	g, gated := newGate(t, neutral.URL, hold)
 	report := filepath.Join(dir, "report.jsonl")

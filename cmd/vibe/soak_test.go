@@ -138,7 +138,7 @@ func TestFaultSoak(t *testing.T) {
 	os.WriteFile(actionsFile, []byte(fmt.Sprintf(`{"Record_Activity": %q, "Send_Activity": %q, "record": %q, "decide": %q}`,
 		actions.URL+"/record", actions.URL+"/send", bactions["record"], bactions["decide"])), 0o644)
 	item := regexp.MustCompile(`item (\d+)`)
-	moderate := llmtest.Multiplexed(verdict)
+	moderate := llmtest.Multiplexed(llmtest.Verdict)
 	model := llmtest.NewWith(t, func(name, body string) string {
 		time.Sleep(jitter(10*time.Millisecond, 200*time.Millisecond))
 		if strings.Contains(body, "comment ") {

@@ -115,7 +115,7 @@ func TestBatchSpans(t *testing.T) {
 	const n = 96
 	recv := otlptest.Start(t)
 	dir, _ := batchSetup(t, n, nil, 0)
-	model := llmtest.NewServer(t, llmtest.Multiplexed(verdict), llmtest.Options{})
+	model := llmtest.NewServer(t, llmtest.Multiplexed(llmtest.Verdict), llmtest.Options{})
 	// A process of its own: OpenTelemetry's global tracers stay with the
 	// first provider a process sets, which another test may have set.
 	cmd, out := child(t, "batch", filepath.Join(dir, "moderate.json"), "--in", filepath.Join(dir, "items.jsonl"), "--out", filepath.Join(dir, "out.jsonl"),
