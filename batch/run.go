@@ -371,7 +371,7 @@ func (c *Client) Run(ctx context.Context, in io.Reader, emit func(Result) error,
 		}
 		lines = items[len(items)-1].Line
 		gin := GroupInput{Batch: opts.ID, Index: groups, Name: start.Name, Program: start.Program, Prompt: start.Prompt,
-			System: start.System, Items: items, Call: opts.Call, Window: opts.Window}
+			System: start.System, Items: items, Call: opts.Call, Window: opts.Window, ModelQueue: start.ModelQueue}
 		// While an audit's test decides, two groups at a time: a K that
 		// does not hold is found before most items were asked at it.
 		for aud != nil && aud.deciding() && inflight.Load() >= 2 && ctx.Err() == nil && !stopping() {
