@@ -49,6 +49,11 @@ const (
 	// person, not only when it ends: a history from before it replays
 	// without that record.
 	KeepWaitingChange = "vibe.KeepWaiting"
+	// ToolActionQueueChange is the change (workflow.GetVersion) from which
+	// a Vessel request schedules its action tools' calls on their actions'
+	// task queues (ActionQueue), not its own: a history from before it
+	// replays on the request's queue.
+	ToolActionQueueChange = "vibe.ToolActionQueue"
 
 	// MemoProcess is the memo field that names a workflow's process, for
 	// listings: a process's, a batch's and its groups'.

@@ -459,7 +459,15 @@ func (r *requestRun) call(ctx workflow.Context, state jsonv.Value, c *vessel.Cal
 		if c.Instance != "" {
 			key += ":" + c.Instance
 		}
-		return durable.ExecuteAction(ctx, r.w.Actions, durable.ActionInput{Step: c.Name(), Action: t.Action, Input: compose.Split(params).Output, Output: jsonv.NullValue(), Key: key})
+		in := durable.ActionInput{Step: c.Name(), Action: t.Action, Input: compose.Split(params).Output, Output: jsonv.NullValue(), Key: key}
+		// The tool's action is a registered one (the toolset was built
+		// against the starter's actions): its calls wait on its queue for
+		// a worker that has it. A request from before they were routed
+		// replays on the request's own queue.
+		if workflow.GetVersion(ctx, durable.ToolActionQueueChange, workflow.DefaultVersion, 1) != workflow.DefaultVersion {
+			in.Queue = durable.ActionQueue(t.Action)
+		}
+		return durable.ExecuteAction(ctx, r.w.Actions, in)
 	case vessel.Launch:
 		return r.launch(ctx, c, t, params, cr)
 	case vessel.DelegateKind:
