@@ -244,6 +244,14 @@ otherwise it starts the embedded engine itself, or joins --temporal.`,
 				fmt.Fprintf(io.err, "vibe: batch %s (give --id %s to resume it)\n", opts.ID, opts.ID)
 			}
 			opts.Note = func(s string) { fmt.Fprintln(io.err, "vibe: "+s) }
+			if where.own && ef.temporal == "" {
+				// A later command on the data directory (vibe answer ITEM J,
+				// typed without the flags) finishes an item that waits for a
+				// person with what it needs.
+				if err := recordBatchNeeds(ef.data, opts.ID, &wf); err != nil {
+					fmt.Fprintf(io.err, "vibe: warning: what the items of %s need (its actions file, its model) is not recorded: %v\n", opts.ID, err)
+				}
+			}
 			// Another input under the id of a batch is refused before its
 			// results file is touched.
 			if err := c.CheckInput(ctx, opts); err != nil {
