@@ -160,6 +160,7 @@ func StartOn(ctx context.Context, eng *engine.Engine, opts Options) (_ *Runtime,
 		ModelQueue: modelQueue(opts.Provider, opts.Model)}
 	rt.Requests = &request.Client{Temporal: c, Registry: opts.Registry, Actions: names, Loader: opts.Loader}
 	rt.Batches = batch.NewClient(rt.Processes)
+	rt.Batches.Held = eng.Space     // a full disk holds every batch's work
 	rt.Processes.Hosts = rt.Batches // a batch's items run in their groups' workflows
 	rt.Batches.Limiter = llm.LimiterOf(opts.Provider)
 	rt.Batches.OutputLimit = llm.DefaultModels().Limits(llm.ModelOf(opts.Provider)).Output

@@ -393,7 +393,7 @@ otherwise it starts the embedded engine itself, or joins --temporal.`,
 // unreachableNote is what vibe batch says when the engine cannot take
 // batch id's work (batch.Options.Unreachable): down, or its disk full — the
 // disk-space guard stops it until space is freed, and the batch, shown
-// "running", waits without marking an item failed.
+// "held" (batch.Client.Held), waits without marking an item failed.
 func unreachableNote(id string, err error) string {
 	if diskspace.Is(err) {
 		return fmt.Sprintf("vibe: batch %s is stopped by the disk-space guard: %v; it waits up to %s for space to be freed, marking no item failed (Ctrl-C stops; the same command goes on)", id, err, batch.MaxUnreachable)
