@@ -153,3 +153,76 @@ func TestModelQueue(t *testing.T) {
 		t.Errorf("a provider that names no model: %q, want %q", got, want)
 	}
 }
+
+// TestMissingModel: a process started for a model, waiting for a person
+// with a model call after the answer, goes on with a model that a client
+// of another model, or of none, has not (vibe answer refuses to send the
+// answer there); its own model's client has it, and so has every client
+// once no model call is left.
+func TestMissingModel(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts an embedded engine")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	quiet := slog.New(slog.DiscardHandler)
+	rt, err := Start(ctx, Options{Engine: engine.Options{DataDir: filepath.Join(t.TempDir(), "data"), NoSystemWorkers: true}, Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rt.Close()
+	c := rt.Processes.Temporal
+	m := durable.Model{Provider: "openai", Name: "m"}
+	starter := &process.Client{Temporal: c, ModelQueue: durable.ModelQueue(m)}
+	doc, _ := jsonv.Parse([]byte(`{"type": "object", "properties": {
+  "draft": {"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]},
+  "approve_User": {"type": "object", "references": ["draft"], "properties": {"note": {"type": "string"}}, "required": ["note"]},
+  "summary": {"type": "object", "references": ["approve_User"], "properties": {"text": {"type": "string"}}, "required": ["text"]}}}`))
+	first, _ := jsonv.Parse([]byte(`{"draft": {"text": "Hello"}}`))
+	s, err := starter.Start(ctx, process.StartOptions{Document: doc, First: first})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for info, err := range starter.Watch(ctx, s.ID, process.WatchOptions{}) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if info.Status == process.Waiting {
+			break
+		}
+	}
+	tests := []struct {
+		name    string
+		c       *process.Client
+		missing bool
+	}{
+		{"its own model", starter, false},
+		{"another model", &process.Client{Temporal: c, ModelQueue: durable.ModelQueue(durable.Model{Provider: "openai", Name: "other"})}, true},
+		{"no model", &process.Client{Temporal: c}, true},
+	}
+	for _, tt := range tests {
+		if got, err := tt.c.MissingModel(ctx, s.ID); err != nil || got != tt.missing {
+			t.Errorf("%s: MissingModel = %v, %v; want %v", tt.name, got, err, tt.missing)
+		}
+	}
+
+	// Without the summary, no model call is left after the answer.
+	doc, _ = jsonv.Parse([]byte(`{"type": "object", "properties": {
+  "draft": {"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]},
+  "approve_User": {"type": "object", "references": ["draft"], "properties": {"note": {"type": "string"}}, "required": ["note"]}}}`))
+	s, err = starter.Start(ctx, process.StartOptions{Document: doc, First: first})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for info, err := range starter.Watch(ctx, s.ID, process.WatchOptions{}) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if info.Status == process.Waiting {
+			break
+		}
+	}
+	if got, err := (&process.Client{Temporal: c}).MissingModel(ctx, s.ID); err != nil || got {
+		t.Errorf("no model call left: MissingModel = %v, %v", got, err)
+	}
+}
