@@ -51,8 +51,9 @@ const (
 	KeepWaitingChange = "vibe.KeepWaiting"
 	// ToolActionQueueChange is the change (workflow.GetVersion) from which
 	// a Vessel request schedules its action tools' calls on their actions'
-	// task queues (ActionQueue), not its own: a history from before it
-	// replays on the request's queue.
+	// task queues (ActionQueue), not its own, and records the action
+	// queues of the processes it launches (Start.ActionQueues): a history
+	// from before it replays on the request's queue.
 	ToolActionQueueChange = "vibe.ToolActionQueue"
 
 	// MemoProcess is the memo field that names a workflow's process, for
