@@ -41,6 +41,13 @@ type Options struct {
 	// its Transport in the SDK's HTTP client) to pace the calls to its
 	// endpoint: a batch then plans its calls for the limiter's limit.
 	Provider llm.Provider
+	// Model names the model Provider asks (WorkerOptions.Model): the
+	// processes and batches the runtime starts schedule their model calls
+	// on its task queue (durable.ModelQueue), and the worker polls it.
+	// Its zero value is the model Provider says it asks. Without a
+	// Provider, model calls go on Vibe's own task queue, as before they
+	// were routed.
+	Model durable.Model
 	// Actions are the server actions; nil means none, or those of
 	// ActionsFile.
 	Actions *action.Registry
@@ -149,9 +156,11 @@ func StartOn(ctx context.Context, eng *engine.Engine, opts Options) (_ *Runtime,
 	}
 	c := eng.Client()
 	names := rt.Actions.Names()
-	rt.Processes = &process.Client{Temporal: c, Registry: opts.Registry, Actions: names, Registered: rt.Actions}
+	rt.Processes = &process.Client{Temporal: c, Registry: opts.Registry, Actions: names, Registered: rt.Actions,
+		ModelQueue: modelQueue(opts.Provider, opts.Model)}
 	rt.Requests = &request.Client{Temporal: c, Registry: opts.Registry, Actions: names, Loader: opts.Loader}
 	rt.Batches = batch.NewClient(rt.Processes)
+	rt.Batches.Held = eng.Space     // a full disk holds every batch's work
 	rt.Processes.Hosts = rt.Batches // a batch's items run in their groups' workflows
 	rt.Batches.Limiter = llm.LimiterOf(opts.Provider)
 	rt.Batches.OutputLimit = llm.DefaultModels().Limits(llm.ModelOf(opts.Provider)).Output
@@ -160,7 +169,7 @@ func StartOn(ctx context.Context, eng *engine.Engine, opts Options) (_ *Runtime,
 			return nil, err
 		}
 	}
-	wopts := WorkerOptions{Provider: opts.Provider, Actions: rt.Actions, Loader: opts.Loader, Logger: opts.Logger, QueryOnly: opts.QueryOnly, Records: opts.Records,
+	wopts := WorkerOptions{Provider: opts.Provider, Model: opts.Model, Actions: rt.Actions, Loader: opts.Loader, Logger: opts.Logger, QueryOnly: opts.QueryOnly, Records: opts.Records,
 		StopTimeout: opts.StopTimeout}
 	if rt.Worker, err = StartWorker(c, wopts); err != nil {
 		rt.flush()

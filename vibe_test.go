@@ -53,6 +53,10 @@ func TestStart(t *testing.T) {
 	if _, err := rt.Processes.List(ctx, process.ListOptions{}); err != nil {
 		t.Errorf("list on the runtime's engine: %v", err)
 	}
+	// The batches say when a full disk holds them: the engine's word.
+	if rt.Batches.Held == nil {
+		t.Error("the batch client cannot tell a held batch: no Held")
+	}
 }
 
 // TestQueryOnlyPollsNoActivities: a query-only worker (what read commands

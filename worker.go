@@ -43,6 +43,14 @@ type WorkerOptions struct {
 	// Records keeps the replay records of the processes and batch items
 	// that end; nil keeps none.
 	Records *record.Store
+	// Model names the model Provider asks: the worker polls that model's
+	// task queue (durable.ModelQueue), where the processes and batches
+	// started for the model schedule their model calls, and no other
+	// model's. Its zero value is the model Provider says it asks
+	// (durable.Model{Name: llm.ModelOf(Provider)}). A worker without a
+	// Provider polls no model's queue: a routed model call waits for a
+	// worker that has its model rather than fail on one that has none.
+	Model durable.Model
 	// StopTimeout is how long the worker's Stop lets its activities in
 	// flight finish, taking no more tasks, before it cancels their
 	// contexts (worker.Options.WorkerStopTimeout); 0 cancels them at once.
@@ -53,8 +61,10 @@ type WorkerOptions struct {
 // activity registered, not yet started: the activities every workflow
 // shares (durable.Register) once, then each runtime's workflows and own
 // activities. Beside it, the worker polls the task queue of each of its
-// actions (durable.ActionQueue) and no other action's: a call of an
-// action it lacks waits for a worker that has it, untaken.
+// actions (durable.ActionQueue) and no other action's, and, with a
+// Provider, its model's (durable.ModelQueue): a call of an action or a
+// model it lacks waits for a worker that has it, untaken. The workers stop
+// together, within one StopTimeout.
 func NewWorker(c client.Client, opts WorkerOptions) worker.Worker {
 	if opts.Actions == nil {
 		opts.Actions = &action.Registry{}
@@ -84,17 +94,35 @@ func NewWorker(c client.Client, opts WorkerOptions) worker.Worker {
 		w.RegisterActivityWithOptions(acts.Fill, activity.RegisterOptions{Name: durable.FillName})
 	}
 	request.RegisterActivities(w, &request.Activities{Model: acts, Loader: opts.Loader, Actions: names})
-	batch.RegisterActivities(w, &batch.Activities{Provider: opts.Provider, Logger: opts.Logger})
+	bacts := &batch.Activities{Provider: opts.Provider, Logger: opts.Logger}
+	batch.RegisterActivities(w, bacts)
 	ws := append(workers{w}, durable.ActionWorkers(c, acts, worker.Options{WorkerStopTimeout: opts.StopTimeout})...)
+	if q := modelQueue(opts.Provider, opts.Model); q != "" {
+		mw := durable.ModelWorker(c, q, acts, worker.Options{WorkerStopTimeout: opts.StopTimeout})
+		batch.RegisterModelActivities(mw, bacts)
+		ws = append(ws, mw)
+	}
 	if len(ws) == 1 {
 		return w
 	}
 	return ws
 }
 
+// modelQueue is the task queue of the model calls p answers, m naming
+// its model (WorkerOptions.Model, Options.Model): "" without a provider.
+func modelQueue(p llm.Provider, m durable.Model) string {
+	if p == nil {
+		return ""
+	}
+	if m == (durable.Model{}) {
+		m.Name = llm.ModelOf(p)
+	}
+	return durable.ModelQueue(m)
+}
+
 // workers are a worker on Vibe's task queue (the first, whose registry
-// they are) and those on its actions' queues, started and stopped
-// together.
+// they are) and those on its actions' and its model's queues, started
+// and stopped together.
 type workers []worker.Worker
 
 var _ worker.Worker = workers(nil)

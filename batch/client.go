@@ -39,6 +39,12 @@ type Client struct {
 	// machine: Run plans its groups in flight for as many calls as it
 	// lets run at once, and its summary says what it did.
 	Limiter *llm.Limiter
+	// Held, when set, says why the engine holds every running batch's
+	// work, nil when it does not: the disk-space guard's error while the
+	// data directory's disk is full (engine.Engine.Space). Status shows a
+	// running batch then as StatusHeld, with the reason, and as running
+	// again once space is freed.
+	Held func() error
 }
 
 func (c *Client) temporal() client.Client { return c.Processes.Temporal }
@@ -46,8 +52,22 @@ func (c *Client) temporal() client.Client { return c.Processes.Temporal }
 // ErrNotFound is returned for an id that names no batch.
 var ErrNotFound = errors.New("no such batch")
 
-// Status reads what a batch has done so far.
+// Status reads what a batch has done so far. A running batch whose work
+// the engine holds (Held) is StatusHeld, Status.Held saying why.
 func (c *Client) Status(ctx context.Context, id string) (*Status, error) {
+	st, err := c.status(ctx, id)
+	if err != nil || st.Status != StatusRunning || c.Held == nil {
+		return st, err
+	}
+	if err := c.Held(); err != nil {
+		st.Status, st.Held = StatusHeld, err.Error()
+	}
+	return st, nil
+}
+
+// status reads what a batch has done so far, as its record says it: a
+// held batch is running.
+func (c *Client) status(ctx context.Context, id string) (*Status, error) {
 	ex, err := execution.Describe(ctx, c.temporal(), id, ErrNotFound, BatchName)
 	if err != nil {
 		return nil, err
@@ -69,7 +89,7 @@ func (c *Client) Status(ctx context.Context, id string) (*Status, error) {
 	default:
 		st = Status{ID: id, Status: "canceled", StartedAt: ex.GetStartTime().AsTime()}
 	}
-	if st.Status == "running" {
+	if st.Status == StatusRunning {
 		// What cannot be read counts none: the status is shown without it.
 		ids, _ := c.waiting(ctx, id)
 		st.Waiting = len(ids)
@@ -259,7 +279,7 @@ func (c *Client) Results(ctx context.Context, id string, opts ResultsOptions, em
 	if opts.Poll <= 0 {
 		opts.Poll = time.Second
 	}
-	st, err := c.Status(ctx, id)
+	st, err := c.status(ctx, id)
 	if err != nil {
 		return err
 	}
@@ -306,12 +326,12 @@ func (c *Client) Results(ctx context.Context, id string, opts ResultsOptions, em
 // it starts, so the group is looked for again each time the batch's
 // status has changed.
 func (c *Client) awaitGroup(ctx context.Context, id string, g int, poll time.Duration) (bool, error) {
-	status := func(ctx context.Context) (*Status, error) { return c.Status(ctx, id) }
+	status := func(ctx context.Context) (*Status, error) { return c.status(ctx, id) }
 	for st, err := range watch.Changes(ctx, status, watch.Options[*Status]{Interval: poll, Equal: watch.SameJSON[*Status]}) {
 		if err != nil {
 			return false, err
 		}
-		if (st.Ended || st.Status != "running") && g >= st.Groups {
+		if (st.Ended || st.Status != StatusRunning) && g >= st.Groups {
 			// Its input ended, or it was cancelled: no group starts now.
 			return false, nil
 		}

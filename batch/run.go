@@ -229,7 +229,7 @@ func (c *Client) Run(ctx context.Context, in io.Reader, emit func(Result) error,
 	// A batch that ran before was cut into groups, and its calls into
 	// sizes, at its first run: cut another way, a group's id would name
 	// other lines than it holds. This run cuts it the same way.
-	st, err := c.Status(ctx, opts.ID)
+	st, err := c.status(ctx, opts.ID)
 	if err != nil {
 		return nil, fmt.Errorf("start batch %s: %w", opts.ID, err)
 	}
@@ -371,7 +371,7 @@ func (c *Client) Run(ctx context.Context, in io.Reader, emit func(Result) error,
 		}
 		lines = items[len(items)-1].Line
 		gin := GroupInput{Batch: opts.ID, Index: groups, Name: start.Name, Program: start.Program, Prompt: start.Prompt,
-			System: start.System, Items: items, Call: opts.Call, Window: opts.Window}
+			System: start.System, Items: items, Call: opts.Call, Window: opts.Window, ModelQueue: start.ModelQueue}
 		// While an audit's test decides, two groups at a time: a K that
 		// does not hold is found before most items were asked at it.
 		for aud != nil && aud.deciding() && inflight.Load() >= 2 && ctx.Err() == nil && !stopping() {
@@ -451,7 +451,7 @@ func (c *Client) rememberSplits(ctx context.Context, id string, start durable.St
 	if !ok {
 		return
 	}
-	st, err := c.Status(ctx, id)
+	st, err := c.status(ctx, id)
 	if err != nil {
 		return
 	}
@@ -635,7 +635,7 @@ func (c *Client) keep(ctx context.Context, in GroupInput, res GroupResult, unrea
 // lines, for groups to run again and report to it (Options.RetryFailed):
 // it ends again once the run's input ends.
 func (c *Client) reopen(ctx context.Context, id, name string) error {
-	st, err := c.Status(ctx, id)
+	st, err := c.status(ctx, id)
 	if err != nil {
 		return err
 	}

@@ -15,12 +15,16 @@ type Status struct {
 	// for a replay's record (Client.Keep): the same record, listed with
 	// the batches.
 	Kind string `json:"kind,omitempty"`
-	// Status is "running", "completed" (every item finished), "failed"
-	// (every item finished, some failed) or "canceled". The console shows
-	// "failed" with items done as "completed with failures"; the value
-	// stays "failed" here, in the API and in vibe batches, where scripts
-	// read it.
+	// Status is "running", "held" (running, but its work is held: the
+	// data directory's disk is full, Held says so), "completed" (every
+	// item finished), "failed" (every item finished, some failed) or
+	// "canceled". The console shows "failed" with items done as
+	// "completed with failures"; the value stays "failed" here, in the API
+	// and in vibe batches, where scripts read it.
 	Status string `json:"status"`
+	// Held, for a held batch, says why and what frees it: the disk-space
+	// guard's word, naming the data directory and the space free.
+	Held string `json:"held,omitempty"`
 	// Items counts the items read so far; Done, Failed and Waiting those
 	// completed, failed and waiting for a person.
 	Items   int `json:"items"`
@@ -77,6 +81,13 @@ const KindReplay = "replay"
 const (
 	StatusCompleted = "completed"
 	StatusFailed    = "failed"
+)
+
+// A batch's status (Status.Status) while it runs, and while its work is
+// held (Client.Held); it ends "completed", "failed" or "canceled".
+const (
+	StatusRunning = "running"
+	StatusHeld    = "held"
 )
 
 // Result is one item's result line.

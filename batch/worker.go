@@ -32,3 +32,11 @@ func RegisterActivities(w worker.ActivityRegistry, acts *Activities) {
 	w.RegisterActivityWithOptions(acts.Cancel, activity.RegisterOptions{Name: CancelName})
 	w.RegisterActivityWithOptions(acts.Collect, activity.RegisterOptions{Name: CollectName})
 }
+
+// RegisterModelActivities registers acts's multiplexed model call alone
+// (FillName): for the worker on the task queue of its provider's model
+// (durable.ModelWorker), where a group schedules it
+// (GroupInput.ModelQueue).
+func RegisterModelActivities(w worker.ActivityRegistry, acts *Activities) {
+	w.RegisterActivityWithOptions(acts.Fill, activity.RegisterOptions{Name: FillName})
+}

@@ -48,6 +48,11 @@ type GroupInput struct {
 	// failed items again (Options.RetryFailed), are that run's counts: the
 	// batch's record takes this run's in their place.
 	Again *GroupCounts `json:"again,omitempty"`
+	// ModelQueue is the task queue of the group's model calls — its
+	// multiplexed ones and its items' own (durable.Start.ModelQueue of the
+	// batch's process) —; "" is the group's own, as for a group started
+	// before model calls were routed.
+	ModelQueue string `json:"modelQueue,omitempty"`
 }
 
 // GroupCounts are the items of a group's run that completed and failed.
@@ -354,7 +359,8 @@ func (g *group) start(ctx workflow.Context, i int, it Item) {
 	if prompt == "" {
 		prompt = g.in.Prompt
 	}
-	r := process.NewInterpreter(id, durable.Start{Name: g.in.Name, Program: g.in.Program, Prompt: prompt, Input: it.Input, System: g.in.System, Instance: id})
+	r := process.NewInterpreter(id, durable.Start{Name: g.in.Name, Program: g.in.Program, Prompt: prompt, Input: it.Input, System: g.in.System, Instance: id,
+		ModelQueue: g.in.ModelQueue})
 	g.items[i].r = r
 	workflow.Go(ctx, func(ctx workflow.Context) {
 		err := r.Run(ctx, &itemHost{g: g, i: i})
@@ -627,7 +633,9 @@ func (g *group) fill(ctx workflow.Context, c int, items []int) {
 // direct fills in for items with one activity (FillName) that calls the
 // model itself.
 func (g *group) direct(ctx workflow.Context, in FillInput, items []int) {
-	actx := workflow.WithActivityOptions(ctx, g.fillOptions())
+	opts := g.fillOptions()
+	opts.TaskQueue = g.in.ModelQueue
+	actx := workflow.WithActivityOptions(ctx, opts)
 	g.sel.AddFuture(workflow.ExecuteActivity(actx, FillName, in), func(f workflow.Future) {
 		var out FillOutput
 		err := f.Get(ctx, &out)

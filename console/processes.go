@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/augceo/vibe/batch"
 	"github.com/augceo/vibe/compile"
 	"github.com/augceo/vibe/diagram"
 	"github.com/augceo/vibe/durable"
@@ -523,7 +524,7 @@ func (c *console) waitingItems(ctx context.Context) []string {
 	}
 	var ids []string
 	for _, b := range list {
-		if b.Status != "running" || b.Waiting == 0 {
+		if (b.Status != batch.StatusRunning && b.Status != batch.StatusHeld) || b.Waiting == 0 {
 			continue
 		}
 		some, err := w.WaitingItems(ctx, b.ID)

@@ -66,6 +66,9 @@ type FillInput struct {
 	Previous    jsonv.Value `json:"previous,omitzero"`
 	Attempt     int         `json:"attempt,omitempty"`
 	MaxAttempts int         `json:"maxAttempts,omitempty"`
+	// Queue is the task queue the call is scheduled on (ModelQueue of the
+	// process's model, Start.ModelQueue); "" is the workflow's own.
+	Queue string `json:"queue,omitempty"`
 }
 
 // FillOutput is a filled LLM chunk.

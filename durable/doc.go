@@ -30,6 +30,15 @@
 // so that a dead worker's work resumes within HeartbeatTimeout; a model
 // call counts the requests it sent across its attempts (Sent).
 //
+// Model calls and actions are routed: each model has a task queue of its
+// own (ModelQueue of a Model: provider, model, endpoint, never a key), and
+// so has each action (ActionQueue). A process keeps the queues of its
+// model and its actions in its input (Start.ModelQueue,
+// Start.ActionQueues), so that whichever worker replays it schedules each
+// call where only a worker that can make it polls (ModelWorker,
+// ActionWorkers); an empty queue is the workflow's own, as before calls
+// were routed.
+//
 // The package also holds what the runtimes and their clients agree on: the
 // names on the engine (the task queue, the process workflow's type and
 // input, Start, which a Vessel's launch starts too; the search attributes;

@@ -53,12 +53,15 @@ func ActionOptions(acts *action.Registry, name string, rounds int) workflow.Acti
 	return workflow.ActivityOptions{StartToCloseTimeout: time.Duration(max(rounds, 1)) * timeout, HeartbeatTimeout: HeartbeatTimeout, RetryPolicy: retry}
 }
 
-// ExecuteFill runs the model-call activity: the one way every workflow of
-// Vibe asks a model. The workflow's id is filled in for logs and metrics.
+// ExecuteFill runs the model-call activity, on the task queue in.Queue
+// (the workflow's own when it is ""): the one way every workflow of Vibe
+// asks a model. The workflow's id is filled in for logs and metrics.
 func ExecuteFill(ctx workflow.Context, in FillInput) (FillOutput, error) {
 	in.Process = workflow.GetInfo(ctx).WorkflowExecution.ID
+	opts := FillOptions()
+	opts.TaskQueue = in.Queue
 	var out FillOutput
-	err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, FillOptions()), FillName, in).Get(ctx, &out)
+	err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, opts), FillName, in).Get(ctx, &out)
 	return out, err
 }
 
@@ -146,6 +149,12 @@ type Start struct {
 	// actions were routed has none, and runs its actions on its own task
 	// queue.
 	ActionQueues map[string]string `json:"actionQueues,omitempty"`
+	// ModelQueue is the task queue of the process's model calls
+	// (ModelQueue of the model of the client that started it), so that
+	// only a worker that has that model takes them. A process started
+	// before model calls were routed, or by a client with no model, has
+	// none, and runs its model calls on its own task queue.
+	ModelQueue string `json:"modelQueue,omitempty"`
 }
 
 // LaunchOptions are the options of a process that a workflow starts as its

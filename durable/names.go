@@ -1,6 +1,11 @@
 package durable
 
-import "go.temporal.io/sdk/temporal"
+import (
+	"crypto/sha256"
+	"encoding/hex"
+
+	"go.temporal.io/sdk/temporal"
+)
 
 // The names every Vibe workflow and client shares on Temporal, in one
 // place: workers register them, workflows call them, clients start, query
@@ -8,11 +13,15 @@ import "go.temporal.io/sdk/temporal"
 // batch's signals) are its package's.
 const (
 	// TaskQueue is the task queue Vibe's workers poll: every workflow
-	// task, and every activity task but a server action's (ActionQueue).
+	// task, and every activity task but a server action's (ActionQueue)
+	// and a routed model call's (ModelQueue).
 	TaskQueue = "vibe"
 	// ActionQueuePrefix begins the task queue of an action's calls
 	// (ActionQueue).
 	ActionQueuePrefix = "vibe.action."
+	// ModelQueuePrefix begins the task queue of a model's calls
+	// (ModelQueue).
+	ModelQueuePrefix = "vibe.model."
 
 	// ProcessWorkflow is the workflow type of a process (package process);
 	// a Vessel's launch starts one as a child, with Start.
@@ -40,6 +49,12 @@ const (
 	// person, not only when it ends: a history from before it replays
 	// without that record.
 	KeepWaitingChange = "vibe.KeepWaiting"
+	// ToolActionQueueChange is the change (workflow.GetVersion) from which
+	// a Vessel request schedules its action tools' calls on their actions'
+	// task queues (ActionQueue), not its own, and records the action
+	// queues of the processes it launches (Start.ActionQueues): a history
+	// from before it replays on the request's queue.
+	ToolActionQueueChange = "vibe.ToolActionQueue"
 
 	// MemoProcess is the memo field that names a workflow's process, for
 	// listings: a process's, a batch's and its groups'.
@@ -68,6 +83,28 @@ const (
 // actions file). A process records the queues of its steps' actions when
 // it starts (Start.ActionQueues).
 func ActionQueue(name string) string { return ActionQueuePrefix + name }
+
+// Model names the model a worker's provider asks, for routing its calls
+// (ModelQueue): the provider's kind ("openai", "anthropic", "replay"), the
+// model, and the endpoint — a base URL, a recording's path, "" for the
+// provider's own. It holds no key: two workers that ask the same model at
+// the same endpoint with different keys take the same calls.
+type Model struct {
+	Provider string `json:"provider,omitempty"`
+	Name     string `json:"name,omitempty"`
+	Endpoint string `json:"endpoint,omitempty"`
+}
+
+// ModelQueue is the task queue of the model calls for m: ModelQueuePrefix
+// and a short digest of m, the same wherever it is computed. A worker
+// polls it only when its provider asks m, so that Temporal never hands a
+// model call to a worker that would fail it for want of a model
+// (ErrNoProvider) or ask another model. A process records its model's
+// queue when it starts (Start.ModelQueue), a batch's group in its input.
+func ModelQueue(m Model) string {
+	sum := sha256.Sum256([]byte(m.Provider + "\x00" + m.Name + "\x00" + m.Endpoint))
+	return ModelQueuePrefix + hex.EncodeToString(sum[:8])
+}
 
 // Types of the application errors (temporal.ApplicationError.Type) that
 // the shared activities and the workflows that run them fail with. None is

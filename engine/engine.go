@@ -153,6 +153,11 @@ type Engine struct {
 	dataDir string
 	lock    *dirLock
 	logOut  *logSink
+	// spaceDir is the data directory whose free space guards the client's
+	// writes (the embedded engine's, or the one Attach attached to), read
+	// with freeSpace; "" for a cluster.
+	spaceDir  string
+	freeSpace diskspace.FreeFunc
 
 	closeOnce sync.Once
 	closeErr  error
@@ -240,7 +245,7 @@ func startEmbedded(ctx context.Context, opts Options, co client.Options) (_ *Eng
 	if err != nil {
 		return nil, err
 	}
-	e := &Engine{namespace: opts.Namespace, logger: opts.Logger, dataDir: dir, lock: lock}
+	e := &Engine{namespace: opts.Namespace, logger: opts.Logger, dataDir: dir, lock: lock, spaceDir: dir, freeSpace: opts.freeSpace}
 	defer func() {
 		if err != nil {
 			_ = e.close()
@@ -337,7 +342,12 @@ func Attach(ctx context.Context, opts Options) (*Engine, error) {
 			return d.DialContext(ctx, "tcp", addr)
 		}))
 	opts.ClientOptions = withSpaceGuard(opts.ClientOptions, opts.DataDir, opts.freeSpace)
-	return Start(ctx, opts)
+	e, err := Start(ctx, opts)
+	if err != nil {
+		return nil, err
+	}
+	e.spaceDir, e.freeSpace = dataDir, opts.freeSpace
+	return e, nil
 }
 
 // waitReady polls the frontend's health check until it serves.
@@ -355,6 +365,19 @@ func waitReady(ctx context.Context, c client.Client, hostPort string) error {
 		case <-time.After(20 * time.Millisecond):
 		}
 	}
+}
+
+// Space reports whether the engine's data directory has room for the
+// engine's writes: while its filesystem has less than diskspace.Min free
+// the disk-space guard refuses the client's writes, and the engine's work
+// — every running process and batch — is held until space is freed. It
+// returns the guard's error then (diskspace.Is), nil when there is room
+// or the engine has no data directory of its own (a cluster's).
+func (e *Engine) Space() error {
+	if e.spaceDir == "" {
+		return nil
+	}
+	return diskspace.Check(e.freeSpace, e.spaceDir, "the engine cannot write "+dbFile+", so its work is held until space is freed")
 }
 
 // Client returns the SDK client for the engine's namespace. It stays valid

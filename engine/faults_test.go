@@ -258,3 +258,43 @@ func damage(t *testing.T, path string, first, n int64) (pages int64) {
 	t.Logf("damaged pages %d-%d of %d (%d bytes each)", first, first+n-1, pages, pageSize)
 	return pages
 }
+
+// TestSpace: Space says the data directory's disk is full — the guard's
+// error, naming the directory and what the engine cannot do — while its
+// free space is under diskspace.Min, and nothing once there is room; an
+// engine attached to the directory says the same.
+func TestSpace(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	var full atomic.Bool
+	free := func(d string) (uint64, error) {
+		if full.Load() {
+			return 1 << 20, nil
+		}
+		return diskspace.Free(d)
+	}
+	e := startEngine(t, Options{DataDir: dir, freeSpace: free})
+	a, err := Attach(context.Background(), Options{DataDir: dir, freeSpace: free, Logger: testLogger(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	for _, eng := range []*Engine{e, a} {
+		if err := eng.Space(); err != nil {
+			t.Errorf("with room: %v", err)
+		}
+	}
+	full.Store(true)
+	for _, eng := range []*Engine{e, a} {
+		if err := eng.Space(); !diskspace.Is(err) || !strings.Contains(err.Error(), "no space left on device on "+dir+" (1 MiB free)") || !strings.Contains(err.Error(), "held") {
+			t.Errorf("on a full disk: %v", err)
+		}
+	}
+	full.Store(false)
+	if err := e.Space(); err != nil {
+		t.Errorf("with room again: %v", err)
+	}
+	if err := (&Engine{}).Space(); err != nil {
+		t.Errorf("a cluster's engine: %v", err)
+	}
+}

@@ -41,6 +41,12 @@ type Client struct {
 	// a process with an LLM step before anything starts (*NoModelError),
 	// rather than start it to fail at that step.
 	NoModel bool
+	// ModelQueue is the task queue of the model calls of the processes it
+	// starts (durable.ModelQueue of the model its workers have), recorded
+	// in their start input (durable.Start.ModelQueue): only a worker that
+	// polls it — one that has that model — takes them. "" schedules them
+	// on durable.TaskQueue, where any worker may take them.
+	ModelQueue string
 	// Hosts, when set, finds the workflow of a process that runs in
 	// another's (a batch's item in its group's): Get, Watch, Answer and
 	// Program read and answer it there.
@@ -202,7 +208,7 @@ func (c *Client) Prepare(ctx context.Context, opts StartOptions) (durable.Start,
 	}
 	prog := p.Program()
 	return durable.Start{Name: name, Program: prog, Prompt: opts.Prompt, Input: opts.Input, First: opts.First, System: opts.System,
-		ActionQueues: actionQueues(c.Registered, prog)}, p.Direct != nil, nil
+		ActionQueues: actionQueues(c.Registered, prog), ModelQueue: c.ModelQueue}, p.Direct != nil, nil
 }
 
 // actionQueues are the task queues of prog's actions (durable.Start's

@@ -291,3 +291,34 @@ func (c *Client) MissingActions(ctx context.Context, id string) ([]string, error
 	}
 	return missing, nil
 }
+
+// MissingModel reports whether process id has a model call still to make
+// — an LLM chunk it runs, or one after the chunk it runs or waits on — on
+// a model other than the client's (ModelQueue): its calls would wait on
+// their model's task queue (durable.ModelQueue) until a worker that has
+// that model comes. A process that ended has none; so has one started
+// before model calls were routed or by a client with no model, or run in
+// another's workflow (a batch's item), as far as the client can tell.
+func (c *Client) MissingModel(ctx context.Context, id string) (bool, error) {
+	in, _, err := c.startInput(ctx, id)
+	if errors.Is(err, ErrNotFound) {
+		return false, nil // a hosted process; or none, which Get and Answer say
+	}
+	if err != nil || in.ModelQueue == "" || in.ModelQueue == c.ModelQueue {
+		return false, err
+	}
+	info, err := c.Get(ctx, id)
+	if err != nil || info.Status == Completed || info.Status == Failed {
+		return false, err
+	}
+	from := -1
+	for i, ch := range in.Program.Chunks {
+		if ch.Name == info.Chunk && from < 0 {
+			from = i
+		}
+		if from >= 0 && ch.Kind == compile.LLM {
+			return true, nil
+		}
+	}
+	return false, nil
+}

@@ -179,7 +179,7 @@ func (r *Interpreter) llmChunk(ctx workflow.Context, h Host, idx int) error {
 			return fmt.Errorf("chunk %s: %w", ch.Name, err)
 		}
 		in := durable.FillInput{Chunk: ch.Name, System: r.in.System, Prompt: r.in.Prompt, Context: mctx, Schema: ch.Schema,
-			ProcessName: r.in.Name, StepContext: ch.StepContext(), Instance: cmp.Or(r.in.Instance, r.id)}
+			ProcessName: r.in.Name, StepContext: ch.StepContext(), Instance: cmp.Or(r.in.Instance, r.id), Queue: r.in.ModelQueue}
 		for attempt := 1; ; attempt++ {
 			if ch.Loop != nil {
 				in.Attempt, in.MaxAttempts = attempt, ch.Loop.Max
@@ -346,7 +346,8 @@ func (w *Workflows) DirectCall(ctx workflow.Context, in durable.Start) (DirectRe
 	res := DirectResult{Action: d.Action, Value: in.First}
 	var input jsonv.Value
 	if in.First.IsNull() {
-		out, err := durable.ExecuteFill(ctx, durable.FillInput{Chunk: ch.Name, System: in.System, Prompt: in.Prompt, Context: jsonv.NewObject(0).Value(), Schema: ch.Schema})
+		out, err := durable.ExecuteFill(ctx, durable.FillInput{Chunk: ch.Name, System: in.System, Prompt: in.Prompt, Context: jsonv.NewObject(0).Value(), Schema: ch.Schema,
+			Queue: in.ModelQueue})
 		if err != nil {
 			return res, err
 		}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/worker"
 
@@ -219,5 +220,19 @@ func TestLaunch(t *testing.T) {
 	}
 	if asked := model.Asked(); asked["decision"] != 1 || asked["LLM_llmContext2"] != 1 || asked["LLM_llmContext1"] != 0 {
 		t.Errorf("model requests %v: the first chunk was filled by the Vessel", asked)
+	}
+	// The launched process records its action's queue, as one a client
+	// starts does: only a worker that has the action takes its calls.
+	hist := eng.Client().GetWorkflowHistory(ctx, id, "", false, 0)
+	ev, err := hist.Next()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var start durable.Start
+	if err := converter.GetDefaultDataConverter().FromPayloads(ev.GetWorkflowExecutionStartedEventAttributes().GetInput(), &start); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := start.ActionQueues["FetchInvoices_Activity"], durable.ActionQueue("FetchInvoices_Activity"); got != want || len(start.ActionQueues) != 1 {
+		t.Errorf("the launched process's action queues %v, want FetchInvoices_Activity on %s", start.ActionQueues, want)
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/augceo/vibe/action"
+	"github.com/augceo/vibe/compile"
 	"github.com/augceo/vibe/compose"
 	"github.com/augceo/vibe/durable"
 	"github.com/augceo/vibe/internal/wfid"
@@ -459,7 +460,15 @@ func (r *requestRun) call(ctx workflow.Context, state jsonv.Value, c *vessel.Cal
 		if c.Instance != "" {
 			key += ":" + c.Instance
 		}
-		return durable.ExecuteAction(ctx, r.w.Actions, durable.ActionInput{Step: c.Name(), Action: t.Action, Input: compose.Split(params).Output, Output: jsonv.NullValue(), Key: key})
+		in := durable.ActionInput{Step: c.Name(), Action: t.Action, Input: compose.Split(params).Output, Output: jsonv.NullValue(), Key: key}
+		// The tool's action is a registered one (the toolset was built
+		// against the starter's actions): its calls wait on its queue for
+		// a worker that has it. A request from before they were routed
+		// replays on the request's own queue.
+		if workflow.GetVersion(ctx, durable.ToolActionQueueChange, workflow.DefaultVersion, 1) != workflow.DefaultVersion {
+			in.Queue = durable.ActionQueue(t.Action)
+		}
+		return durable.ExecuteAction(ctx, r.w.Actions, in)
 	case vessel.Launch:
 		return r.launch(ctx, c, t, params, cr)
 	case vessel.DelegateKind:
@@ -519,7 +528,14 @@ func (r *requestRun) launch(ctx workflow.Context, c *vessel.Call, t *vessel.Tool
 		wfName = durable.DirectCallWorkflow
 	}
 	cctx := workflow.WithChildOptions(ctx, durable.LaunchOptions(id, t.ProcessName))
-	f := workflow.ExecuteChildWorkflow(cctx, wfName, durable.Start{Name: t.ProcessName, Program: t.Program, Prompt: r.req.Prompt, First: first, Instance: c.Instance})
+	start := durable.Start{Name: t.ProcessName, Program: t.Program, Prompt: r.req.Prompt, First: first, Instance: c.Instance}
+	// The process's actions wait on their queues for a worker that has
+	// them, as those of a process a client starts do; one launched by a
+	// request from before they were routed runs them on its own queue.
+	if workflow.GetVersion(ctx, durable.ToolActionQueueChange, workflow.DefaultVersion, 1) != workflow.DefaultVersion {
+		start.ActionQueues = launchQueues(t.Program)
+	}
+	f := workflow.ExecuteChildWorkflow(cctx, wfName, start)
 	if err := f.GetChildWorkflowExecution().Get(ctx, nil); err != nil {
 		return jsonv.Value{}, fmt.Errorf("start %s: %w", t.ProcessName, err)
 	}
@@ -527,6 +543,34 @@ func (r *requestRun) launch(ctx workflow.Context, c *vessel.Call, t *vessel.Tool
 		jsonv.Member{Name: "process", Value: jsonv.StringValue(t.ProcessName)},
 		jsonv.Member{Name: "id", Value: jsonv.StringValue(id)},
 	), nil
+}
+
+// launchQueues are the task queues of a launched process's actions
+// (durable.Start.ActionQueues), by the name its steps call them: the
+// toolset compiled the process against the starter's actions, so each
+// step that runs one names it (compile.ProgramStep.Action). A step that
+// names none runs on the process's own queue, as before actions were
+// routed. Nil when the process runs no action.
+func launchQueues(prog *compile.Program) map[string]string {
+	var queues map[string]string
+	add := func(name string) {
+		if name == "" {
+			return
+		}
+		if queues == nil {
+			queues = map[string]string{}
+		}
+		queues[name] = durable.ActionQueue(name)
+	}
+	for _, ch := range prog.Chunks {
+		for _, s := range ch.Steps {
+			add(s.Action)
+		}
+	}
+	if prog.Direct != nil {
+		add(prog.Direct.Action)
+	}
+	return queues
 }
 
 // delegateTimeout bounds loading and assembling a delegate.

@@ -244,6 +244,14 @@ otherwise it starts the embedded engine itself, or joins --temporal.`,
 				fmt.Fprintf(io.err, "vibe: batch %s (give --id %s to resume it)\n", opts.ID, opts.ID)
 			}
 			opts.Note = func(s string) { fmt.Fprintln(io.err, "vibe: "+s) }
+			if where.own && ef.temporal == "" {
+				// A later command on the data directory (vibe answer ITEM J,
+				// typed without the flags) finishes an item that waits for a
+				// person with what it needs.
+				if err := recordBatchNeeds(ef.data, opts.ID, &wf); err != nil {
+					fmt.Fprintf(io.err, "vibe: warning: what the items of %s need (its actions file, its model) is not recorded: %v\n", opts.ID, err)
+				}
+			}
 			// Another input under the id of a batch is refused before its
 			// results file is touched.
 			if err := c.CheckInput(ctx, opts); err != nil {
@@ -385,7 +393,7 @@ otherwise it starts the embedded engine itself, or joins --temporal.`,
 // unreachableNote is what vibe batch says when the engine cannot take
 // batch id's work (batch.Options.Unreachable): down, or its disk full — the
 // disk-space guard stops it until space is freed, and the batch, shown
-// "running", waits without marking an item failed.
+// "held" (batch.Client.Held), waits without marking an item failed.
 func unreachableNote(id string, err error) string {
 	if diskspace.Is(err) {
 		return fmt.Sprintf("vibe: batch %s is stopped by the disk-space guard: %v; it waits up to %s for space to be freed, marking no item failed (Ctrl-C stops; the same command goes on)", id, err, batch.MaxUnreachable)

@@ -60,7 +60,10 @@ func newBatchesCmd(io stdio) *cobra.Command {
 				return err
 			}
 			defer done()
-			c := &batch.Client{Processes: p}
+			c, ok := p.Hosts.(*batch.Client) // the engine's: it says when a full disk holds the batches
+			if !ok {
+				c = &batch.Client{Processes: p}
+			}
 			prices, err := pf.load()
 			if err != nil {
 				return err
@@ -131,7 +134,9 @@ func connectEngine(ctx context.Context, io stdio, ef *engineFlags) (*process.Cli
 		eng, err := ef.attach(ctx, quietLogger())
 		if err == nil {
 			p := &process.Client{Temporal: eng.Client()}
-			p.Hosts = batch.NewClient(p) // items are read in their groups
+			bc := batch.NewClient(p)
+			bc.Held = eng.Space // a full disk holds every batch's work
+			p.Hosts = bc        // items are read in their groups
 			return p, func() { eng.Close() }, nil
 		}
 	}

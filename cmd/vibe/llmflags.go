@@ -5,6 +5,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"time"
@@ -12,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/augceo/vibe/durable"
 	"github.com/augceo/vibe/llm"
 	"github.com/augceo/vibe/llm/anthropic"
 	"github.com/augceo/vibe/llm/openai"
@@ -46,6 +48,24 @@ func (f *llmFlags) model() string {
 		return ""
 	}
 	return name
+}
+
+// modelID names the model the flags select, for routing its calls
+// (durable.ModelQueue): the provider's kind, the model, and the endpoint
+// — the base URL, or a recording's absolute path — never the key. Every
+// command that selects the same model at the same endpoint names it
+// alike, so that the calls of a process one starts are taken by another's
+// worker (vibe worker, vibe answer from the needs vibe run recorded).
+func (f *llmFlags) modelID() durable.Model {
+	kind, arg, _ := strings.Cut(f.spec, ":")
+	m := durable.Model{Provider: kind, Name: arg, Endpoint: strings.TrimRight(f.baseURL, "/")}
+	if kind == "replay" {
+		if abs, err := filepath.Abs(arg); err == nil {
+			arg = abs
+		}
+		m.Name, m.Endpoint = "", arg
+	}
+	return m
 }
 
 func (f *llmFlags) add(cmd *cobra.Command) {

@@ -36,6 +36,26 @@ func needsFile(data, id string) string {
 	return filepath.Join(data, "needs", filepath.Base(id)+".json")
 }
 
+// batchNeedsFile is where the needs of batch id's items are kept in data:
+// one record for them all, beside the processes' and apart from them.
+func batchNeedsFile(data, id string) string {
+	return filepath.Join(data, "needs", "batches", filepath.Base(id)+".json")
+}
+
+// itemBatch is the batch whose item id names (batch.ItemID: the batch's
+// id, '-', the item's input line), when it names one.
+func itemBatch(id string) (string, bool) {
+	i := strings.LastIndexByte(id, '-')
+	if i <= 0 {
+		return "", false
+	}
+	line := id[i+1:]
+	if line == "" || line[0] == '0' || strings.Trim(line, "0123456789") != "" {
+		return "", false
+	}
+	return id[:i], true
+}
+
 // needsOf are the needs the worker flags give: nil when they give
 // neither actions nor a model.
 func needsOf(wf *workerFlags) (*needs, error) {
@@ -72,6 +92,18 @@ func needsOf(wf *workerFlags) (*needs, error) {
 // recordNeeds keeps in data what process id needs of a worker (needsOf
 // wf): nothing when it needs neither actions nor a model.
 func recordNeeds(data, id string, wf *workerFlags) error {
+	return writeNeeds(needsFile(data, id), wf)
+}
+
+// recordBatchNeeds keeps in data what the items of batch id need of a
+// worker (needsOf wf), for them all: nothing when they need neither
+// actions nor a model. vibe answer ITEM finds it by the item's id.
+func recordBatchNeeds(data, id string, wf *workerFlags) error {
+	return writeNeeds(batchNeedsFile(data, id), wf)
+}
+
+// writeNeeds writes needsOf wf to file, when there are any.
+func writeNeeds(file string, wf *workerFlags) error {
 	n, err := needsOf(wf)
 	if n == nil || err != nil {
 		return err
@@ -80,7 +112,6 @@ func recordNeeds(data, id string, wf *workerFlags) error {
 	if err != nil {
 		return err
 	}
-	file := needsFile(data, id)
 	if err := os.MkdirAll(filepath.Dir(file), 0o700); err != nil {
 		return err
 	}
@@ -92,9 +123,17 @@ func recordNeeds(data, id string, wf *workerFlags) error {
 // can do its work. What cannot be had — an actions file gone, a key's
 // variable unset — is a *needsError: the command goes no further, and
 // the process waits as it did. A process with no record leaves wf as it
-// is.
+// is. A batch's item with no record of its own takes its batch's
+// (recordBatchNeeds).
 func loadNeeds(data, id string, wf *workerFlags) error {
-	b, err := os.ReadFile(needsFile(data, id))
+	file := needsFile(data, id)
+	b, err := os.ReadFile(file)
+	if errors.Is(err, fs.ErrNotExist) {
+		if batch, ok := itemBatch(id); ok {
+			file = batchNeedsFile(data, batch)
+			b, err = os.ReadFile(file)
+		}
+	}
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
 	}
@@ -103,7 +142,7 @@ func loadNeeds(data, id string, wf *workerFlags) error {
 	}
 	var n needs
 	if err := json.Unmarshal(b, &n); err != nil {
-		return fmt.Errorf("%s: %w", needsFile(data, id), err)
+		return fmt.Errorf("%s: %w", file, err)
 	}
 	var missing []string
 	if wf.actionsFile == "" && n.ActionsFile != "" {

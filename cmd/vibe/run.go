@@ -216,6 +216,15 @@ run started the process with on that data directory; when one cannot be had
 				if len(missing) > 0 {
 					return fmt.Errorf("%s goes on with %s, which this command has not: nothing was sent, and it waits as it did; give the actions file that has them (--actions-file FILE), as the command that started it had", args[0], andList(missing))
 				}
+				// Nor to one whose model calls would wait for a worker that
+				// has the model it was started with.
+				other, err := pc.MissingModel(cmd.Context(), args[0])
+				if err != nil {
+					return err
+				}
+				if other {
+					return fmt.Errorf("%s goes on asking the model it was started with, which this command has not: nothing was sent, and it waits as it did; give that model (--llm MODEL, --llm-base-url URL), as the command that started it had", args[0])
+				}
 			}
 			if _, err := p.Answer(cmd.Context(), args[0], ans); err != nil {
 				return err

@@ -309,7 +309,7 @@ func (f *workerFlags) options(io stdio, reg *registry.Registry, logger *slog.Log
 		} else if prices != nil {
 			p = llm.Priced{Provider: p, Prices: prices}
 		}
-		opts.Provider = p
+		opts.Provider, opts.Model = p, f.llm.modelID()
 	}
 	return opts, nil
 }

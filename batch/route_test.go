@@ -1,0 +1,106 @@
+package batch_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	enumspb "go.temporal.io/api/enums/v1"
+
+	"github.com/augceo/vibe"
+	"github.com/augceo/vibe/batch"
+	"github.com/augceo/vibe/durable"
+	"github.com/augceo/vibe/engine"
+	"github.com/augceo/vibe/internal/llmtest"
+	"github.com/augceo/vibe/llm/openai"
+	"github.com/augceo/vibe/process"
+)
+
+// TestGroupModelCallWaitsForAWorkerThatHasIt: a group's multiplexed model
+// call is scheduled on its model's task queue (GroupInput.ModelQueue),
+// which a worker without a model does not poll: it waits there, neither
+// taken nor failed with durable.ErrNoProvider, until a worker that has the
+// model joins and answers it; every item completes.
+func TestGroupModelCallWaitsForAWorkerThatHasIt(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts the embedded engine")
+	}
+	const n = 4
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	srv := llmtest.NewServer(t, llmtest.Multiplexed(verdict), llmtest.Options{})
+	eng, err := engine.Start(ctx, engine.Options{SearchAttributes: durable.SearchAttributes, DataDir: t.TempDir(), Logger: quiet()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer eng.Close()
+	c := eng.Client()
+	rec := &recorder{}
+	acts := rec.actions()
+	// The worker with the actions and no model: it polls Vibe's queue.
+	bare, err := vibe.StartWorker(c, vibe.WorkerOptions{Actions: acts, Logger: quiet()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer bare.Stop()
+
+	m := durable.Model{Provider: "openai", Name: "m", Endpoint: srv.URL}
+	pc := &process.Client{Temporal: c, Actions: acts.Names(), ModelQueue: durable.ModelQueue(m)}
+	bc := batch.NewClient(pc)
+	pc.Hosts = bc
+	type ran struct {
+		sum *batch.Summary
+		err error
+	}
+	done := make(chan ran, 1)
+	go func() {
+		sum, err := bc.Run(ctx, strings.NewReader(comments(n)), func(batch.Result) error { return nil }, batch.Options{Process: moderate(t), ID: "routed", Size: n})
+		done <- ran{sum, err}
+	}()
+
+	group := batch.GroupID("routed", 0)
+	var seen bool
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the group's model call was never scheduled")
+		}
+		d, err := c.DescribeWorkflowExecution(ctx, group, "")
+		if err != nil {
+			continue // not started yet
+		}
+		if st := d.GetWorkflowExecutionInfo().GetStatus(); st != enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
+			t.Fatalf("the group is %v, not running", st)
+		}
+		for _, a := range d.GetPendingActivities() {
+			if a.GetActivityType().GetName() != batch.FillName {
+				continue
+			}
+			if a.GetAttempt() != 1 || a.GetLastFailure() != nil || a.GetState() != enumspb.PENDING_ACTIVITY_STATE_SCHEDULED {
+				t.Fatalf("the group's model call was taken by a worker without the model: %v, attempt %d, %v", a.GetState(), a.GetAttempt(), a.GetLastFailure())
+			}
+			seen = true
+		}
+		if seen {
+			break
+		}
+	}
+	time.Sleep(time.Second) // the worker without a model polls all along
+	if srv.Requests() != 0 {
+		t.Fatalf("%d model requests before a worker had the model", srv.Requests())
+	}
+
+	w, err := vibe.StartWorker(c, vibe.WorkerOptions{Provider: openai.New(openai.Options{Model: "m", BaseURL: srv.URL, APIKey: "k", MaxRetries: -1}),
+		Model: m, Logger: quiet()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	r := <-done
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	if r.sum.Done != n || r.sum.Failed != 0 || srv.Requests() == 0 {
+		t.Fatalf("summary %+v, %d model requests", r.sum, srv.Requests())
+	}
+}

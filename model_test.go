@@ -1,0 +1,228 @@
+package vibe
+
+import (
+	"context"
+	"log/slog"
+	"path/filepath"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	enumspb "go.temporal.io/api/enums/v1"
+	workflowpb "go.temporal.io/api/workflow/v1"
+
+	"github.com/augceo/vibe/durable"
+	"github.com/augceo/vibe/engine"
+	"github.com/augceo/vibe/jsonv"
+	"github.com/augceo/vibe/llm"
+	"github.com/augceo/vibe/process"
+)
+
+// drafter answers every model call with one draft, and counts them.
+type drafter struct{ calls atomic.Int32 }
+
+func (d *drafter) Complete(ctx context.Context, req *llm.Request) (*llm.Response, error) {
+	d.calls.Add(1)
+	return &llm.Response{Content: `{"draft": {"text": "Hello"}}`, Model: "m"}, nil
+}
+
+// TestModelCallWaitsForAWorkerThatHasIt: a process's model call waits on
+// its model's task queue (durable.ModelQueue), which no worker without
+// that model polls — the runtime's own worker with no --llm, a query-only
+// one — so that none takes it and fails it with durable.ErrNoProvider;
+// the first worker that has the model answers it, and the process
+// completes.
+func TestModelCallWaitsForAWorkerThatHasIt(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts an embedded engine")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	quiet := slog.New(slog.DiscardHandler)
+	rt, err := Start(ctx, Options{Engine: engine.Options{DataDir: filepath.Join(t.TempDir(), "data"), NoSystemWorkers: true}, Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rt.Close()
+	c := rt.Processes.Temporal
+	reads, err := StartWorker(c, WorkerOptions{QueryOnly: true, Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer reads.Stop()
+
+	// The process is started by a client whose model is m, as vibe run
+	// --llm does, on an engine whose only workers have no model.
+	m := durable.Model{Provider: "openai", Name: "m", Endpoint: "http://127.0.0.1:9/v1"}
+	queue := durable.ModelQueue(m)
+	starter := &process.Client{Temporal: c, ModelQueue: queue}
+	doc, _ := jsonv.Parse([]byte(`{"type": "object", "properties": {
+  "draft": {"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]}}}`))
+	s, err := starter.Start(ctx, process.StartOptions{Document: doc, Prompt: "Say hello"})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	pending := func() *workflowpb.PendingActivityInfo {
+		t.Helper()
+		d, err := c.DescribeWorkflowExecution(ctx, s.ID, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st := d.GetWorkflowExecutionInfo().GetStatus(); st != enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
+			t.Fatalf("the process is %v, not running: its model call was taken by a worker without the model", st)
+		}
+		for _, a := range d.GetPendingActivities() {
+			if a.GetActivityType().GetName() == durable.FillName {
+				return a
+			}
+		}
+		return nil
+	}
+	for pending() == nil {
+		time.Sleep(50 * time.Millisecond)
+	}
+	pollers := func(queue string) int {
+		t.Helper()
+		resp, err := c.DescribeTaskQueue(ctx, queue, enumspb.TASK_QUEUE_TYPE_ACTIVITY)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(resp.GetPollers())
+	}
+	for pollers(durable.TaskQueue) == 0 { // the runtime's worker polls Vibe's queue
+		time.Sleep(10 * time.Millisecond)
+	}
+	if n := pollers(queue); n != 0 {
+		t.Fatalf("%d workers without the model poll its queue", n)
+	}
+	for range 20 {
+		a := pending()
+		if a.GetState() != enumspb.PENDING_ACTIVITY_STATE_SCHEDULED || a.GetAttempt() != 1 || a.GetLastFailure() != nil {
+			t.Fatalf("the call was taken by a worker without the model: %v, attempt %d, %v", a.GetState(), a.GetAttempt(), a.GetLastFailure())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+
+	// A worker of another model polls its own queue, not this one.
+	other := &drafter{}
+	ow, err := StartWorker(c, WorkerOptions{Provider: other, Model: durable.Model{Provider: "openai", Name: "other"}, Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ow.Stop()
+
+	// A worker that has the model answers the call, and the process
+	// completes.
+	model := &drafter{}
+	w, err := StartWorker(c, WorkerOptions{Provider: model, Model: m, Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	var last *process.Info
+	for info, err := range starter.Watch(ctx, s.ID, process.WatchOptions{}) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		last = info
+	}
+	if last == nil || last.Status != process.Completed || model.calls.Load() != 1 || other.calls.Load() != 0 {
+		t.Fatalf("with the model: %+v, %d calls, %d of another model", last, model.calls.Load(), other.calls.Load())
+	}
+}
+
+// TestModelQueue: a model's queue is stable, differs by provider, model
+// and endpoint, and holds no more than a digest of them.
+func TestModelQueue(t *testing.T) {
+	m := durable.Model{Provider: "openai", Name: "gpt-4o-mini", Endpoint: "http://localhost:8000/v1"}
+	q := durable.ModelQueue(m)
+	if q != durable.ModelQueue(m) || len(q) != len(durable.ModelQueuePrefix)+16 || q[:len(durable.ModelQueuePrefix)] != durable.ModelQueuePrefix {
+		t.Fatalf("queue %q", q)
+	}
+	for _, o := range []durable.Model{{Provider: "anthropic", Name: m.Name, Endpoint: m.Endpoint}, {Provider: m.Provider, Name: "gpt-4o", Endpoint: m.Endpoint},
+		{Provider: m.Provider, Name: m.Name}} {
+		if durable.ModelQueue(o) == q {
+			t.Errorf("%+v shares %+v's queue", o, m)
+		}
+	}
+	if got := modelQueue(nil, m); got != "" {
+		t.Errorf("no provider: queue %q", got)
+	}
+	if got, want := modelQueue(&drafter{}, durable.Model{}), durable.ModelQueue(durable.Model{}); got != want {
+		t.Errorf("a provider that names no model: %q, want %q", got, want)
+	}
+}
+
+// TestMissingModel: a process started for a model, waiting for a person
+// with a model call after the answer, goes on with a model that a client
+// of another model, or of none, has not (vibe answer refuses to send the
+// answer there); its own model's client has it, and so has every client
+// once no model call is left.
+func TestMissingModel(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts an embedded engine")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	quiet := slog.New(slog.DiscardHandler)
+	rt, err := Start(ctx, Options{Engine: engine.Options{DataDir: filepath.Join(t.TempDir(), "data"), NoSystemWorkers: true}, Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rt.Close()
+	c := rt.Processes.Temporal
+	m := durable.Model{Provider: "openai", Name: "m"}
+	starter := &process.Client{Temporal: c, ModelQueue: durable.ModelQueue(m)}
+	doc, _ := jsonv.Parse([]byte(`{"type": "object", "properties": {
+  "draft": {"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]},
+  "approve_User": {"type": "object", "references": ["draft"], "properties": {"note": {"type": "string"}}, "required": ["note"]},
+  "summary": {"type": "object", "references": ["approve_User"], "properties": {"text": {"type": "string"}}, "required": ["text"]}}}`))
+	first, _ := jsonv.Parse([]byte(`{"draft": {"text": "Hello"}}`))
+	s, err := starter.Start(ctx, process.StartOptions{Document: doc, First: first})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for info, err := range starter.Watch(ctx, s.ID, process.WatchOptions{}) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if info.Status == process.Waiting {
+			break
+		}
+	}
+	tests := []struct {
+		name    string
+		c       *process.Client
+		missing bool
+	}{
+		{"its own model", starter, false},
+		{"another model", &process.Client{Temporal: c, ModelQueue: durable.ModelQueue(durable.Model{Provider: "openai", Name: "other"})}, true},
+		{"no model", &process.Client{Temporal: c}, true},
+	}
+	for _, tt := range tests {
+		if got, err := tt.c.MissingModel(ctx, s.ID); err != nil || got != tt.missing {
+			t.Errorf("%s: MissingModel = %v, %v; want %v", tt.name, got, err, tt.missing)
+		}
+	}
+
+	// Without the summary, no model call is left after the answer.
+	doc, _ = jsonv.Parse([]byte(`{"type": "object", "properties": {
+  "draft": {"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]},
+  "approve_User": {"type": "object", "references": ["draft"], "properties": {"note": {"type": "string"}}, "required": ["note"]}}}`))
+	s, err = starter.Start(ctx, process.StartOptions{Document: doc, First: first})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for info, err := range starter.Watch(ctx, s.ID, process.WatchOptions{}) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if info.Status == process.Waiting {
+			break
+		}
+	}
+	if got, err := (&process.Client{Temporal: c}).MissingModel(ctx, s.ID); err != nil || got {
+		t.Errorf("no model call left: MissingModel = %v, %v", got, err)
+	}
+}
