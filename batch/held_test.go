@@ -22,7 +22,7 @@ func TestHeldBatch(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	model := llmtest.NewServer(t, llmtest.Multiplexed(verdict), llmtest.Options{})
+	model := llmtest.NewServer(t, llmtest.Multiplexed(llmtest.Verdict), llmtest.Options{})
 	rec := &recorder{}
 	c := stack(t, model.URL, rec.actions())
 	full := &diskspace.Error{Dir: "/data", Free: 1 << 20, What: "the engine cannot write temporal.db, so its work is held until space is freed"}
@@ -32,7 +32,7 @@ func TestHeldBatch(t *testing.T) {
 	// A batch whose items wait for a person runs until they are answered.
 	rctx, stop := context.WithCancel(ctx)
 	defer stop()
-	go c.Run(rctx, strings.NewReader(comments(2)), func(batch.Result) error { return nil }, batch.Options{Process: reviewProcess(t), ID: "disk", Size: 2})
+	go c.Run(rctx, strings.NewReader(llmtest.Comments(2)), func(batch.Result) error { return nil }, batch.Options{Process: reviewProcess(t), ID: "disk", Size: 2})
 	status := func() *batch.Status {
 		t.Helper()
 		st, err := c.Status(ctx, "disk")
@@ -67,7 +67,7 @@ func TestHeldBatch(t *testing.T) {
 		t.Errorf("with room again: status %q, held %q, %d waiting", st.Status, st.Held, st.Waiting)
 	}
 
-	if _, err := c.Run(ctx, strings.NewReader(comments(2)), func(batch.Result) error { return nil }, batch.Options{Process: moderate(t), ID: "ended", Size: 2}); err != nil {
+	if _, err := c.Run(ctx, strings.NewReader(llmtest.Comments(2)), func(batch.Result) error { return nil }, batch.Options{Process: moderate(t), ID: "ended", Size: 2}); err != nil {
 		t.Fatal(err)
 	}
 	held = full

@@ -29,7 +29,7 @@ func TestGroupModelCallWaitsForAWorkerThatHasIt(t *testing.T) {
 	const n = 4
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	srv := llmtest.NewServer(t, llmtest.Multiplexed(verdict), llmtest.Options{})
+	srv := llmtest.NewServer(t, llmtest.Multiplexed(llmtest.Verdict), llmtest.Options{})
 	eng, err := engine.Start(ctx, engine.Options{SearchAttributes: durable.SearchAttributes, DataDir: t.TempDir(), Logger: quiet()})
 	if err != nil {
 		t.Fatal(err)
@@ -55,7 +55,7 @@ func TestGroupModelCallWaitsForAWorkerThatHasIt(t *testing.T) {
 	}
 	done := make(chan ran, 1)
 	go func() {
-		sum, err := bc.Run(ctx, strings.NewReader(comments(n)), func(batch.Result) error { return nil }, batch.Options{Process: moderate(t), ID: "routed", Size: n})
+		sum, err := bc.Run(ctx, strings.NewReader(llmtest.Comments(n)), func(batch.Result) error { return nil }, batch.Options{Process: moderate(t), ID: "routed", Size: n})
 		done <- ran{sum, err}
 	}()
 

@@ -74,7 +74,7 @@ func TestAnswerBatchItemWithoutFlags(t *testing.T) {
 	actions := filepath.Join(dir, "actions.json")
 	os.WriteFile(actions, []byte(fmt.Sprintf(`{"record": %q}`, record.URL)), 0o600)
 	os.WriteFile(filepath.Join(dir, "items.jsonl"), []byte("\"comment 1\"\n\"comment 2\"\n"), 0o600)
-	model := llmtest.NewServer(t, llmtest.Multiplexed(verdict), llmtest.Options{})
+	model := llmtest.NewServer(t, llmtest.Multiplexed(llmtest.Verdict), llmtest.Options{})
 	data := filepath.Join(dir, "data")
 
 	feeder, feederOut := child(t, "batch", filepath.Join(dir, "review.json"), "--in", filepath.Join(dir, "items.jsonl"), "--out", filepath.Join(dir, "out.jsonl"),

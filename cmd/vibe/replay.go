@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	goio "io"
+	"log/slog"
 	"maps"
 	"math"
 	"math/rand/v2"
@@ -19,6 +20,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/augceo/vibe"
 	"github.com/augceo/vibe/batch"
 	"github.com/augceo/vibe/compile"
 	"github.com/augceo/vibe/engine"
@@ -399,4 +401,23 @@ func listed(ids []string, n int) string {
 		return fmt.Sprintf(": %s and %d more", strings.Join(ids[:n], ", "), len(ids)-n)
 	}
 	return ": " + strings.Join(ids, ", ")
+}
+
+// pruneReports removes the replays' reports (DATA/replays, beside the
+// records' DATA/replay) past the records' retention, as a worker's start
+// prunes the records themselves (vibe.Start): a command that runs work
+// keeps the data directory from growing without `vibe replay --prune`.
+// What it cannot remove is logged, not fatal.
+func pruneReports(rt *vibe.Runtime, logger *slog.Logger) {
+	logger = cmp.Or(logger, slog.Default())
+	if rt.Records == nil || rt.Records.Dir == "" {
+		return
+	}
+	dir := filepath.Join(filepath.Dir(rt.Records.Dir), "replays")
+	ids, err := replay.PruneReports(dir, rt.Records.Retention, time.Now())
+	if err != nil {
+		logger.Warn("replay reports not pruned", "dir", dir, "error", err)
+	} else if len(ids) > 0 {
+		logger.Info("pruned replay reports", "dir", dir, "ids", ids)
+	}
 }

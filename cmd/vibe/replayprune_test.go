@@ -4,9 +4,13 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/augceo/vibe"
+	"github.com/augceo/vibe/replay/record"
 )
 
 // TestReplayPruneReports: vibe replay --prune removes the replay reports
@@ -41,4 +45,29 @@ func TestReplayPruneReports(t *testing.T) {
 			t.Errorf("%s, %s old: gone %v (%v)", name, age, gone, err)
 		}
 	}
+}
+
+// TestWorkerPrunesReports: a command that starts a worker prunes the
+// replays' reports past the records' retention, as it prunes the records.
+func TestWorkerPrunesReports(t *testing.T) {
+	t.Parallel() // no engine: the runtime is only its records' store
+	data := t.TempDir()
+	reports := filepath.Join(data, "replays")
+	os.MkdirAll(reports, 0o700)
+	for name, age := range map[string]time.Duration{"old.json": 40 * 24 * time.Hour, "new.json": time.Hour, "half.json.tmp": 40 * 24 * time.Hour} {
+		p := filepath.Join(reports, name)
+		os.WriteFile(p, []byte("{}"), 0o600)
+		at := time.Now().Add(-age)
+		os.Chtimes(p, at, at)
+	}
+	pruneReports(&vibe.Runtime{Records: &record.Store{Dir: filepath.Join(data, "replay")}}, nil)
+	entries, _ := os.ReadDir(reports)
+	var left []string
+	for _, e := range entries {
+		left = append(left, e.Name())
+	}
+	if !slices.Equal(left, []string{"new.json"}) {
+		t.Errorf("left in DATA/replays: %v, want [new.json]", left)
+	}
+	pruneReports(&vibe.Runtime{}, nil) // no records kept: nothing to do, no panic
 }

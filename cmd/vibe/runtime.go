@@ -259,6 +259,9 @@ func startLocal(ctx context.Context, io stdio, ef *engineFlags, wf *workerFlags,
 	eopts.NoSystemWorkers = !ef.serve
 	opts.Engine = eopts
 	rt, err := vibe.Start(ctx, opts)
+	if err == nil && wf != nil {
+		pruneReports(rt, logger)
+	}
 	if err == nil && wf != nil && opts.Provider == nil && !ef.serve {
 		// This command's worker is the only one: what needs a model is
 		// refused before it starts (a serve's API may be joined by
@@ -282,7 +285,11 @@ func startWorker(ctx context.Context, io stdio, eng *engine.Engine, wf *workerFl
 	if err != nil {
 		return nil, err
 	}
-	return vibe.StartOn(ctx, eng, opts)
+	rt, err := vibe.StartOn(ctx, eng, opts)
+	if err == nil && wf != nil {
+		pruneReports(rt, logger)
+	}
+	return rt, err
 }
 
 // options are the runtime's options the worker flags give; nil flags give
