@@ -26,7 +26,7 @@ const (
 // the main example on the embedded defaults, one runs the tests.
 var setupCommands = []string{
 	"GOTOOLCHAIN=auto go run ./examples/schedule-meeting",
-	"GOTOOLCHAIN=auto go test ./...",
+	"GOTOOLCHAIN=auto go test -timeout 30m ./...",
 }
 
 // readmeBlock is a fenced block of the newcomer section.
