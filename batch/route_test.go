@@ -7,8 +7,10 @@ import (
 	"time"
 
 	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/sdk/client"
 
 	"github.com/augceo/vibe"
+	"github.com/augceo/vibe/action"
 	"github.com/augceo/vibe/batch"
 	"github.com/augceo/vibe/durable"
 	"github.com/augceo/vibe/engine"
@@ -26,6 +28,43 @@ func TestGroupModelCallWaitsForAWorkerThatHasIt(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts the embedded engine")
 	}
+	groupCallWaits(t, func(ctx context.Context, c client.Client, eng *engine.Engine, acts *action.Registry, m durable.Model) *batch.Client {
+		// The worker with the actions and no model: it polls Vibe's queue.
+		bare, err := vibe.StartWorker(c, vibe.WorkerOptions{Actions: acts, Logger: quiet()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(bare.Stop)
+		pc := &process.Client{Temporal: c, Actions: acts.Names(), ModelQueue: durable.ModelQueue(m)}
+		bc := batch.NewClient(pc)
+		pc.Hosts = bc
+		return bc
+	})
+}
+
+// TestGroupAnyModelCallWaitsForAWorkerWithAModel: a batch run by a runtime
+// with no model — a vibe serve without --llm — schedules its groups' model
+// calls on the queue any model may answer (durable.AnyModelQueue), which
+// the runtime's worker, having no model, does not poll: they wait until a
+// worker with a model joins and answers them; every item completes.
+func TestGroupAnyModelCallWaitsForAWorkerWithAModel(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts the embedded engine")
+	}
+	groupCallWaits(t, func(ctx context.Context, c client.Client, eng *engine.Engine, acts *action.Registry, m durable.Model) *batch.Client {
+		rt, err := vibe.StartOn(ctx, eng, vibe.Options{Actions: acts, Logger: quiet()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { rt.StopWorker() })
+		return rt.Batches
+	})
+}
+
+// groupCallWaits runs a batch with the client start gives, on an engine
+// whose workers have no model, and checks that its group's model call
+// waits untaken until a worker with model m joins and answers it.
+func groupCallWaits(t *testing.T, start func(context.Context, client.Client, *engine.Engine, *action.Registry, durable.Model) *batch.Client) {
 	const n = 4
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
@@ -38,17 +77,8 @@ func TestGroupModelCallWaitsForAWorkerThatHasIt(t *testing.T) {
 	c := eng.Client()
 	rec := &recorder{}
 	acts := rec.actions()
-	// The worker with the actions and no model: it polls Vibe's queue.
-	bare, err := vibe.StartWorker(c, vibe.WorkerOptions{Actions: acts, Logger: quiet()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer bare.Stop()
-
 	m := durable.Model{Provider: "openai", Name: "m", Endpoint: srv.URL}
-	pc := &process.Client{Temporal: c, Actions: acts.Names(), ModelQueue: durable.ModelQueue(m)}
-	bc := batch.NewClient(pc)
-	pc.Hosts = bc
+	bc := start(ctx, c, eng, acts, m)
 	type ran struct {
 		sum *batch.Summary
 		err error
