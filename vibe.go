@@ -159,7 +159,7 @@ func StartOn(ctx context.Context, eng *engine.Engine, opts Options) (_ *Runtime,
 	names := rt.Actions.Names()
 	rt.Processes = &process.Client{Temporal: c, Registry: opts.Registry, Actions: names, Registered: rt.Actions,
 		ModelQueue: cmp.Or(modelQueue(opts.Provider, opts.Model), durable.AnyModelQueue)}
-	rt.Requests = &request.Client{Temporal: c, Registry: opts.Registry, Actions: names, Loader: opts.Loader}
+	rt.Requests = &request.Client{Temporal: c, Registry: opts.Registry, Actions: names, Loader: opts.Loader, ModelQueue: rt.Processes.ModelQueue}
 	rt.Batches = batch.NewClient(rt.Processes)
 	rt.Batches.Held = eng.Space     // a full disk holds every batch's work
 	rt.Processes.Hosts = rt.Batches // a batch's items run in their groups' workflows

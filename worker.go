@@ -96,7 +96,8 @@ func NewWorker(c client.Client, opts WorkerOptions) worker.Worker {
 		durable.RegisterKeep(w, opts.Records)
 		w.RegisterActivityWithOptions(acts.Fill, activity.RegisterOptions{Name: durable.FillName})
 	}
-	request.RegisterActivities(w, &request.Activities{Model: acts, Loader: opts.Loader, Actions: names})
+	racts := &request.Activities{Model: acts, Loader: opts.Loader, Actions: names}
+	request.RegisterActivities(w, racts)
 	bacts := &batch.Activities{Provider: opts.Provider, Logger: opts.Logger}
 	batch.RegisterActivities(w, bacts)
 	ws := append(workers{w}, durable.ActionWorkers(c, acts, worker.Options{WorkerStopTimeout: opts.StopTimeout})...)
@@ -105,6 +106,7 @@ func NewWorker(c client.Client, opts WorkerOptions) worker.Worker {
 		for _, q := range []string{q, durable.AnyModelQueue} {
 			mw := durable.ModelWorker(c, q, acts, worker.Options{WorkerStopTimeout: opts.StopTimeout})
 			batch.RegisterModelActivities(mw, bacts)
+			request.RegisterModelActivities(mw, racts)
 			ws = append(ws, mw)
 		}
 	}
