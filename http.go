@@ -23,7 +23,9 @@ import (
 // AddrFile, in the data directory, holds the address of the API of the
 // server that has that directory, so that other commands talk to it: a
 // line HOST:PORT over HTTP; over HTTPS a line https://HOST:PORT and one
-// sha256:HEX, the SHA-256 of the certificate served (see Endpoint).
+// sha256:HEX, the SHA-256 of the certificate served (see Endpoint); then,
+// when the server says it, a line model:QUEUE, the task queue of the
+// model calls of what it starts (Endpoint.ModelQueue).
 const AddrFile = "api.addr"
 
 // The HTTP server's timeouts (ServeOptions' defaults). A request body is at
@@ -62,6 +64,12 @@ type ServeOptions struct {
 	// DataDir, when set, gets the listening address in DataDir/AddrFile
 	// once it listens; the file is removed when Serve returns.
 	DataDir string
+	// ModelQueue, when set, is written in DataDir/AddrFile beside the
+	// address: the task queue of the model calls of the processes the
+	// server starts (process.Client.ModelQueue), so that the commands that
+	// start work on its engine themselves (vibe batch) schedule their
+	// model calls where its model's workers take them.
+	ModelQueue string
 	// Ready, when set, is called with the address once it listens.
 	Ready func(net.Addr)
 	// TLS, when set, serves HTTPS with it (its Certificates or
@@ -93,6 +101,9 @@ func Serve(ctx context.Context, h http.Handler, opts ServeOptions) error {
 				sum := sha256.Sum256(opts.TLS.Certificates[0].Certificate[0])
 				line += "sha256:" + hex.EncodeToString(sum[:]) + "\n"
 			}
+		}
+		if opts.ModelQueue != "" {
+			line += "model:" + opts.ModelQueue + "\n"
 		}
 		if err := os.WriteFile(path, []byte(line), 0o600); err != nil {
 			ln.Close()
@@ -174,6 +185,10 @@ type Endpoint struct {
 	// Pin, over HTTPS, is the SHA-256 of the certificate the server
 	// serves; nil over HTTP.
 	Pin []byte
+	// ModelQueue is the task queue of the model calls of what the server
+	// starts (ServeOptions.ModelQueue); "" when it does not say (a server
+	// from before it said).
+	ModelQueue string
 }
 
 // HTTPClient returns a client of the endpoint with that timeout. Over
@@ -231,9 +246,15 @@ func readEndpoint(dataDir string) (Endpoint, bool) {
 	if len(lines) == 0 {
 		return Endpoint{}, false
 	}
+	var e Endpoint
+	for _, l := range lines[1:] {
+		if q, ok := strings.CutPrefix(l, "model:"); ok {
+			e.ModelQueue = q
+		}
+	}
 	if addr, ok := strings.CutPrefix(lines[0], "https://"); ok {
-		e := Endpoint{URL: "https://" + addr}
-		if len(lines) > 1 {
+		e.URL = "https://" + addr
+		if len(lines) > 1 && !strings.HasPrefix(lines[1], "model:") {
 			pin, err := hex.DecodeString(strings.TrimPrefix(lines[1], "sha256:"))
 			if err != nil || len(pin) != sha256.Size {
 				return Endpoint{}, false
@@ -242,7 +263,8 @@ func readEndpoint(dataDir string) (Endpoint, bool) {
 		}
 		return e, true
 	}
-	return Endpoint{URL: "http://" + lines[0]}, true
+	e.URL = "http://" + lines[0]
+	return e, true
 }
 
 // RunningAPI returns the API address (HOST:PORT) of the server that has

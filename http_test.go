@@ -157,3 +157,41 @@ func TestServeDefaults(t *testing.T) {
 		t.Errorf("WriteTimeout %s must exceed ReadTimeout %s: it runs from the header, the body's reading included", WriteTimeout, ReadTimeout)
 	}
 }
+
+// TestEndpointModelQueue: a server given its model calls' queue writes it
+// in the address file, and the endpoint read back has it, over HTTP and
+// over HTTPS with its pin; a file without it (a server from before) gives
+// none.
+func TestEndpointModelQueue(t *testing.T) {
+	dir := t.TempDir()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ready := make(chan net.Addr, 1)
+	done := make(chan error, 1)
+	go func() {
+		done <- Serve(ctx, readAll, ServeOptions{Addr: "127.0.0.1:0", DataDir: dir, ModelQueue: "vibe.model.0123456789abcdef", Ready: func(a net.Addr) { ready <- a }})
+	}()
+	a := <-ready
+	if e, ok := readEndpoint(dir); !ok || e.URL != "http://"+a.String() || e.ModelQueue != "vibe.model.0123456789abcdef" || e.Pin != nil {
+		t.Errorf("over HTTP: %+v %v", e, ok)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	pin := strings.Repeat("ab", 32)
+	for file, want := range map[string]Endpoint{
+		"https://127.0.0.1:8443\nsha256:" + pin + "\nmodel:vibe.model\n": {URL: "https://127.0.0.1:8443", ModelQueue: "vibe.model"},
+		"https://127.0.0.1:8443\nmodel:vibe.model\n":                     {URL: "https://127.0.0.1:8443", ModelQueue: "vibe.model"},
+		"https://127.0.0.1:8443\nsha256:" + pin + "\n":                   {URL: "https://127.0.0.1:8443"},
+		"127.0.0.1:8080\n": {URL: "http://127.0.0.1:8080"},
+	} {
+		if err := os.WriteFile(filepath.Join(dir, AddrFile), []byte(file), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		e, ok := readEndpoint(dir)
+		if !ok || e.URL != want.URL || e.ModelQueue != want.ModelQueue || (e.Pin != nil) != strings.Contains(file, "sha256:") {
+			t.Errorf("%q: %+v %v, want %+v", file, e, ok, want)
+		}
+	}
+}

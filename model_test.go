@@ -226,3 +226,101 @@ func TestMissingModel(t *testing.T) {
 		t.Errorf("no model call left: MissingModel = %v, %v", got, err)
 	}
 }
+
+// TestAnyModelCallWaitsForAWorkerWithAModel: a process started by a
+// runtime with no model — a vibe serve without --llm — schedules its model
+// call on the queue any model may answer (durable.AnyModelQueue), which
+// the runtime's own worker, having no model, does not poll: the call
+// waits, neither taken nor failed with durable.ErrNoProvider, until a
+// worker with a model joins (vibe worker --llm) and answers it. A client
+// with no model misses a model to answer such a process; one with a model
+// has one (process.Client.MissingModel).
+func TestAnyModelCallWaitsForAWorkerWithAModel(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts an embedded engine")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	quiet := slog.New(slog.DiscardHandler)
+	rt, err := Start(ctx, Options{Engine: engine.Options{DataDir: filepath.Join(t.TempDir(), "data"), NoSystemWorkers: true}, Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rt.Close()
+	c := rt.Processes.Temporal
+
+	doc, _ := jsonv.Parse([]byte(`{"type": "object", "properties": {
+  "approve_User": {"type": "object", "properties": {"note": {"type": "string"}}, "required": ["note"]},
+  "draft": {"type": "object", "references": ["approve_User"], "properties": {"text": {"type": "string"}}, "required": ["text"]}}}`))
+	s, err := rt.Processes.Start(ctx, process.StartOptions{Document: doc, Prompt: "Say hello"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for info, err := range rt.Processes.Watch(ctx, s.ID, process.WatchOptions{}) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if info.Status == process.Waiting {
+			break
+		}
+	}
+	model := &process.Client{Temporal: c, ModelQueue: durable.ModelQueue(durable.Model{Provider: "openai", Name: "m"})}
+	for _, tt := range []struct {
+		name    string
+		c       *process.Client
+		missing bool
+	}{{"the runtime's, with no model", rt.Processes, true}, {"no model", &process.Client{Temporal: c}, true}, {"a model", model, false}} {
+		if got, err := tt.c.MissingModel(ctx, s.ID); err != nil || got != tt.missing {
+			t.Errorf("%s: MissingModel = %v, %v; want %v", tt.name, got, err, tt.missing)
+		}
+	}
+	note, _ := jsonv.Parse([]byte(`{"approve_User": {"note": "ok"}}`))
+	if _, err := rt.Processes.Answer(ctx, s.ID, note); err != nil {
+		t.Fatal(err)
+	}
+
+	pending := func() *workflowpb.PendingActivityInfo {
+		t.Helper()
+		d, err := c.DescribeWorkflowExecution(ctx, s.ID, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st := d.GetWorkflowExecutionInfo().GetStatus(); st != enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
+			t.Fatalf("the process is %v, not running: its model call was taken by a worker without a model", st)
+		}
+		for _, a := range d.GetPendingActivities() {
+			if a.GetActivityType().GetName() == durable.FillName {
+				return a
+			}
+		}
+		return nil
+	}
+	for pending() == nil {
+		time.Sleep(50 * time.Millisecond)
+	}
+	for range 20 {
+		a := pending()
+		if a.GetState() != enumspb.PENDING_ACTIVITY_STATE_SCHEDULED || a.GetAttempt() != 1 || a.GetLastFailure() != nil {
+			t.Fatalf("the call was taken by a worker without a model: %v, attempt %d, %v", a.GetState(), a.GetAttempt(), a.GetLastFailure())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+
+	// A worker with a model, whichever, answers it.
+	d := &drafter{}
+	w, err := StartWorker(c, WorkerOptions{Provider: d, Model: durable.Model{Provider: "openai", Name: "other"}, Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	var last *process.Info
+	for info, err := range rt.Processes.Watch(ctx, s.ID, process.WatchOptions{}) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		last = info
+	}
+	if last == nil || last.Status != process.Completed || d.calls.Load() != 1 {
+		t.Fatalf("with a model: %+v, %d calls", last, d.calls.Load())
+	}
+}

@@ -36,8 +36,8 @@ type Options struct {
 	// Registry is where processes, Vessels and their tools are found by
 	// URI; nil means every process comes inline.
 	Registry *registry.Registry
-	// Provider answers model calls; nil fails them with
-	// durable.ErrNoProvider. Wrap it in an llm.Limiter (Limiter.Provider,
+	// Provider answers model calls; nil leaves them to the workers that
+	// have a model (Model). Wrap it in an llm.Limiter (Limiter.Provider,
 	// its Transport in the SDK's HTTP client) to pace the calls to its
 	// endpoint: a batch then plans its calls for the limiter's limit.
 	Provider llm.Provider
@@ -45,8 +45,9 @@ type Options struct {
 	// processes and batches the runtime starts schedule their model calls
 	// on its task queue (durable.ModelQueue), and the worker polls it.
 	// Its zero value is the model Provider says it asks. Without a
-	// Provider, model calls go on Vibe's own task queue, as before they
-	// were routed.
+	// Provider, model calls go on the queue any model may answer
+	// (durable.AnyModelQueue): they wait for a worker that has a model
+	// (vibe worker --llm joining a vibe serve without one).
 	Model durable.Model
 	// Actions are the server actions; nil means none, or those of
 	// ActionsFile.
@@ -157,8 +158,8 @@ func StartOn(ctx context.Context, eng *engine.Engine, opts Options) (_ *Runtime,
 	c := eng.Client()
 	names := rt.Actions.Names()
 	rt.Processes = &process.Client{Temporal: c, Registry: opts.Registry, Actions: names, Registered: rt.Actions,
-		ModelQueue: modelQueue(opts.Provider, opts.Model)}
-	rt.Requests = &request.Client{Temporal: c, Registry: opts.Registry, Actions: names, Loader: opts.Loader}
+		ModelQueue: cmp.Or(modelQueue(opts.Provider, opts.Model), durable.AnyModelQueue)}
+	rt.Requests = &request.Client{Temporal: c, Registry: opts.Registry, Actions: names, Loader: opts.Loader, ModelQueue: rt.Processes.ModelQueue}
 	rt.Batches = batch.NewClient(rt.Processes)
 	rt.Batches.Held = eng.Space     // a full disk holds every batch's work
 	rt.Processes.Hosts = rt.Batches // a batch's items run in their groups' workflows

@@ -46,10 +46,12 @@ type WorkerOptions struct {
 	// Model names the model Provider asks: the worker polls that model's
 	// task queue (durable.ModelQueue), where the processes and batches
 	// started for the model schedule their model calls, and no other
-	// model's. Its zero value is the model Provider says it asks
-	// (durable.Model{Name: llm.ModelOf(Provider)}). A worker without a
-	// Provider polls no model's queue: a routed model call waits for a
-	// worker that has its model rather than fail on one that has none.
+	// model's, and the queue of the calls any model may answer
+	// (durable.AnyModelQueue). Its zero value is the model Provider says
+	// it asks (durable.Model{Name: llm.ModelOf(Provider)}). A worker
+	// without a Provider polls no model's queue: a routed model call
+	// waits for a worker that has its model rather than fail on one that
+	// has none.
 	Model durable.Model
 	// StopTimeout is how long the worker's Stop lets its activities in
 	// flight finish, taking no more tasks, before it cancels their
@@ -62,7 +64,8 @@ type WorkerOptions struct {
 // shares (durable.Register) once, then each runtime's workflows and own
 // activities. Beside it, the worker polls the task queue of each of its
 // actions (durable.ActionQueue) and no other action's, and, with a
-// Provider, its model's (durable.ModelQueue): a call of an action or a
+// Provider, its model's (durable.ModelQueue) and the one any model answers
+// (durable.AnyModelQueue): a call of an action or a
 // model it lacks waits for a worker that has it, untaken. The workers stop
 // together, within one StopTimeout.
 func NewWorker(c client.Client, opts WorkerOptions) worker.Worker {
@@ -93,14 +96,19 @@ func NewWorker(c client.Client, opts WorkerOptions) worker.Worker {
 		durable.RegisterKeep(w, opts.Records)
 		w.RegisterActivityWithOptions(acts.Fill, activity.RegisterOptions{Name: durable.FillName})
 	}
-	request.RegisterActivities(w, &request.Activities{Model: acts, Loader: opts.Loader, Actions: names})
+	racts := &request.Activities{Model: acts, Loader: opts.Loader, Actions: names}
+	request.RegisterActivities(w, racts)
 	bacts := &batch.Activities{Provider: opts.Provider, Logger: opts.Logger}
 	batch.RegisterActivities(w, bacts)
 	ws := append(workers{w}, durable.ActionWorkers(c, acts, worker.Options{WorkerStopTimeout: opts.StopTimeout})...)
 	if q := modelQueue(opts.Provider, opts.Model); q != "" {
-		mw := durable.ModelWorker(c, q, acts, worker.Options{WorkerStopTimeout: opts.StopTimeout})
-		batch.RegisterModelActivities(mw, bacts)
-		ws = append(ws, mw)
+		// Its model's own calls, and those any model may answer.
+		for _, q := range []string{q, durable.AnyModelQueue} {
+			mw := durable.ModelWorker(c, q, acts, worker.Options{WorkerStopTimeout: opts.StopTimeout})
+			batch.RegisterModelActivities(mw, bacts)
+			request.RegisterModelActivities(mw, racts)
+			ws = append(ws, mw)
+		}
 	}
 	if len(ws) == 1 {
 		return w
@@ -110,6 +118,7 @@ func NewWorker(c client.Client, opts WorkerOptions) worker.Worker {
 
 // modelQueue is the task queue of the model calls p answers, m naming
 // its model (WorkerOptions.Model, Options.Model): "" without a provider.
+// A worker with a provider also answers durable.AnyModelQueue's.
 func modelQueue(p llm.Provider, m durable.Model) string {
 	if p == nil {
 		return ""
@@ -121,7 +130,7 @@ func modelQueue(p llm.Provider, m durable.Model) string {
 }
 
 // workers are a worker on Vibe's task queue (the first, whose registry
-// they are) and those on its actions' and its model's queues, started
+// they are) and those on its actions' and its models' queues, started
 // and stopped together.
 type workers []worker.Worker
 

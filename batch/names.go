@@ -29,6 +29,12 @@ const (
 	StatusName  = "vibe.ProviderStatus"
 	CancelName  = "vibe.ProviderCancel"
 	CollectName = "vibe.ProviderCollect"
+	// CollectModelQueueChange is the change (workflow.GetVersion) from
+	// which a group schedules the reading of a provider batch's answers
+	// (CollectName) on its model's task queue (GroupInput.ModelQueue), as
+	// its other model calls, not its own: a history from before it
+	// replays on the group's queue.
+	CollectModelQueueChange = "vibe.CollectModelQueue"
 	// SignalProviderRequest hands a group's fill to the provider batches,
 	// a ProviderRequest; SignalProviderDone tells the group its provider
 	// batch ended, a ProviderDone; SignalProviderEnd tells the provider

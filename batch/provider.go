@@ -127,6 +127,12 @@ type ProviderInput struct {
 	// requests, over the workflow's whole life.
 	Submitted int `json:"submitted,omitempty"`
 	Requests  int `json:"requests,omitempty"`
+	// ModelQueue is the task queue of the submissions, looks and
+	// cancellations of the provider batches (GroupInput.ModelQueue of the
+	// batch's groups): only a worker with the batch's model, whose
+	// provider's Batch API they call, takes them. "" is the workflow's own
+	// queue, as for one started before they were routed.
+	ModelQueue string `json:"modelQueue,omitempty"`
 }
 
 // ProviderState is what QueryProvider answers: the provider batches of a
@@ -306,6 +312,7 @@ func (pb *providerBatches) submitWith(ctx workflow.Context, key string, fills []
 	sctx, _ := workflow.NewDisconnectedContext(ctx)
 	opts := durable.FillOptions()
 	opts.RetryPolicy = providerRetry
+	opts.TaskQueue = pb.in.ModelQueue
 	actx := workflow.WithActivityOptions(sctx, opts)
 	pb.busy++
 	fut := workflow.ExecuteActivity(actx, SubmitName, in)
@@ -362,7 +369,7 @@ func (pb *providerBatches) poll(ctx workflow.Context, key string) {
 			return
 		}
 		actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{StartToCloseTimeout: 5 * time.Minute,
-			HeartbeatTimeout: durable.HeartbeatTimeout, RetryPolicy: providerRetry})
+			HeartbeatTimeout: durable.HeartbeatTimeout, RetryPolicy: providerRetry, TaskQueue: pb.in.ModelQueue})
 		pb.sel.AddFuture(workflow.ExecuteActivity(actx, StatusName, f.ID), func(fu workflow.Future) {
 			pb.busy--
 			f := pb.flight(key)
@@ -408,7 +415,7 @@ func (pb *providerBatches) finish(ctx workflow.Context, key string, done Provide
 func (pb *providerBatches) cancel(ctx workflow.Context) {
 	dctx, _ := workflow.NewDisconnectedContext(ctx)
 	actx := workflow.WithActivityOptions(dctx, workflow.ActivityOptions{StartToCloseTimeout: time.Minute,
-		HeartbeatTimeout: durable.HeartbeatTimeout, RetryPolicy: providerRetry})
+		HeartbeatTimeout: durable.HeartbeatTimeout, RetryPolicy: providerRetry, TaskQueue: pb.in.ModelQueue})
 	for _, f := range pb.in.Flights {
 		if fu, ok := pb.submits[f.Key]; ok && f.ID == "" {
 			var out SubmitOutput

@@ -221,7 +221,7 @@ func (c *Client) Run(ctx context.Context, in io.Reader, emit func(Result) error,
 	}
 	if opts.Call.ProviderBatch {
 		_, err = c.startOrAttach(ctx, client.StartWorkflowOptions{ID: ProviderID(opts.ID), TypedSearchAttributes: batchAttribute(opts.ID),
-			Memo: map[string]any{durable.MemoProcess: start.Name}}, ProviderName, ProviderInput{Batch: opts.ID, Call: opts.Call})
+			Memo: map[string]any{durable.MemoProcess: start.Name}}, ProviderName, ProviderInput{Batch: opts.ID, Call: opts.Call, ModelQueue: start.ModelQueue})
 		if err != nil {
 			return nil, fmt.Errorf("start batch %s's provider batches: %w", opts.ID, err)
 		}

@@ -33,10 +33,12 @@ func RegisterActivities(w worker.ActivityRegistry, acts *Activities) {
 	w.RegisterActivityWithOptions(acts.Collect, activity.RegisterOptions{Name: CollectName})
 }
 
-// RegisterModelActivities registers acts's multiplexed model call alone
-// (FillName): for the worker on the task queue of its provider's model
-// (durable.ModelWorker), where a group schedules it
-// (GroupInput.ModelQueue).
+// RegisterModelActivities registers acts's activities that call the
+// model — the multiplexed model call (FillName) and the provider batches'
+// submission, look, cancellation and collection — for the worker on the
+// task queue of its provider's model (durable.ModelWorker), where a group
+// schedules them (GroupInput.ModelQueue) and the provider-batch workflow
+// its own (ProviderInput.ModelQueue).
 func RegisterModelActivities(w worker.ActivityRegistry, acts *Activities) {
-	w.RegisterActivityWithOptions(acts.Fill, activity.RegisterOptions{Name: FillName})
+	RegisterActivities(w, acts)
 }

@@ -708,7 +708,13 @@ func (g *group) collect(ctx workflow.Context, d ProviderDone) {
 		return // told twice
 	}
 	delete(g.prov, d.Key)
-	actx := workflow.WithActivityOptions(ctx, durable.FillOptions())
+	opts := durable.FillOptions()
+	// It calls the provider's Batch API: on the group's model's queue,
+	// as its other model calls; a group from before replays on its own.
+	if workflow.GetVersion(ctx, CollectModelQueueChange, workflow.DefaultVersion, 1) != workflow.DefaultVersion {
+		opts.TaskQueue = g.in.ModelQueue
+	}
+	actx := workflow.WithActivityOptions(ctx, opts)
 	g.sel.AddFuture(workflow.ExecuteActivity(actx, CollectName, CollectInput{Key: d.Key, Done: d, Fill: pf.in}), func(f workflow.Future) {
 		var out FillOutput
 		err := f.Get(ctx, &out)

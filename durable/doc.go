@@ -34,10 +34,13 @@
 // own (ModelQueue of a Model: provider, model, endpoint, never a key), and
 // so has each action (ActionQueue). A process keeps the queues of its
 // model and its actions in its input (Start.ModelQueue,
-// Start.ActionQueues), so that whichever worker replays it schedules each
-// call where only a worker that can make it polls (ModelWorker,
+// Start.ActionQueues), as a batch's groups and a Vessel's requests keep
+// their model's, so that whichever worker replays it schedules each call
+// where only a worker that can make it polls (ModelWorker,
 // ActionWorkers); an empty queue is the workflow's own, as before calls
-// were routed.
+// were routed. A client with no model records AnyModelQueue, which every
+// worker that has a model polls beside its own model's queue, and none
+// without one.
 //
 // The package also holds what the runtimes and their clients agree on: the
 // names on the engine (the task queue, the process workflow's type and

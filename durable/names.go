@@ -22,6 +22,14 @@ const (
 	// ModelQueuePrefix begins the task queue of a model's calls
 	// (ModelQueue).
 	ModelQueuePrefix = "vibe.model."
+	// AnyModelQueue is the task queue of the model calls that any model
+	// may answer: those of the processes and batches a client with no
+	// model of its own starts (a vibe serve without --llm, which workers
+	// with models join). Every worker that has a model polls it beside its
+	// own model's queue (ModelQueue); a worker without a model polls
+	// neither, so that such a call waits for a worker that has one rather
+	// than fail on one that has none (ErrNoProvider).
+	AnyModelQueue = "vibe.model"
 
 	// ProcessWorkflow is the workflow type of a process (package process);
 	// a Vessel's launch starts one as a child, with Start.
@@ -100,7 +108,8 @@ type Model struct {
 // polls it only when its provider asks m, so that Temporal never hands a
 // model call to a worker that would fail it for want of a model
 // (ErrNoProvider) or ask another model. A process records its model's
-// queue when it starts (Start.ModelQueue), a batch's group in its input.
+// queue when it starts (Start.ModelQueue), a batch's group in its input;
+// one started by a client with no model records AnyModelQueue.
 func ModelQueue(m Model) string {
 	sum := sha256.Sum256([]byte(m.Provider + "\x00" + m.Name + "\x00" + m.Endpoint))
 	return ModelQueuePrefix + hex.EncodeToString(sum[:8])

@@ -61,10 +61,11 @@ func ActionWorkers(c client.Client, acts *Activities, opts worker.Options) []wor
 }
 
 // ModelWorker is the worker that runs acts' model calls (Activities.Fill)
-// on queue, the ModelQueue of its provider's model, not yet started:
-// polling activity tasks only, with opts (its WorkerStopTimeout, say). A
-// runtime registers its own model-call activities beside (a batch's
-// multiplexed call). A worker without a provider has none, so that a
+// on queue — the ModelQueue of its provider's model, or AnyModelQueue —
+// not yet started: polling activity tasks only, with opts (its
+// WorkerStopTimeout, say). A runtime registers its own model-call
+// activities beside (a batch's multiplexed call and its provider batches',
+// a Vessel's decision). A worker without a provider has none, so that a
 // routed call waits for a worker that has its model.
 func ModelWorker(c client.Client, queue string, acts *Activities, opts worker.Options) worker.Worker {
 	opts.DisableWorkflowWorker = true

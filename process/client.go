@@ -44,8 +44,10 @@ type Client struct {
 	// ModelQueue is the task queue of the model calls of the processes it
 	// starts (durable.ModelQueue of the model its workers have), recorded
 	// in their start input (durable.Start.ModelQueue): only a worker that
-	// polls it — one that has that model — takes them. "" schedules them
-	// on durable.TaskQueue, where any worker may take them.
+	// polls it — one that has that model — takes them;
+	// durable.AnyModelQueue, for a client with no model, leaves them to
+	// any worker that has a model. "" schedules them on durable.TaskQueue,
+	// where any worker may take them, one without a model too.
 	ModelQueue string
 	// Hosts, when set, finds the workflow of a process that runs in
 	// another's (a batch's item in its group's): Get, Watch, Answer and

@@ -296,15 +296,18 @@ func (c *Client) MissingActions(ctx context.Context, id string) ([]string, error
 // — an LLM chunk it runs, or one after the chunk it runs or waits on — on
 // a model other than the client's (ModelQueue): its calls would wait on
 // their model's task queue (durable.ModelQueue) until a worker that has
-// that model comes. A process that ended has none; so has one started
-// before model calls were routed or by a client with no model, or run in
-// another's workflow (a batch's item), as far as the client can tell.
+// that model comes. One started by a client with no model
+// (durable.AnyModelQueue) misses a model only when this client has none.
+// A process that ended has none; so has one started before model calls
+// were routed, or run in another's workflow (a batch's item), as far as
+// the client can tell.
 func (c *Client) MissingModel(ctx context.Context, id string) (bool, error) {
 	in, _, err := c.startInput(ctx, id)
 	if errors.Is(err, ErrNotFound) {
 		return false, nil // a hosted process; or none, which Get and Answer say
 	}
-	if err != nil || in.ModelQueue == "" || in.ModelQueue == c.ModelQueue {
+	mine := c.ModelQueue != "" && c.ModelQueue != durable.AnyModelQueue
+	if err != nil || in.ModelQueue == "" || in.ModelQueue == c.ModelQueue && mine || in.ModelQueue == durable.AnyModelQueue && mine {
 		return false, err
 	}
 	info, err := c.Get(ctx, id)

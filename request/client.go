@@ -87,6 +87,11 @@ type Client struct {
 	// no bound gets, and the most one may ask for. 0 means
 	// vessel.DefaultMaxDepth and vessel.DefaultMaxFanOut.
 	MaxDepth, MaxFanOut int
+	// ModelQueue is the task queue of the model calls of the requests it
+	// starts (vessel.Request.ModelQueue), as process.Client.ModelQueue is
+	// of a process's: the model's of its workers, durable.AnyModelQueue
+	// when they have none, "" Vibe's own queue.
+	ModelQueue string
 }
 
 // StartOptions says which request to start and with what.
@@ -162,6 +167,7 @@ func (c *Client) Start(ctx context.Context, opts StartOptions) (*Started, error)
 	if err != nil {
 		return nil, err
 	}
+	req.ModelQueue = c.ModelQueue
 	if err := durable.CheckPayloadSize("the request of "+ts.Vessel, req); err != nil {
 		return nil, err
 	}

@@ -23,3 +23,11 @@ func RegisterActivities(w worker.ActivityRegistry, acts *Activities) {
 	w.RegisterActivityWithOptions(acts.Decide, activity.RegisterOptions{Name: DecideName})
 	w.RegisterActivityWithOptions(acts.Delegate, activity.RegisterOptions{Name: DelegateName})
 }
+
+// RegisterModelActivities registers acts's decision alone (DecideName):
+// for the worker on the task queue of its provider's model
+// (durable.ModelWorker), where a request schedules it
+// (vessel.Request.ModelQueue).
+func RegisterModelActivities(w worker.ActivityRegistry, acts *Activities) {
+	w.RegisterActivityWithOptions(acts.Decide, activity.RegisterOptions{Name: DecideName})
+}

@@ -59,7 +59,8 @@ func (w *Workflows) Request(ctx workflow.Context, req vessel.Request) (vessel.Re
 	case len(req.Toolset.Tools) == 0:
 		// A request without tools — a delegate's sub-request — is one model
 		// call that fills its output.
-		out, err := durable.ExecuteFill(ctx, durable.FillInput{Chunk: "output", System: req.OutputSystem(), Prompt: req.Text(), Context: jsonv.NewObject(0).Value(), Schema: req.Output})
+		out, err := durable.ExecuteFill(ctx, durable.FillInput{Chunk: "output", System: req.OutputSystem(), Prompt: req.Text(), Context: jsonv.NewObject(0).Value(), Schema: req.Output,
+			Queue: req.ModelQueue})
 		if err != nil {
 			return res, fmt.Errorf("output: %w", err)
 		}
@@ -98,7 +99,8 @@ func (w *Workflows) Request(ctx workflow.Context, req vessel.Request) (vessel.Re
 	if !req.Output.IsNull() {
 		// A delegate's sub-request with tools: its result is filled once
 		// its calls are done, with what they gave.
-		out, err := durable.ExecuteFill(ctx, durable.FillInput{Chunk: "output", System: req.OutputSystem(), Prompt: req.Text(vessel.ResultsMessage(res.Calls)), Context: jsonv.NewObject(0).Value(), Schema: req.Output})
+		out, err := durable.ExecuteFill(ctx, durable.FillInput{Chunk: "output", System: req.OutputSystem(), Prompt: req.Text(vessel.ResultsMessage(res.Calls)), Context: jsonv.NewObject(0).Value(), Schema: req.Output,
+			Queue: req.ModelQueue})
 		if err != nil {
 			return res, fmt.Errorf("output: %w", err)
 		}
@@ -122,7 +124,9 @@ const MaxParallelParts = 8
 // attempt, as a process's looping chunk is, up to the loop's maximum; the
 // decision keeps the last attempt.
 func decide(ctx workflow.Context, req *vessel.Request, rules vessel.DecisionRules, prompt string, states map[string]jsonv.Value) (DecideOutput, error) {
-	actx := workflow.WithActivityOptions(ctx, durable.FillOptions())
+	opts := durable.FillOptions()
+	opts.TaskQueue = req.ModelQueue // "" for a request from before model calls were routed
+	actx := workflow.WithActivityOptions(ctx, opts)
 	in := DecideInput{
 		Process: workflow.GetInfo(ctx).WorkflowExecution.ID, Toolset: req.Toolset, States: states,
 		System: req.System(), Prompt: prompt, Rules: rules,
@@ -528,7 +532,8 @@ func (r *requestRun) launch(ctx workflow.Context, c *vessel.Call, t *vessel.Tool
 		wfName = durable.DirectCallWorkflow
 	}
 	cctx := workflow.WithChildOptions(ctx, durable.LaunchOptions(id, t.ProcessName))
-	start := durable.Start{Name: t.ProcessName, Program: t.Program, Prompt: r.req.Prompt, First: first, Instance: c.Instance}
+	// Its model calls go where the request's do.
+	start := durable.Start{Name: t.ProcessName, Program: t.Program, Prompt: r.req.Prompt, First: first, Instance: c.Instance, ModelQueue: r.req.ModelQueue}
 	// The process's actions wait on their queues for a worker that has
 	// them, as those of a process a client starts do; one launched by a
 	// request from before they were routed runs them on its own queue.

@@ -414,6 +414,7 @@ func (r *Request) Nest(parent *Request, id string) error {
 	r.Chain = append(slices.Clone(parent.Chain), id)
 	r.Depth = parent.Depth + 1
 	r.MaxDepth, r.MaxFanOut = parent.MaxDepth, parent.MaxFanOut
+	r.ModelQueue = parent.ModelQueue
 	return nil
 }
 

@@ -243,3 +243,24 @@ func TestDelegateFilesConfined(t *testing.T) {
 		}
 	}
 }
+
+// TestNestKeepsTheModelQueue: a delegate's sub-request asks the model its
+// parent asks, on the parent's model queue, one level deeper in its chain;
+// a split request's parts keep it too.
+func TestNestKeepsTheModelQueue(t *testing.T) {
+	parent := &Request{Chain: []string{"a"}, Depth: 1, MaxDepth: 3, MaxFanOut: 5, ModelQueue: "vibe.model"}
+	sub := &Request{}
+	if err := sub.Nest(parent, "b"); err != nil {
+		t.Fatal(err)
+	}
+	if sub.ModelQueue != "vibe.model" || sub.Depth != 2 || !slices.Equal(sub.Chain, []string{"a", "b"}) || sub.MaxDepth != 3 || sub.MaxFanOut != 5 {
+		t.Errorf("nested %+v", sub)
+	}
+	ts := &Toolset{Vessel: "v", DecisionSize: 1}
+	r := &Request{Toolset: ts, Instances: []string{"x", "y"}, States: map[string]jsonv.Value{}, ModelQueue: "vibe.model"}
+	for _, p := range r.Split() {
+		if p.ModelQueue != "vibe.model" {
+			t.Errorf("a part's model queue %q", p.ModelQueue)
+		}
+	}
+}

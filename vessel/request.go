@@ -309,6 +309,14 @@ type Request struct {
 	// NoGlobal refuses calls with no _instance: a part of a split request
 	// after the first (Split), so that a global call is made once.
 	NoGlobal bool `json:"noGlobal,omitempty"`
+	// ModelQueue is the task queue of the request's model calls — its
+	// decisions, its output's fill — and of those of the processes it
+	// launches and the sub-requests it delegates to: its starter's model's
+	// (durable.ModelQueue), or the one any model answers
+	// (durable.AnyModelQueue) for a starter with no model. "" is the
+	// request's own queue, as for a request from before model calls were
+	// routed.
+	ModelQueue string `json:"modelQueue,omitempty"`
 }
 
 // Bounds of delegation.

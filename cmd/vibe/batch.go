@@ -21,6 +21,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/augceo/vibe"
 	"github.com/augceo/vibe/batch"
 	"github.com/augceo/vibe/compile"
 	"github.com/augceo/vibe/engine"
@@ -481,6 +482,12 @@ func batchClient(ctx context.Context, io stdio, ef *engineFlags, wf *workerFlags
 		eng, err := ef.attach(ctx, quietLogger())
 		if err == nil {
 			p := &process.Client{Temporal: eng.Client(), Registry: reg}
+			// The model calls go where the serve's own would: its
+			// model's queue, or the one any model answers when it has
+			// none ("" from a serve that does not say: Vibe's queue).
+			if e, ok := vibe.RunningEndpoint(ef.data); ok {
+				p.ModelQueue = e.ModelQueue
+			}
 			if wf.actionsFile != "" {
 				// The process compiles here: the actions file (the
 				// serve's) makes a step it names fire-and-forget.

@@ -222,6 +222,9 @@ run started the process with on that data directory; when one cannot be had
 				if err != nil {
 					return err
 				}
+				if other && pc.ModelQueue == durable.AnyModelQueue {
+					return fmt.Errorf("%s goes on asking a model, and this command has none: nothing was sent, and it waits as it did; give the model it was started with (--llm MODEL, --llm-base-url URL), or any model if it was started without one", args[0])
+				}
 				if other {
 					return fmt.Errorf("%s goes on asking the model it was started with, which this command has not: nothing was sent, and it waits as it did; give that model (--llm MODEL, --llm-base-url URL), as the command that started it had", args[0])
 				}

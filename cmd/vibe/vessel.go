@@ -12,6 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/augceo/vibe"
 	"github.com/augceo/vibe/action"
 	"github.com/augceo/vibe/api"
 	"github.com/augceo/vibe/engine"
@@ -269,7 +270,11 @@ func runRequest(ctx context.Context, io stdio, ef *engineFlags, wf *workerFlags,
 			if err := wf.modelUnused(ef, "another vibe process"); err != nil {
 				return err
 			}
-			_, err := runOn(ctx, io, &request.Client{Temporal: eng.Client(), MaxDepth: bounds.depth, MaxFanOut: bounds.fanOut}, opts)
+			rc := &request.Client{Temporal: eng.Client(), MaxDepth: bounds.depth, MaxFanOut: bounds.fanOut}
+			if e, ok := vibe.RunningEndpoint(ef.data); ok {
+				rc.ModelQueue = e.ModelQueue // the serve's model calls' queue
+			}
+			_, err := runOn(ctx, io, rc, opts)
 			return err
 		case !errors.Is(err, engine.ErrNotRunning):
 			return err
