@@ -3,7 +3,6 @@ package vibe
 import (
 	"context"
 	"log/slog"
-	"path/filepath"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -12,7 +11,6 @@ import (
 	workflowpb "go.temporal.io/api/workflow/v1"
 
 	"github.com/augceo/vibe/durable"
-	"github.com/augceo/vibe/engine"
 	"github.com/augceo/vibe/jsonv"
 	"github.com/augceo/vibe/llm"
 	"github.com/augceo/vibe/process"
@@ -39,11 +37,7 @@ func TestModelCallWaitsForAWorkerThatHasIt(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	quiet := slog.New(slog.DiscardHandler)
-	rt, err := Start(ctx, Options{Engine: engine.Options{DataDir: filepath.Join(t.TempDir(), "data"), NoSystemWorkers: true}, Logger: quiet})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rt.Close()
+	rt := quietRuntime(ctx, t, Options{Logger: quiet})
 	c := rt.Processes.Temporal
 	reads, err := StartWorker(c, WorkerOptions{QueryOnly: true, Logger: quiet})
 	if err != nil {
@@ -120,13 +114,7 @@ func TestModelCallWaitsForAWorkerThatHasIt(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer w.Stop()
-	var last *process.Info
-	for info, err := range starter.Watch(ctx, s.ID, process.WatchOptions{}) {
-		if err != nil {
-			t.Fatal(err)
-		}
-		last = info
-	}
+	last := finalInfo(ctx, t, starter, s.ID)
 	if last == nil || last.Status != process.Completed || model.calls.Load() != 1 || other.calls.Load() != 0 {
 		t.Fatalf("with the model: %+v, %d calls, %d of another model", last, model.calls.Load(), other.calls.Load())
 	}
@@ -166,11 +154,7 @@ func TestMissingModel(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	quiet := slog.New(slog.DiscardHandler)
-	rt, err := Start(ctx, Options{Engine: engine.Options{DataDir: filepath.Join(t.TempDir(), "data"), NoSystemWorkers: true}, Logger: quiet})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rt.Close()
+	rt := quietRuntime(ctx, t, Options{Logger: quiet})
 	c := rt.Processes.Temporal
 	m := durable.Model{Provider: "openai", Name: "m"}
 	starter := &process.Client{Temporal: c, ModelQueue: durable.ModelQueue(m)}
@@ -183,14 +167,7 @@ func TestMissingModel(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for info, err := range starter.Watch(ctx, s.ID, process.WatchOptions{}) {
-		if err != nil {
-			t.Fatal(err)
-		}
-		if info.Status == process.Waiting {
-			break
-		}
-	}
+	untilWaiting(ctx, t, starter, s.ID)
 	tests := []struct {
 		name    string
 		c       *process.Client
@@ -214,14 +191,7 @@ func TestMissingModel(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for info, err := range starter.Watch(ctx, s.ID, process.WatchOptions{}) {
-		if err != nil {
-			t.Fatal(err)
-		}
-		if info.Status == process.Waiting {
-			break
-		}
-	}
+	untilWaiting(ctx, t, starter, s.ID)
 	if got, err := (&process.Client{Temporal: c}).MissingModel(ctx, s.ID); err != nil || got {
 		t.Errorf("no model call left: MissingModel = %v, %v", got, err)
 	}
@@ -242,11 +212,7 @@ func TestAnyModelCallWaitsForAWorkerWithAModel(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	quiet := slog.New(slog.DiscardHandler)
-	rt, err := Start(ctx, Options{Engine: engine.Options{DataDir: filepath.Join(t.TempDir(), "data"), NoSystemWorkers: true}, Logger: quiet})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rt.Close()
+	rt := quietRuntime(ctx, t, Options{Logger: quiet})
 	c := rt.Processes.Temporal
 
 	doc, _ := jsonv.Parse([]byte(`{"type": "object", "properties": {
@@ -256,14 +222,7 @@ func TestAnyModelCallWaitsForAWorkerWithAModel(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for info, err := range rt.Processes.Watch(ctx, s.ID, process.WatchOptions{}) {
-		if err != nil {
-			t.Fatal(err)
-		}
-		if info.Status == process.Waiting {
-			break
-		}
-	}
+	untilWaiting(ctx, t, rt.Processes, s.ID)
 	model := &process.Client{Temporal: c, ModelQueue: durable.ModelQueue(durable.Model{Provider: "openai", Name: "m"})}
 	for _, tt := range []struct {
 		name    string
@@ -313,13 +272,7 @@ func TestAnyModelCallWaitsForAWorkerWithAModel(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer w.Stop()
-	var last *process.Info
-	for info, err := range rt.Processes.Watch(ctx, s.ID, process.WatchOptions{}) {
-		if err != nil {
-			t.Fatal(err)
-		}
-		last = info
-	}
+	last := finalInfo(ctx, t, rt.Processes, s.ID)
 	if last == nil || last.Status != process.Completed || d.calls.Load() != 1 {
 		t.Fatalf("with a model: %+v, %d calls", last, d.calls.Load())
 	}

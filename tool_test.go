@@ -3,7 +3,6 @@ package vibe
 import (
 	"context"
 	"log/slog"
-	"path/filepath"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -13,7 +12,6 @@ import (
 
 	"github.com/augceo/vibe/action"
 	"github.com/augceo/vibe/durable"
-	"github.com/augceo/vibe/engine"
 	"github.com/augceo/vibe/jsonv"
 	"github.com/augceo/vibe/request"
 	"github.com/augceo/vibe/vessel"
@@ -31,11 +29,7 @@ func TestToolActionWaitsForAWorkerThatHasIt(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	quiet := slog.New(slog.DiscardHandler)
-	rt, err := Start(ctx, Options{Engine: engine.Options{DataDir: filepath.Join(t.TempDir(), "data"), NoSystemWorkers: true}, Logger: quiet})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rt.Close()
+	rt := quietRuntime(ctx, t, Options{Logger: quiet})
 	c := rt.Processes.Temporal
 
 	register := func(name string, calls *atomic.Int32) *action.Registry {
