@@ -5,6 +5,11 @@ import (
 	"log/slog"
 	"path/filepath"
 	"testing"
+	"time"
+
+	enumspb "go.temporal.io/api/enums/v1"
+	workflowpb "go.temporal.io/api/workflow/v1"
+	"go.temporal.io/sdk/client"
 
 	"github.com/augceo/vibe/process"
 )
@@ -55,4 +60,53 @@ func finalInfo(ctx context.Context, t *testing.T, c *process.Client, id string) 
 		last = info
 	}
 	return last
+}
+
+// untaken waits until process id has a pending activity of type kind,
+// then checks for a second, the workers polling all along, that it stays
+// scheduled at its first attempt with no failure — and, with made, that
+// made reports no call: no worker that lacks (as said) what the call
+// needs takes it.
+func untaken(ctx context.Context, t *testing.T, c client.Client, id, kind, lacks string, made func() int) {
+	t.Helper()
+	pending := func() *workflowpb.PendingActivityInfo {
+		t.Helper()
+		d, err := c.DescribeWorkflowExecution(ctx, id, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st := d.GetWorkflowExecutionInfo().GetStatus(); st != enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
+			t.Fatalf("the process is %v, not running: its %s call was taken by a worker without %s", st, kind, lacks)
+		}
+		for _, a := range d.GetPendingActivities() {
+			if a.GetActivityType().GetName() == kind {
+				return a
+			}
+		}
+		return nil
+	}
+	for pending() == nil {
+		time.Sleep(50 * time.Millisecond)
+	}
+	for range 20 {
+		a := pending()
+		var n int
+		if made != nil {
+			n = made()
+		}
+		if a.GetState() != enumspb.PENDING_ACTIVITY_STATE_SCHEDULED || a.GetAttempt() != 1 || a.GetLastFailure() != nil || n != 0 {
+			t.Fatalf("the call was taken by a worker without %s: %v, attempt %d, %v, %d calls", lacks, a.GetState(), a.GetAttempt(), a.GetLastFailure(), n)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// activityPollers counts the workers polling queue for activity tasks.
+func activityPollers(ctx context.Context, t *testing.T, c client.Client, queue string) int {
+	t.Helper()
+	resp, err := c.DescribeTaskQueue(ctx, queue, enumspb.TASK_QUEUE_TYPE_ACTIVITY)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(resp.GetPollers())
 }

@@ -7,9 +7,6 @@ import (
 	"testing"
 	"time"
 
-	enumspb "go.temporal.io/api/enums/v1"
-	workflowpb "go.temporal.io/api/workflow/v1"
-
 	"github.com/augceo/vibe/durable"
 	"github.com/augceo/vibe/jsonv"
 	"github.com/augceo/vibe/llm"
@@ -57,46 +54,13 @@ func TestModelCallWaitsForAWorkerThatHasIt(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	pending := func() *workflowpb.PendingActivityInfo {
-		t.Helper()
-		d, err := c.DescribeWorkflowExecution(ctx, s.ID, "")
-		if err != nil {
-			t.Fatal(err)
-		}
-		if st := d.GetWorkflowExecutionInfo().GetStatus(); st != enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
-			t.Fatalf("the process is %v, not running: its model call was taken by a worker without the model", st)
-		}
-		for _, a := range d.GetPendingActivities() {
-			if a.GetActivityType().GetName() == durable.FillName {
-				return a
-			}
-		}
-		return nil
-	}
-	for pending() == nil {
-		time.Sleep(50 * time.Millisecond)
-	}
-	pollers := func(queue string) int {
-		t.Helper()
-		resp, err := c.DescribeTaskQueue(ctx, queue, enumspb.TASK_QUEUE_TYPE_ACTIVITY)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return len(resp.GetPollers())
-	}
-	for pollers(durable.TaskQueue) == 0 { // the runtime's worker polls Vibe's queue
+	for activityPollers(ctx, t, c, durable.TaskQueue) == 0 { // the runtime's worker polls Vibe's queue
 		time.Sleep(10 * time.Millisecond)
 	}
-	if n := pollers(queue); n != 0 {
+	if n := activityPollers(ctx, t, c, queue); n != 0 {
 		t.Fatalf("%d workers without the model poll its queue", n)
 	}
-	for range 20 {
-		a := pending()
-		if a.GetState() != enumspb.PENDING_ACTIVITY_STATE_SCHEDULED || a.GetAttempt() != 1 || a.GetLastFailure() != nil {
-			t.Fatalf("the call was taken by a worker without the model: %v, attempt %d, %v", a.GetState(), a.GetAttempt(), a.GetLastFailure())
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	untaken(ctx, t, c, s.ID, durable.FillName, "the model", nil)
 
 	// A worker of another model polls its own queue, not this one.
 	other := &drafter{}
@@ -238,32 +202,7 @@ func TestAnyModelCallWaitsForAWorkerWithAModel(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	pending := func() *workflowpb.PendingActivityInfo {
-		t.Helper()
-		d, err := c.DescribeWorkflowExecution(ctx, s.ID, "")
-		if err != nil {
-			t.Fatal(err)
-		}
-		if st := d.GetWorkflowExecutionInfo().GetStatus(); st != enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
-			t.Fatalf("the process is %v, not running: its model call was taken by a worker without a model", st)
-		}
-		for _, a := range d.GetPendingActivities() {
-			if a.GetActivityType().GetName() == durable.FillName {
-				return a
-			}
-		}
-		return nil
-	}
-	for pending() == nil {
-		time.Sleep(50 * time.Millisecond)
-	}
-	for range 20 {
-		a := pending()
-		if a.GetState() != enumspb.PENDING_ACTIVITY_STATE_SCHEDULED || a.GetAttempt() != 1 || a.GetLastFailure() != nil {
-			t.Fatalf("the call was taken by a worker without a model: %v, attempt %d, %v", a.GetState(), a.GetAttempt(), a.GetLastFailure())
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	untaken(ctx, t, c, s.ID, durable.FillName, "a model", nil)
 
 	// A worker with a model, whichever, answers it.
 	d := &drafter{}

@@ -12,7 +12,6 @@ import (
 	"time"
 
 	enumspb "go.temporal.io/api/enums/v1"
-	workflowpb "go.temporal.io/api/workflow/v1"
 
 	"github.com/augceo/vibe/action"
 	"github.com/augceo/vibe/durable"
@@ -149,48 +148,15 @@ func TestActionWaitsForAWorkerThatHasIt(t *testing.T) {
 	}
 
 	// The call is scheduled on the action's queue, which nobody polls.
-	pending := func() *workflowpb.PendingActivityInfo {
-		t.Helper()
-		d, err := c.DescribeWorkflowExecution(ctx, s.ID, "")
-		if err != nil {
-			t.Fatal(err)
-		}
-		if st := d.GetWorkflowExecutionInfo().GetStatus(); st != enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
-			t.Fatalf("the process is %v, not running: its action was taken by a worker that lacks it", st)
-		}
-		for _, a := range d.GetPendingActivities() {
-			if a.GetActivityType().GetName() == durable.ActionName {
-				return a
-			}
-		}
-		return nil
-	}
-	for pending() == nil {
-		time.Sleep(50 * time.Millisecond)
-	}
-	pollers := func(queue string) int {
-		t.Helper()
-		resp, err := c.DescribeTaskQueue(ctx, queue, enumspb.TASK_QUEUE_TYPE_ACTIVITY)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return len(resp.GetPollers())
-	}
-	for pollers(durable.TaskQueue) == 0 { // the runtime's worker polls its model calls' queue
+	for activityPollers(ctx, t, c, durable.TaskQueue) == 0 { // the runtime's worker polls its model calls' queue
 		time.Sleep(10 * time.Millisecond)
 	}
-	if n := pollers(durable.ActionQueue("send_Activity")); n != 0 {
+	if n := activityPollers(ctx, t, c, durable.ActionQueue("send_Activity")); n != 0 {
 		t.Fatalf("%d workers without the action poll its queue", n)
 	}
 	// However long it waits (a second here, and the workers poll all
 	// along), no attempt is made.
-	for range 20 {
-		a := pending()
-		if a.GetState() != enumspb.PENDING_ACTIVITY_STATE_SCHEDULED || a.GetAttempt() != 1 || a.GetLastFailure() != nil || calls.Load() != 0 {
-			t.Fatalf("the call was taken by a worker without the action: %v, attempt %d, %v, %d calls", a.GetState(), a.GetAttempt(), a.GetLastFailure(), calls.Load())
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	untaken(ctx, t, c, s.ID, durable.ActionName, "the action", func() int { return int(calls.Load()) })
 
 	// A worker that has the action runs it, and the process completes.
 	w, err := StartWorker(c, WorkerOptions{Actions: acts, Logger: slog.New(slog.DiscardHandler)})
