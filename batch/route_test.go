@@ -226,3 +226,90 @@ func TestProviderBatchWaitsForAWorkerThatHasIt(t *testing.T) {
 		t.Fatalf("summary %+v, %d provider batches, %d direct requests", r.sum, srv.Batches.Created(), srv.Requests())
 	}
 }
+
+// TestGroupActionWaitsForAWorkerThatHasIt: a batch's items' action calls
+// go on their action's task queue (GroupInput.ActionQueues), which a
+// worker without the action — here the one that has the model — does not
+// poll: the group's call waits there, neither taken nor failed for want
+// of the action, until a worker that has it joins and runs it; every item
+// completes, each call made once.
+func TestGroupActionWaitsForAWorkerThatHasIt(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts the embedded engine")
+	}
+	const n = 4
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	srv := llmtest.NewServer(t, llmtest.Multiplexed(llmtest.Verdict), llmtest.Options{})
+	eng, err := engine.Start(ctx, engine.Options{SearchAttributes: durable.SearchAttributes, DataDir: t.TempDir(), Logger: quiet()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer eng.Close()
+	c := eng.Client()
+	m := durable.Model{Provider: "openai", Name: "m", Endpoint: srv.URL}
+	modelOnly, err := vibe.StartWorker(c, vibe.WorkerOptions{Provider: openai.New(openai.Options{Model: "m", BaseURL: srv.URL, APIKey: "k", MaxRetries: -1}),
+		Model: m, Logger: quiet()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer modelOnly.Stop()
+	rec := &recorder{}
+	acts := rec.actions()
+	pc := &process.Client{Temporal: c, Actions: acts.Names(), Registered: acts, ModelQueue: durable.ModelQueue(m)}
+	bc := batch.NewClient(pc)
+	pc.Hosts = bc
+	type ran struct {
+		sum *batch.Summary
+		err error
+	}
+	done := make(chan ran, 1)
+	go func() {
+		sum, err := bc.Run(ctx, strings.NewReader(llmtest.Comments(n)), func(batch.Result) error { return nil }, batch.Options{Process: moderate(t), ID: "acted", Size: n})
+		done <- ran{sum, err}
+	}()
+
+	group := batch.GroupID("acted", 0)
+	pending := func() (seen bool) {
+		t.Helper()
+		d, err := c.DescribeWorkflowExecution(ctx, group, "")
+		if err != nil {
+			return false // not started yet
+		}
+		if st := d.GetWorkflowExecutionInfo().GetStatus(); st != enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
+			t.Fatalf("the group is %v, not running", st)
+		}
+		for _, a := range d.GetPendingActivities() {
+			if a.GetActivityType().GetName() != durable.ActionsName {
+				continue
+			}
+			if a.GetAttempt() != 1 || a.GetLastFailure() != nil || a.GetState() != enumspb.PENDING_ACTIVITY_STATE_SCHEDULED {
+				t.Fatalf("the items' action call was taken by a worker without the action: %v, attempt %d, %v", a.GetState(), a.GetAttempt(), a.GetLastFailure())
+			}
+			return true
+		}
+		return false
+	}
+	for deadline := time.Now().Add(time.Minute); !pending(); time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the items' action call was never scheduled")
+		}
+	}
+	for range 20 { // a second, the worker without the action polling all along
+		pending()
+		time.Sleep(50 * time.Millisecond)
+	}
+
+	withActions, err := vibe.StartWorker(c, vibe.WorkerOptions{Actions: acts, Logger: quiet()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer withActions.Stop()
+	r := <-done
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	if r.sum.Done != n || r.sum.Failed != 0 || rec.total != n {
+		t.Fatalf("summary %+v, %d action calls", r.sum, rec.total)
+	}
+}

@@ -372,6 +372,13 @@ func (c *Client) Run(ctx context.Context, in io.Reader, emit func(Result) error,
 		lines = items[len(items)-1].Line
 		gin := GroupInput{Batch: opts.ID, Index: groups, Name: start.Name, Program: start.Program, Prompt: start.Prompt,
 			System: start.System, Items: items, Call: opts.Call, Window: opts.Window, ModelQueue: start.ModelQueue}
+		if c.Processes.Registered != nil {
+			// The queues name the actions as the runtime's registry
+			// resolves them; a client without one (vibe batch through a
+			// serve) cannot tell the serve's names, and leaves the calls
+			// on the group's queue.
+			gin.ActionQueues = start.ActionQueues
+		}
 		// While an audit's test decides, two groups at a time: a K that
 		// does not hold is found before most items were asked at it.
 		for aud != nil && aud.deciding() && inflight.Load() >= 2 && ctx.Err() == nil && !stopping() {

@@ -53,6 +53,13 @@ type GroupInput struct {
 	// batch's process) —; "" is the group's own, as for a group started
 	// before model calls were routed.
 	ModelQueue string `json:"modelQueue,omitempty"`
+	// ActionQueues are the task queues of the items' actions, by the name
+	// their steps call them (durable.Start.ActionQueues of the batch's
+	// process): only a worker that has an action takes its calls. Nil
+	// runs them on the group's own queue, as a group started before the
+	// items' actions were routed, or by a client that knows no worker's
+	// actions (Client.Processes without Registered), does.
+	ActionQueues map[string]string `json:"actionQueues,omitempty"`
 }
 
 // GroupCounts are the items of a group's run that completed and failed.
@@ -360,7 +367,7 @@ func (g *group) start(ctx workflow.Context, i int, it Item) {
 		prompt = g.in.Prompt
 	}
 	r := process.NewInterpreter(id, durable.Start{Name: g.in.Name, Program: g.in.Program, Prompt: prompt, Input: it.Input, System: g.in.System, Instance: id,
-		ModelQueue: g.in.ModelQueue})
+		ModelQueue: g.in.ModelQueue, ActionQueues: g.in.ActionQueues})
 	g.items[i].r = r
 	workflow.Go(ctx, func(ctx workflow.Context) {
 		err := r.Run(ctx, &itemHost{g: g, i: i})
