@@ -490,11 +490,14 @@ func batchClient(ctx context.Context, io stdio, ef *engineFlags, wf *workerFlags
 			}
 			if wf.actionsFile != "" {
 				// The process compiles here: the actions file (the
-				// serve's) makes a step it names fire-and-forget.
-				if p.Actions, err = actionNames(wf.actionsFile); err != nil {
+				// serve's) makes a step it names fire-and-forget, and
+				// routes the items' calls to the queues of the actions
+				// it resolves them to, which the serve's workers poll.
+				if p.Registered, err = actionNamesRegistry(wf.actionsFile); err != nil {
 					eng.Close()
 					return nil, actionsWhere{}, nil, err
 				}
+				p.Actions = p.Registered.Names()
 			}
 			c := batch.NewClient(p)
 			p.Hosts = c // items are read in their groups

@@ -645,7 +645,10 @@ func TestBatchOutlivesServer(t *testing.T) {
 // vibe batch learns from the serve that its model calls go on the queue
 // any model may answer (durable.AnyModelQueue), which both workers poll
 // and the serve's own worker, having no model, does not: none is failed
-// for want of a model. The batch completes with each item once and each
+// for want of a model. A third worker has a model and no actions: given
+// the serve's actions file, vibe batch routes its items' action calls to
+// the actions' queues, which that worker does not poll, so none is failed
+// for want of the action. The batch completes with each item once and each
 // effect applied once, and both workers took part.
 func TestBatchScaleOut(t *testing.T) {
 	t.Parallel() // vibe runs in child processes of its own, on a data directory and model of its own
@@ -654,7 +657,7 @@ func TestBatchScaleOut(t *testing.T) {
 	}
 	const n = 300
 	dir, led := batchSetup(t, n, nil, 20*time.Millisecond)
-	models := make([]*llmtest.Server, 2)
+	models := make([]*llmtest.Server, 3)
 	for i := range models {
 		models[i] = llmtest.NewServer(t, llmtest.Multiplexed(llmtest.Verdict), llmtest.Options{Delay: 200 * time.Millisecond})
 	}
@@ -668,9 +671,11 @@ func TestBatchScaleOut(t *testing.T) {
 		workers[i], _ = child(t, "worker", "--temporal", frontend, "--tls-dir", filepath.Join(data, "tls"), "--actions-file", actions,
 			"--llm", "openai:test-model", "--llm-base-url", models[i].URL)
 	}
+	child(t, "worker", "--temporal", frontend, "--tls-dir", filepath.Join(data, "tls"), // no actions
+		"--llm", "openai:test-model", "--llm-base-url", models[2].URL)
 	out := filepath.Join(dir, "out.jsonl")
 	feeder, feederOut := child(t, "batch", filepath.Join(dir, "moderate.json"), "--in", filepath.Join(dir, "items.jsonl"), "--out", out,
-		"--batch-size", "10", "--concurrency", "6", "--data", data)
+		"--batch-size", "10", "--concurrency", "6", "--data", data, "--actions-file", actions)
 	waitUntil(t, "both workers to take calls", 2*time.Minute, func() bool { return models[0].Requests() > 0 && models[1].Requests() > 0 })
 	workers[0].Process.Signal(syscall.SIGKILL)
 	workers[0].Wait()
@@ -684,11 +689,13 @@ func TestBatchScaleOut(t *testing.T) {
 	if keys != n {
 		t.Errorf("the record action's effect was applied for %d items, want %d", keys, n)
 	}
-	t.Logf("model calls by the two workers: %d, %d; the action was called %d times for %d items",
-		models[0].Requests(), models[1].Requests(), calls, keys)
+	t.Logf("model calls by the three workers: %d, %d, %d; the action was called %d times for %d items",
+		models[0].Requests(), models[1].Requests(), models[2].Requests(), calls, keys)
 	asked := itemsAsked(models[0])
-	for p, k := range itemsAsked(models[1]) {
-		asked[p] += k
+	for _, m := range models[1:] {
+		for p, k := range itemsAsked(m) {
+			asked[p] += k
+		}
 	}
 	twice := 0
 	for i := 1; i <= n; i++ {

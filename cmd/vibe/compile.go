@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"strings"
@@ -169,6 +170,24 @@ func actionNames(file string) ([]string, error) {
 		names[i] = a.Name
 	}
 	return names, nil
+}
+
+// actionNamesRegistry is the actions of file by name only, to resolve
+// steps to them (action.Registry.Resolve) in a command that runs none of
+// them: no action of it runs, and none asks an MCP server its input
+// schema.
+func actionNamesRegistry(file string) (*action.Registry, error) {
+	names, err := actionNames(file)
+	if err != nil {
+		return nil, err
+	}
+	reg := &action.Registry{}
+	for _, name := range names {
+		reg.Register(action.Action{Name: name, Run: func(context.Context, jsonv.Value) (jsonv.Value, error) {
+			return jsonv.Value{}, fmt.Errorf("action %s runs on the serve's workers, not in this command", name)
+		}})
+	}
+	return reg, nil
 }
 
 func splitList(s string) []string {
