@@ -549,14 +549,17 @@ func TestBatchCrash(t *testing.T) {
 	t.Logf("rerun: %s", strings.TrimSpace(rerunOut.String()))
 	checkResults(t, readResults(t, out), n, nil)
 	// Every request the model received is counted, those of calls that
-	// were in flight at the kill and sent again included.
+	// were in flight at the kill and sent again included — but for a
+	// request on the wire at the SIGKILL whose count the killed worker's
+	// heartbeat had not yet carried to the engine: at most the calls the
+	// batch runs at once (--concurrency 4). None is counted twice.
 	m := regexp.MustCompile(`in all: \d+ items, \d+ ok, \d+ failed; (\d+) LLM requests`).FindStringSubmatch(rerunOut.String())
 	if m == nil {
 		t.Errorf("no summary of the whole batch in\n%s", rerunOut)
-	} else if got, _ := strconv.Atoi(m[1]); got != model.Requests() {
+	} else if got, _ := strconv.Atoi(m[1]); got > model.Requests() || model.Requests()-got > 4 {
 		t.Errorf("the summary counts %d LLM requests; the model received %d", got, model.Requests())
 	} else {
-		t.Logf("the summary counts the %d requests the model received (%d groups)", got, (n+15)/16)
+		t.Logf("the summary counts %d of the %d requests the model received (%d groups)", got, model.Requests(), (n+15)/16)
 	}
 
 	calls, keys, repeated := led.counts()
