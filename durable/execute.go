@@ -195,3 +195,43 @@ func Keep(ctx workflow.Context, recs func() []record.Record) {
 		workflow.GetLogger(ctx).Warn("the replay record was not kept", "error", err)
 	}
 }
+
+// ActionQueues are the task queues of prog's actions (Start.ActionQueues),
+// by the name its steps call them: the queue of the action acts resolves
+// the name to, or of the name itself when acts has none of it — a worker
+// that has an action of that very name takes it, and no other. With
+// byStepName, a SERVER step that names no action is routed by its own
+// name, which the worker matches to an action; without, it runs on the
+// process's own queue (a caller that cannot resolve the name leaves it
+// there rather than wait on a queue nobody polls). Nil when prog runs no
+// routed action.
+func ActionQueues(acts *action.Registry, prog *compile.Program, byStepName bool) map[string]string {
+	var queues map[string]string
+	add := func(name string) {
+		if name == "" {
+			return
+		}
+		if queues == nil {
+			queues = map[string]string{}
+		}
+		if a, ok := acts.Resolve(name); ok {
+			queues[name] = ActionQueue(a.Name)
+		} else {
+			queues[name] = ActionQueue(name)
+		}
+	}
+	for _, ch := range prog.Chunks {
+		for _, s := range ch.Steps {
+			switch {
+			case s.Action != "":
+				add(s.Action)
+			case byStepName && ch.Kind == compile.Server:
+				add(s.Name)
+			}
+		}
+	}
+	if prog.Direct != nil {
+		add(prog.Direct.Action)
+	}
+	return queues
+}

@@ -210,43 +210,7 @@ func (c *Client) Prepare(ctx context.Context, opts StartOptions) (durable.Start,
 	}
 	prog := p.Program()
 	return durable.Start{Name: name, Program: prog, Prompt: opts.Prompt, Input: opts.Input, First: opts.First, System: opts.System,
-		ActionQueues: actionQueues(c.Registered, prog), ModelQueue: c.ModelQueue}, p.Direct != nil, nil
-}
-
-// actionQueues are the task queues of prog's actions (durable.Start's
-// ActionQueues), by the name its steps call them: the queue of the action
-// acts resolves the name to, or of the name itself when acts has none of
-// it — a worker that has an action of that very name takes it, and no
-// other. Nil when prog runs no action.
-func actionQueues(acts *action.Registry, prog *compile.Program) map[string]string {
-	var queues map[string]string
-	add := func(name string) {
-		if name == "" {
-			return
-		}
-		if queues == nil {
-			queues = map[string]string{}
-		}
-		if a, ok := acts.Resolve(name); ok {
-			queues[name] = durable.ActionQueue(a.Name)
-		} else {
-			queues[name] = durable.ActionQueue(name)
-		}
-	}
-	for _, ch := range prog.Chunks {
-		for _, s := range ch.Steps {
-			switch {
-			case s.Action != "":
-				add(s.Action)
-			case ch.Kind == compile.Server:
-				add(s.Name) // the worker matches the step's name to an action
-			}
-		}
-	}
-	if prog.Direct != nil {
-		add(prog.Direct.Action)
-	}
-	return queues
+		ActionQueues: durable.ActionQueues(c.Registered, prog, true), ModelQueue: c.ModelQueue}, p.Direct != nil, nil
 }
 
 // NoModelError is the error of a process with an LLM step prepared for

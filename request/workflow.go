@@ -12,7 +12,6 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/augceo/vibe/action"
-	"github.com/augceo/vibe/compile"
 	"github.com/augceo/vibe/compose"
 	"github.com/augceo/vibe/durable"
 	"github.com/augceo/vibe/internal/wfid"
@@ -538,7 +537,10 @@ func (r *requestRun) launch(ctx workflow.Context, c *vessel.Call, t *vessel.Tool
 	// them, as those of a process a client starts do; one launched by a
 	// request from before they were routed runs them on its own queue.
 	if workflow.GetVersion(ctx, durable.ToolActionQueueChange, workflow.DefaultVersion, 1) != workflow.DefaultVersion {
-		start.ActionQueues = launchQueues(t.Program)
+		// The toolset compiled the process against the starter's actions:
+		// each step that runs one names it, and a step that names none
+		// runs on the process's own queue.
+		start.ActionQueues = durable.ActionQueues(nil, t.Program, false)
 	}
 	f := workflow.ExecuteChildWorkflow(cctx, wfName, start)
 	if err := f.GetChildWorkflowExecution().Get(ctx, nil); err != nil {
@@ -548,34 +550,6 @@ func (r *requestRun) launch(ctx workflow.Context, c *vessel.Call, t *vessel.Tool
 		jsonv.Member{Name: "process", Value: jsonv.StringValue(t.ProcessName)},
 		jsonv.Member{Name: "id", Value: jsonv.StringValue(id)},
 	), nil
-}
-
-// launchQueues are the task queues of a launched process's actions
-// (durable.Start.ActionQueues), by the name its steps call them: the
-// toolset compiled the process against the starter's actions, so each
-// step that runs one names it (compile.ProgramStep.Action). A step that
-// names none runs on the process's own queue, as before actions were
-// routed. Nil when the process runs no action.
-func launchQueues(prog *compile.Program) map[string]string {
-	var queues map[string]string
-	add := func(name string) {
-		if name == "" {
-			return
-		}
-		if queues == nil {
-			queues = map[string]string{}
-		}
-		queues[name] = durable.ActionQueue(name)
-	}
-	for _, ch := range prog.Chunks {
-		for _, s := range ch.Steps {
-			add(s.Action)
-		}
-	}
-	if prog.Direct != nil {
-		add(prog.Direct.Action)
-	}
-	return queues
 }
 
 // delegateTimeout bounds loading and assembling a delegate.
