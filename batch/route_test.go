@@ -89,33 +89,7 @@ func groupCallWaits(t *testing.T, start func(context.Context, client.Client, *en
 		done <- ran{sum, err}
 	}()
 
-	group := batch.GroupID("routed", 0)
-	var seen bool
-	for deadline := time.Now().Add(time.Minute); ; time.Sleep(50 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("the group's model call was never scheduled")
-		}
-		d, err := c.DescribeWorkflowExecution(ctx, group, "")
-		if err != nil {
-			continue // not started yet
-		}
-		if st := d.GetWorkflowExecutionInfo().GetStatus(); st != enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
-			t.Fatalf("the group is %v, not running", st)
-		}
-		for _, a := range d.GetPendingActivities() {
-			if a.GetActivityType().GetName() != batch.FillName {
-				continue
-			}
-			if a.GetAttempt() != 1 || a.GetLastFailure() != nil || a.GetState() != enumspb.PENDING_ACTIVITY_STATE_SCHEDULED {
-				t.Fatalf("the group's model call was taken by a worker without the model: %v, attempt %d, %v", a.GetState(), a.GetAttempt(), a.GetLastFailure())
-			}
-			seen = true
-		}
-		if seen {
-			break
-		}
-	}
-	time.Sleep(time.Second) // the worker without a model polls all along
+	waitUntaken(ctx, t, c, batch.GroupID("routed", 0), batch.FillName, "the model")
 	if srv.Requests() != 0 {
 		t.Fatalf("%d model requests before a worker had the model", srv.Requests())
 	}
@@ -177,37 +151,7 @@ func TestProviderBatchWaitsForAWorkerThatHasIt(t *testing.T) {
 		done <- ran{sum, err}
 	}()
 
-	submit := func() (pending bool) {
-		t.Helper()
-		d, err := c.DescribeWorkflowExecution(ctx, batch.ProviderID("routed-pb"), "")
-		if err != nil {
-			return false // not started yet
-		}
-		if st := d.GetWorkflowExecutionInfo().GetStatus(); st != enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
-			t.Fatalf("the provider batches are %v, not running", st)
-		}
-		for _, a := range d.GetPendingActivities() {
-			if a.GetActivityType().GetName() != batch.SubmitName {
-				continue
-			}
-			if a.GetAttempt() != 1 || a.GetLastFailure() != nil || a.GetState() != enumspb.PENDING_ACTIVITY_STATE_SCHEDULED {
-				t.Fatalf("the submission was taken by a worker without the model: %v, attempt %d, %v", a.GetState(), a.GetAttempt(), a.GetLastFailure())
-			}
-			return true
-		}
-		return false
-	}
-	for deadline := time.Now().Add(time.Minute); !submit(); time.Sleep(50 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("the provider batch's submission was never scheduled")
-		}
-	}
-	for range 20 { // the worker without a model polls all along
-		if !submit() {
-			t.Fatal("the submission was taken by a worker without the model")
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	waitUntaken(ctx, t, c, batch.ProviderID("routed-pb"), batch.SubmitName, "the model")
 	if srv.Batches.Created() != 0 {
 		t.Fatalf("%d provider batches made before a worker had the model", srv.Batches.Created())
 	}
@@ -269,36 +213,7 @@ func TestGroupActionWaitsForAWorkerThatHasIt(t *testing.T) {
 		done <- ran{sum, err}
 	}()
 
-	group := batch.GroupID("acted", 0)
-	pending := func() (seen bool) {
-		t.Helper()
-		d, err := c.DescribeWorkflowExecution(ctx, group, "")
-		if err != nil {
-			return false // not started yet
-		}
-		if st := d.GetWorkflowExecutionInfo().GetStatus(); st != enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
-			t.Fatalf("the group is %v, not running", st)
-		}
-		for _, a := range d.GetPendingActivities() {
-			if a.GetActivityType().GetName() != durable.ActionsName {
-				continue
-			}
-			if a.GetAttempt() != 1 || a.GetLastFailure() != nil || a.GetState() != enumspb.PENDING_ACTIVITY_STATE_SCHEDULED {
-				t.Fatalf("the items' action call was taken by a worker without the action: %v, attempt %d, %v", a.GetState(), a.GetAttempt(), a.GetLastFailure())
-			}
-			return true
-		}
-		return false
-	}
-	for deadline := time.Now().Add(time.Minute); !pending(); time.Sleep(50 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("the items' action call was never scheduled")
-		}
-	}
-	for range 20 { // a second, the worker without the action polling all along
-		pending()
-		time.Sleep(50 * time.Millisecond)
-	}
+	waitUntaken(ctx, t, c, batch.GroupID("acted", 0), durable.ActionsName, "the action")
 
 	withActions, err := vibe.StartWorker(c, vibe.WorkerOptions{Actions: acts, Logger: quiet()})
 	if err != nil {
@@ -311,5 +226,44 @@ func TestGroupActionWaitsForAWorkerThatHasIt(t *testing.T) {
 	}
 	if r.sum.Done != n || r.sum.Failed != 0 || rec.total != n {
 		t.Fatalf("summary %+v, %d action calls", r.sum, rec.total)
+	}
+}
+
+// waitUntaken waits up to a minute for workflow id to have a pending
+// activity of type kind, then checks for a second, the workers polling
+// all along, that it stays scheduled at its first attempt with no
+// failure: no worker without what it needs (lacks) takes it.
+func waitUntaken(ctx context.Context, t *testing.T, c client.Client, id, kind, lacks string) {
+	t.Helper()
+	pending := func() bool {
+		t.Helper()
+		d, err := c.DescribeWorkflowExecution(ctx, id, "")
+		if err != nil {
+			return false // not started yet
+		}
+		if st := d.GetWorkflowExecutionInfo().GetStatus(); st != enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
+			t.Fatalf("%s is %v, not running", id, st)
+		}
+		for _, a := range d.GetPendingActivities() {
+			if a.GetActivityType().GetName() != kind {
+				continue
+			}
+			if a.GetAttempt() != 1 || a.GetLastFailure() != nil || a.GetState() != enumspb.PENDING_ACTIVITY_STATE_SCHEDULED {
+				t.Fatalf("%s's %s was taken by a worker without %s: %v, attempt %d, %v", id, kind, lacks, a.GetState(), a.GetAttempt(), a.GetLastFailure())
+			}
+			return true
+		}
+		return false
+	}
+	for deadline := time.Now().Add(time.Minute); !pending(); time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s's %s was never scheduled", id, kind)
+		}
+	}
+	for range 20 {
+		if !pending() {
+			t.Fatalf("%s's %s was taken by a worker without %s", id, kind, lacks)
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 }
