@@ -197,15 +197,17 @@ func Keep(ctx workflow.Context, recs func() []record.Record) {
 }
 
 // ActionQueues are the task queues of prog's actions (Start.ActionQueues),
-// by the name its steps call them: the queue of the action acts resolves
-// the name to, or of the name itself when acts has none of it — a worker
-// that has an action of that very name takes it, and no other. With
-// byStepName, a SERVER step that names no action is routed by its own
-// name, which the worker matches to an action; without, it runs on the
-// process's own queue (a caller that cannot resolve the name leaves it
-// there rather than wait on a queue nobody polls). Nil when prog runs no
-// routed action.
-func ActionQueues(acts *action.Registry, prog *compile.Program, byStepName bool) map[string]string {
+// by the name its steps call them. With resolve — a starting client's
+// lookup of its worker's actions (action.Registry.Resolve) — each name
+// goes to the queue of the action it resolves to, or of the name itself
+// when it resolves to none (a worker that has an action of that very name
+// takes it, and no other), and a SERVER step that names no action is
+// routed by its own name, which the worker matches to an action. Without
+// (in a workflow, which may not look up a registry), only the steps that
+// name their action are routed, by that name; the others run on the
+// process's own queue rather than wait on a queue nobody polls. Nil when
+// prog runs no routed action.
+func ActionQueues(prog *compile.Program, resolve func(name string) (*action.Action, bool)) map[string]string {
 	var queues map[string]string
 	add := func(name string) {
 		if name == "" {
@@ -214,10 +216,11 @@ func ActionQueues(acts *action.Registry, prog *compile.Program, byStepName bool)
 		if queues == nil {
 			queues = map[string]string{}
 		}
-		if a, ok := acts.Resolve(name); ok {
-			queues[name] = ActionQueue(a.Name)
-		} else {
-			queues[name] = ActionQueue(name)
+		queues[name] = ActionQueue(name)
+		if resolve != nil {
+			if a, ok := resolve(name); ok {
+				queues[name] = ActionQueue(a.Name)
+			}
 		}
 	}
 	for _, ch := range prog.Chunks {
@@ -225,7 +228,7 @@ func ActionQueues(acts *action.Registry, prog *compile.Program, byStepName bool)
 			switch {
 			case s.Action != "":
 				add(s.Action)
-			case byStepName && ch.Kind == compile.Server:
+			case resolve != nil && ch.Kind == compile.Server:
 				add(s.Name)
 			}
 		}

@@ -210,7 +210,7 @@ func (c *Client) Prepare(ctx context.Context, opts StartOptions) (durable.Start,
 	}
 	prog := p.Program()
 	return durable.Start{Name: name, Program: prog, Prompt: opts.Prompt, Input: opts.Input, First: opts.First, System: opts.System,
-		ActionQueues: durable.ActionQueues(c.Registered, prog, true), ModelQueue: c.ModelQueue}, p.Direct != nil, nil
+		ActionQueues: durable.ActionQueues(prog, c.Registered.Resolve), ModelQueue: c.ModelQueue}, p.Direct != nil, nil
 }
 
 // NoModelError is the error of a process with an LLM step prepared for

@@ -540,7 +540,7 @@ func (r *requestRun) launch(ctx workflow.Context, c *vessel.Call, t *vessel.Tool
 		// The toolset compiled the process against the starter's actions:
 		// each step that runs one names it, and a step that names none
 		// runs on the process's own queue.
-		start.ActionQueues = durable.ActionQueues(nil, t.Program, false)
+		start.ActionQueues = durable.ActionQueues(t.Program, nil)
 	}
 	f := workflow.ExecuteChildWorkflow(cctx, wfName, start)
 	if err := f.GetChildWorkflowExecution().Get(ctx, nil); err != nil {
