@@ -79,6 +79,12 @@ type Options struct {
 	// 0 cancels them at once, and they run again, under the same
 	// idempotency key, on the next worker.
 	StopTimeout time.Duration
+	// ActionStopTimeout, when above StopTimeout, is how long the action
+	// calls in flight have instead: a command that ends once its work is
+	// done (vibe run, vibe batch) lets an action's call finish rather
+	// than make its endpoint see it twice, and cancels a model call at
+	// once.
+	ActionStopTimeout time.Duration
 }
 
 // Runtime is a running Vibe: an engine, a worker on it, and the clients
@@ -171,7 +177,7 @@ func StartOn(ctx context.Context, eng *engine.Engine, opts Options) (_ *Runtime,
 		}
 	}
 	wopts := WorkerOptions{Provider: opts.Provider, Model: opts.Model, Actions: rt.Actions, Loader: opts.Loader, Logger: opts.Logger, QueryOnly: opts.QueryOnly, Records: opts.Records,
-		StopTimeout: opts.StopTimeout}
+		StopTimeout: opts.StopTimeout, ActionStopTimeout: opts.ActionStopTimeout}
 	if rt.Worker, err = StartWorker(c, wopts); err != nil {
 		rt.flush()
 		return nil, err

@@ -57,6 +57,9 @@ type WorkerOptions struct {
 	// flight finish, taking no more tasks, before it cancels their
 	// contexts (worker.Options.WorkerStopTimeout); 0 cancels them at once.
 	StopTimeout time.Duration
+	// ActionStopTimeout, when above StopTimeout, is the action workers'
+	// (Options.ActionStopTimeout).
+	ActionStopTimeout time.Duration
 }
 
 // NewWorker returns a worker on Vibe's task queue with every workflow and
@@ -100,7 +103,7 @@ func NewWorker(c client.Client, opts WorkerOptions) worker.Worker {
 	request.RegisterActivities(w, racts)
 	bacts := &batch.Activities{Provider: opts.Provider, Logger: opts.Logger}
 	batch.RegisterActivities(w, bacts)
-	ws := append(workers{w}, durable.ActionWorkers(c, acts, worker.Options{WorkerStopTimeout: opts.StopTimeout})...)
+	ws := append(workers{w}, durable.ActionWorkers(c, acts, worker.Options{WorkerStopTimeout: max(opts.StopTimeout, opts.ActionStopTimeout)})...)
 	if q := modelQueue(opts.Provider, opts.Model); q != "" {
 		// Its model's own calls, and those any model may answer.
 		for _, q := range []string{q, durable.AnyModelQueue} {

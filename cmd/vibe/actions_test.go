@@ -221,8 +221,8 @@ func TestBatchFireAndForget(t *testing.T) {
 // TestBatchFireAndForgetPending: an action's endpoint that does not answer
 // within --wait-actions: vibe batch exits 1 naming the actions pending and
 // the command that runs them; that command, run again once the endpoint
-// answers, runs every one (an attempt the first run's exit cut short is
-// tried again, under the same key) and exits 0.
+// answers, runs every one (an attempt the first run's exit cut short, with
+// --drain 0, is tried again, under the same key) and exits 0.
 func TestBatchFireAndForgetPending(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts the embedded engine")
@@ -234,7 +234,7 @@ func TestBatchFireAndForgetPending(t *testing.T) {
 	model := llmtest.NewServer(t, llmtest.Multiplexed(llmtest.Verdict), llmtest.Options{})
 	out := filepath.Join(dir, "out.jsonl")
 	args := []string{"batch", filepath.Join(dir, "moderate.json"), "--in", filepath.Join(dir, "items.jsonl"), "--out", out,
-		"--batch-size", "8", "--data", filepath.Join(dir, "data"), "--wait-actions", "2s",
+		"--batch-size", "8", "--data", filepath.Join(dir, "data"), "--wait-actions", "2s", "--drain", "0",
 		"--actions-file", filepath.Join(dir, "actions.json"), "--llm", "openai:test-model", "--llm-base-url", model.URL}
 	status, _, stderr := run(t, "", args...)
 	if status != exitError {
@@ -271,5 +271,60 @@ func TestBatchFireAndForgetPending(t *testing.T) {
 	checkResults(t, readResults(t, out), n, nil)
 	if keys, _, unanswered, _ := ledger.counts(); keys != n || len(unanswered) > 0 {
 		t.Errorf("after the rerun, %d keys called (want %d), never answered: %v", keys, n, unanswered)
+	}
+}
+
+// TestBatchFireAndForgetDrains: vibe batch exits past --wait-actions with
+// its items' action calls in flight at an endpoint that takes 4 s a call:
+// it lets them finish (--drain) before it exits, says so, and names what
+// is pending; the same command again runs the rest. Every key is called
+// once and answered, none cut short: with --drain 0 (the test above) the
+// calls in flight are cut and made again.
+func TestBatchFireAndForgetDrains(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts the embedded engine")
+	}
+	t.Parallel()
+	const n = 16
+	ledger := newFireLedger(func(string) <-chan struct{} {
+		c := make(chan struct{})
+		time.AfterFunc(4*time.Second, func() { close(c) })
+		return c
+	})
+	dir, _ := fireSetup(t, n, ledger)
+	model := llmtest.NewServer(t, llmtest.Multiplexed(llmtest.Verdict), llmtest.Options{})
+	out := filepath.Join(dir, "out.jsonl")
+	args := []string{"batch", filepath.Join(dir, "moderate.json"), "--in", filepath.Join(dir, "items.jsonl"), "--out", out,
+		"--batch-size", "8", "--data", filepath.Join(dir, "data"), "--wait-actions", "1s", "--drain", "1m",
+		"--actions-file", filepath.Join(dir, "actions.json"), "--llm", "openai:test-model", "--llm-base-url", model.URL}
+	status, _, stderr := run(t, "", args...)
+	if status != exitError {
+		t.Fatalf("batch, its actions' calls in flight at the wait's end: %d (want 1)\n%s", status, stderr)
+	}
+	checkResults(t, readResults(t, out), n, nil)
+	for _, want := range []string{
+		"for the action calls in flight to finish before exiting (--drain)\n",
+		"fire-and-forget action(s) still pending after 1s; batch ",
+	} {
+		if !strings.Contains(stderr, want) {
+			t.Errorf("batch's stderr lacks %q:\n%s", want, stderr)
+		}
+	}
+	keys, repeated, unanswered, cut := ledger.counts()
+	if keys == 0 || len(unanswered) > 0 || cut > 0 {
+		t.Fatalf("at the first exit: %d keys called, %d calls cut short, never answered: %v (want every call answered)", keys, cut, unanswered)
+	}
+	for try := 1; ; try++ {
+		status, _, stderr = run(t, "", args...)
+		if status == 0 {
+			break
+		}
+		if status != exitError || !strings.Contains(stderr, "still pending after 1s") || try == 10 {
+			t.Fatalf("the same batch again (run %d): %d\n%s", try, status, stderr)
+		}
+	}
+	keys, repeated, unanswered, cut = ledger.counts()
+	if keys != n || len(repeated) > 0 || len(unanswered) > 0 || cut > 0 {
+		t.Errorf("after the rerun: %d keys called (want %d), called again: %v, never answered: %v, %d calls cut short", keys, n, repeated, unanswered, cut)
 	}
 }

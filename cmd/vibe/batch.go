@@ -108,8 +108,10 @@ An item does not wait for its fire-and-forget actions; vibe batch does. On its
 own engine, after the last item it waits up to --wait-actions (5m) for them to
 settle — this run's items' and those earlier runs left pending; when some are
 still pending then (or with --wait-actions 0) it names them and exits 1 with
-the command that runs them: the same command again. Through a running vibe
-serve it says which are pending: the serve's worker runs them.
+the command that runs them: the same command again. An action's call still in
+flight when it exits finishes first, for up to --drain (30s), so that its
+endpoint does not see it cut and made again. Through a running vibe serve it
+says which are pending: the serve's worker runs them.
 
 Progress goes to stderr (a bar on a terminal, a line every few seconds
 otherwise), starting at the lines --out already holds; then a summary of what
@@ -159,6 +161,9 @@ otherwise it starts the embedded engine itself, or joins --temporal.`,
 				return err
 			}
 			if err := checkWait("wait-actions", waitActions); err != nil {
+				return err
+			}
+			if err := checkWait("drain", wf.drain); err != nil {
 				return err
 			}
 			if concurrency > 0 {
@@ -366,6 +371,7 @@ otherwise it starts the embedded engine itself, or joins --temporal.`,
 	}
 	ef.add(cmd)
 	wf.add(cmd)
+	wf.addExitDrain(cmd)
 	pf.add(cmd)
 	registryFlag(cmd, &regDir)
 	cmd.Flags().StringVar(&pipeline, "pipeline", "", "run this pipeline expression (or @FILE) over the items")
@@ -514,7 +520,7 @@ func batchClient(ctx context.Context, io stdio, ef *engineFlags, wf *workerFlags
 	if wf.llm.spec != "" {
 		l.Batches.Calibrations = calibrationStore(ef.data, &wf.llm) // vibe calibrate's choices
 	}
-	return l.Batches, ef.actionsRunWhere(l.Processes), func() { l.Close() }, nil
+	return l.Batches, ef.actionsRunWhere(l.Processes), func() { closeDraining(io, l, wf.drain) }, nil
 }
 
 // dryRunBatch prints what the batch would ask of the model — requests and

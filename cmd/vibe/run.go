@@ -38,7 +38,10 @@ func connect(ctx context.Context, io stdio, ef *engineFlags, wf *workerFlags, re
 	if err != nil {
 		return nil, nil, err
 	}
-	return l.Processes, func() { l.Close() }, nil
+	if wf == nil {
+		return l.Processes, func() { l.Close() }, nil
+	}
+	return l.Processes, func() { closeDraining(io, l, wf.drain) }, nil
 }
 
 func newRunCmd(io stdio) *cobra.Command {
@@ -69,7 +72,8 @@ the process completes, run on its own engine waits up to --wait-actions (5m)
 for them to settle, showing each retry; when some are still pending then
 (or with --wait-actions 0), it names them, where they will run and the
 command that runs them (vibe serve on the same data directory), and exits 1:
-nothing runs them while no command runs on that engine. Through a running
+nothing runs them while no command runs on that engine. An action's call still
+in flight when it exits finishes first, for up to --drain (30s). Through a running
 vibe serve it says which are pending: the serve's worker runs them.
 
 J is JSON, or @FILE.`,
@@ -82,6 +86,9 @@ J is JSON, or @FILE.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
 			if err := checkWait("wait-actions", waitActions); err != nil {
+				return err
+			}
+			if err := checkWait("drain", wf.drain); err != nil {
 				return err
 			}
 			reg, err := openRegistry(regDir)
@@ -145,6 +152,7 @@ J is JSON, or @FILE.`,
 	}
 	ef.add(cmd)
 	wf.add(cmd)
+	wf.addExitDrain(cmd)
 	registryFlag(cmd, &regDir)
 	cmd.Flags().StringVar(&prompt, "prompt", "", "the person's request")
 	cmd.Flags().StringVar(&input, "input", "", "data the process starts with (JSON or @FILE)")
@@ -187,6 +195,9 @@ run started the process with on that data directory; when one cannot be had
 		ValidArgsFunction: completeProcessIDs(&ef, process.Waiting),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := checkWait("wait-actions", waitActions); err != nil {
+				return err
+			}
+			if err := checkWait("drain", wf.drain); err != nil {
 				return err
 			}
 			ans, err := parseJSONArg("answer", args[1])
@@ -241,6 +252,7 @@ run started the process with on that data directory; when one cannot be had
 	}
 	ef.add(cmd)
 	wf.add(cmd)
+	wf.addExitDrain(cmd)
 	cmd.Flags().DurationVar(&waitActions, "wait-actions", defaultWaitActions, "on its own engine, wait up to `D` after the process completes for its fire-and-forget actions to settle; exit 1 when some are still pending (0: do not wait)")
 	return cmd
 }

@@ -160,11 +160,47 @@ type workerFlags struct {
 	// may finish once the command stops (vibe serve's and vibe worker's
 	// --drain); 0 cancels them at once.
 	drain time.Duration
+	// drainActions says drain bounds the action calls alone: a command
+	// that ends once its work is done (addExitDrain) cancels its model
+	// calls at once.
+	drainActions bool
 }
 
 // addDrain adds --drain, for a command that runs until it is stopped.
 func (f *workerFlags) addDrain(cmd *cobra.Command) {
 	cmd.Flags().DurationVar(&f.drain, "drain", defaultDrain, "on SIGTERM or Ctrl-C, take no more work and let the actions and model calls in flight finish for up to `D` before cancelling them (0: cancel them at once)")
+}
+
+// addExitDrain adds --drain, for a command that ends once its work is
+// done (vibe run, answer, batch): when it exits, with its fire-and-forget
+// actions still pending past --wait-actions or stopped by Ctrl-C, the
+// action calls in flight finish first, within the bound, so that no
+// endpoint sees a call cut and made again.
+func (f *workerFlags) addExitDrain(cmd *cobra.Command) {
+	f.drainActions = true
+	cmd.Flags().DurationVar(&f.drain, "drain", defaultDrain, "when it exits, let the action calls in flight finish for up to `D` before cancelling them; a cancelled call is made again, under the same idempotency key, by the next command that runs a worker (0: cancel them at once)")
+}
+
+// closeDraining closes l, the runtime of a command that ends (see
+// addExitDrain): its worker takes no more work and the action calls in
+// flight have bound to finish. It says on stderr what it waited for, and
+// what it cancelled.
+func closeDraining(io stdio, l *vibe.Runtime, bound time.Duration) {
+	stopActions(io, l, bound)
+	l.Close()
+}
+
+// stopActions stops l's worker (see closeDraining), and says when it
+// waited for action calls in flight (a second or more), or cancelled
+// them.
+func stopActions(io stdio, l *vibe.Runtime, bound time.Duration) {
+	took := l.StopWorker()
+	switch {
+	case bound > 0 && took >= bound:
+		fmt.Fprintf(io.err, "vibe: the action calls still in flight after %s (--drain) were cancelled: each is made again, under the same idempotency key, when a command next runs a worker on this engine\n", bound)
+	case took >= time.Second:
+		fmt.Fprintf(io.err, "vibe: waited %s for the action calls in flight to finish before exiting (--drain)\n", took.Round(100*time.Millisecond))
+	}
 }
 
 // defaultDrain is how long a stopped vibe serve or vibe worker lets the
@@ -300,7 +336,11 @@ func (f *workerFlags) options(io stdio, reg *registry.Registry, logger *slog.Log
 		return opts, nil
 	}
 	opts.ActionsFile, opts.Loader = f.actionsFile, f.loader(reg)
-	opts.StopTimeout = f.drain
+	if f.drainActions {
+		opts.ActionStopTimeout = f.drain
+	} else {
+		opts.StopTimeout = f.drain
+	}
 	opts.Telemetry = &telemetry.Options{Endpoint: f.otlp}
 	if f.llm.spec != "" {
 		// Without a model a worker still runs actions and waits for
