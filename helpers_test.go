@@ -110,3 +110,26 @@ func activityPollers(ctx context.Context, t *testing.T, c client.Client, queue s
 	}
 	return len(resp.GetPollers())
 }
+
+// stalledOn waits until c's Get says process id's call waits on queue for
+// a worker that has what it needs (process.Info.Stalled), a little past
+// process.StallAfter.
+func stalledOn(ctx context.Context, t *testing.T, c *process.Client, id, needs, queue string) {
+	t.Helper()
+	deadline := time.Now().Add(process.StallAfter + 20*time.Second)
+	for {
+		info, err := c.Get(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, s := range info.Stalled {
+			if s.Needs == needs && s.Queue == queue && !s.Since.IsZero() {
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("Get does not say the call waits on %s for a worker with its %s: %+v", queue, needs, info.Stalled)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}

@@ -17,6 +17,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/augceo/vibe/action"
 	"github.com/augceo/vibe/engine"
 )
 
@@ -25,7 +26,8 @@ import (
 // line HOST:PORT over HTTP; over HTTPS a line https://HOST:PORT and one
 // sha256:HEX, the SHA-256 of the certificate served (see Endpoint); then,
 // when the server says it, a line model:QUEUE, the task queue of the
-// model calls of what it starts (Endpoint.ModelQueue).
+// model calls of what it starts (Endpoint.ModelQueue), and a line
+// action:NAME per action its workers run (Endpoint.Actions).
 const AddrFile = "api.addr"
 
 // The HTTP server's timeouts (ServeOptions' defaults). A request body is at
@@ -70,6 +72,12 @@ type ServeOptions struct {
 	// start work on its engine themselves (vibe batch) schedule their
 	// model calls where its model's workers take them.
 	ModelQueue string
+	// Actions, when set, are written in DataDir/AddrFile too: the names of
+	// the actions the server's workers run, so that a command that
+	// compiles a process for its engine itself (vibe batch) makes the
+	// steps they name actions and routes their calls to the workers that
+	// have them (process.Client.Registered).
+	Actions []string
 	// Ready, when set, is called with the address once it listens.
 	Ready func(net.Addr)
 	// TLS, when set, serves HTTPS with it (its Certificates or
@@ -104,6 +112,11 @@ func Serve(ctx context.Context, h http.Handler, opts ServeOptions) error {
 		}
 		if opts.ModelQueue != "" {
 			line += "model:" + opts.ModelQueue + "\n"
+		}
+		for _, a := range opts.Actions {
+			if action.CheckName(a) == nil { // a name is one word, no line break
+				line += "action:" + a + "\n"
+			}
 		}
 		if err := os.WriteFile(path, []byte(line), 0o600); err != nil {
 			ln.Close()
@@ -189,6 +202,9 @@ type Endpoint struct {
 	// starts (ServeOptions.ModelQueue); "" when it does not say (a server
 	// from before it said).
 	ModelQueue string
+	// Actions are the names of the actions the server's workers run
+	// (ServeOptions.Actions); nil when it has none or does not say.
+	Actions []string
 }
 
 // HTTPClient returns a client of the endpoint with that timeout. Over
@@ -251,10 +267,13 @@ func readEndpoint(dataDir string) (Endpoint, bool) {
 		if q, ok := strings.CutPrefix(l, "model:"); ok {
 			e.ModelQueue = q
 		}
+		if a, ok := strings.CutPrefix(l, "action:"); ok {
+			e.Actions = append(e.Actions, a)
+		}
 	}
 	if addr, ok := strings.CutPrefix(lines[0], "https://"); ok {
 		e.URL = "https://" + addr
-		if len(lines) > 1 && !strings.HasPrefix(lines[1], "model:") {
+		if len(lines) > 1 && !strings.HasPrefix(lines[1], "model:") && !strings.HasPrefix(lines[1], "action:") {
 			pin, err := hex.DecodeString(strings.TrimPrefix(lines[1], "sha256:"))
 			if err != nil || len(pin) != sha256.Size {
 				return Endpoint{}, false

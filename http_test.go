@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -158,10 +159,10 @@ func TestServeDefaults(t *testing.T) {
 	}
 }
 
-// TestEndpointModelQueue: a server given its model calls' queue writes it
-// in the address file, and the endpoint read back has it, over HTTP and
-// over HTTPS with its pin; a file without it (a server from before) gives
-// none.
+// TestEndpointModelQueue: a server given its model calls' queue and its
+// actions writes them in the address file, and the endpoint read back has
+// them, over HTTP and over HTTPS with its pin; a file without them (a
+// server from before) gives none.
 func TestEndpointModelQueue(t *testing.T) {
 	dir := t.TempDir()
 	ctx, cancel := context.WithCancel(context.Background())
@@ -169,10 +170,11 @@ func TestEndpointModelQueue(t *testing.T) {
 	ready := make(chan net.Addr, 1)
 	done := make(chan error, 1)
 	go func() {
-		done <- Serve(ctx, readAll, ServeOptions{Addr: "127.0.0.1:0", DataDir: dir, ModelQueue: "vibe.model.0123456789abcdef", Ready: func(a net.Addr) { ready <- a }})
+		done <- Serve(ctx, readAll, ServeOptions{Addr: "127.0.0.1:0", DataDir: dir, ModelQueue: "vibe.model.0123456789abcdef", Actions: []string{"SendDraft", "notify,ops"}, Ready: func(a net.Addr) { ready <- a }})
 	}()
 	a := <-ready
-	if e, ok := readEndpoint(dir); !ok || e.URL != "http://"+a.String() || e.ModelQueue != "vibe.model.0123456789abcdef" || e.Pin != nil {
+	if e, ok := readEndpoint(dir); !ok || e.URL != "http://"+a.String() || e.ModelQueue != "vibe.model.0123456789abcdef" || e.Pin != nil ||
+		!slices.Equal(e.Actions, []string{"SendDraft", "notify,ops"}) {
 		t.Errorf("over HTTP: %+v %v", e, ok)
 	}
 	cancel()
@@ -183,6 +185,7 @@ func TestEndpointModelQueue(t *testing.T) {
 	for file, want := range map[string]Endpoint{
 		"https://127.0.0.1:8443\nsha256:" + pin + "\nmodel:vibe.model\n": {URL: "https://127.0.0.1:8443", ModelQueue: "vibe.model"},
 		"https://127.0.0.1:8443\nmodel:vibe.model\n":                     {URL: "https://127.0.0.1:8443", ModelQueue: "vibe.model"},
+		"https://127.0.0.1:8443\naction:Send\n":                          {URL: "https://127.0.0.1:8443", Actions: []string{"Send"}},
 		"https://127.0.0.1:8443\nsha256:" + pin + "\n":                   {URL: "https://127.0.0.1:8443"},
 		"127.0.0.1:8080\n": {URL: "http://127.0.0.1:8080"},
 	} {
@@ -190,7 +193,8 @@ func TestEndpointModelQueue(t *testing.T) {
 			t.Fatal(err)
 		}
 		e, ok := readEndpoint(dir)
-		if !ok || e.URL != want.URL || e.ModelQueue != want.ModelQueue || (e.Pin != nil) != strings.Contains(file, "sha256:") {
+		if !ok || e.URL != want.URL || e.ModelQueue != want.ModelQueue || (e.Pin != nil) != strings.Contains(file, "sha256:") ||
+			!slices.Equal(e.Actions, want.Actions) {
 			t.Errorf("%q: %+v %v, want %+v", file, e, ok, want)
 		}
 	}

@@ -61,6 +61,7 @@ func TestModelCallWaitsForAWorkerThatHasIt(t *testing.T) {
 		t.Fatalf("%d workers without the model poll its queue", n)
 	}
 	untaken(ctx, t, c, s.ID, durable.FillName, "the model", nil)
+	stalledOn(ctx, t, starter, s.ID, "model", queue) // vibe show says so
 
 	// A worker of another model polls its own queue, not this one.
 	other := &drafter{}
@@ -79,7 +80,7 @@ func TestModelCallWaitsForAWorkerThatHasIt(t *testing.T) {
 	}
 	defer w.Stop()
 	last := finalInfo(ctx, t, starter, s.ID)
-	if last == nil || last.Status != process.Completed || model.calls.Load() != 1 || other.calls.Load() != 0 {
+	if last == nil || last.Status != process.Completed || model.calls.Load() != 1 || other.calls.Load() != 0 || last.Stalled != nil {
 		t.Fatalf("with the model: %+v, %d calls, %d of another model", last, model.calls.Load(), other.calls.Load())
 	}
 }

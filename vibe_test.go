@@ -157,6 +157,7 @@ func TestActionWaitsForAWorkerThatHasIt(t *testing.T) {
 	// However long it waits (a second here, and the workers poll all
 	// along), no attempt is made.
 	untaken(ctx, t, c, s.ID, durable.ActionName, "the action", func() int { return int(calls.Load()) })
+	stalledOn(ctx, t, starter, s.ID, "action", durable.ActionQueue("send_Activity")) // vibe show says so
 
 	// A worker that has the action runs it, and the process completes.
 	w, err := StartWorker(c, WorkerOptions{Actions: acts, Logger: slog.New(slog.DiscardHandler)})

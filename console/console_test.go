@@ -802,3 +802,28 @@ func TestFireAndForgetOutcome(t *testing.T) {
 		t.Errorf("status %d; no %q in\n%s", status, want, body)
 	}
 }
+
+// TestStalledCalls: a process whose calls wait for a worker with their
+// model or action says so on its page, with the queue nobody polls.
+func TestStalledCalls(t *testing.T) {
+	doc := mustJSON(t, `{"title":"Log","type":"object","properties":{"llmContext1":{"type":"object","properties":{
+		"note":{"type":"object","properties":{"text":{"type":"string"}}}}}}}`)
+	p, err := compile.Compile(context.Background(), "log.json", doc, compile.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	info := &process.Info{ID: "log-0000eeee", Process: "log", StartedAt: testNow.Add(-time.Minute),
+		View: process.View{Status: process.Running, Chunk: "LLM_llmContext1", State: jsonv.ObjectValue(), Thinking: jsonv.ObjectValue(), Metrics: jsonv.ObjectValue()},
+		Stalled: []process.Stalled{{Needs: "model", Queue: "vibe.model.0123456789abcdef", Since: testNow.Add(-30 * time.Second)},
+			{Needs: "action", Action: "SendDraft", Queue: "vibe.action.SendDraft", Since: testNow.Add(-10 * time.Second)}}}
+	c := newTestConsole(t, Options{Processes: &fakeProcesses{infos: []*process.Info{info}, answers: map[string]jsonv.Value{}, programs: map[string]*compile.Program{info.ID: p.Program()}}})
+	status, body := get(t, c, "/processes/"+info.ID)
+	for _, want := range []string{
+		"Its model call waits for a worker with its model: none polls the task queue <code>vibe.model.0123456789abcdef</code>",
+		"Its call of the action <b>SendDraft</b> waits for a worker that has it: none polls the task queue <code>vibe.action.SendDraft</code>",
+	} {
+		if status != 200 || !strings.Contains(body, want) {
+			t.Errorf("status %d; no %q in\n%s", status, want, body)
+		}
+	}
+}

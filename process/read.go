@@ -27,6 +27,9 @@ type Info struct {
 	// ActionRuns are the process's fire-and-forget actions as they are
 	// now, read from the workflows that run them, by step name.
 	ActionRuns []ActionRun `json:"actionRuns,omitempty"`
+	// Stalled are its calls that wait for a worker that has their model
+	// or action, none polling their task queue (see Stalled).
+	Stalled []Stalled `json:"stalled,omitempty"`
 	// StartedAt is when the workflow started; EndedAt when it closed, nil
 	// while it runs (and for a batch's item, which has no workflow of its
 	// own).
@@ -39,7 +42,7 @@ type Info struct {
 func (c *Client) Get(ctx context.Context, id string) (*Info, error) {
 	// Another workflow — a Vessel request, a fire-and-forget action — is
 	// no process, though it may answer a query of the same name.
-	ex, err := execution.Describe(ctx, c.Temporal, id, ErrNotFound, durable.ProcessWorkflow, durable.DirectCallWorkflow)
+	desc, err := execution.DescribeAll(ctx, c.Temporal, id, ErrNotFound, durable.ProcessWorkflow, durable.DirectCallWorkflow)
 	if errors.Is(err, ErrNotFound) {
 		if host, ok, herr := c.host(ctx, id); ok || herr != nil {
 			if herr != nil {
@@ -51,7 +54,11 @@ func (c *Client) Get(ctx context.Context, id string) (*Info, error) {
 	if err != nil {
 		return nil, err
 	}
+	ex := desc.GetWorkflowExecutionInfo()
 	info := &Info{ID: id, Process: memoProcess(ex.GetMemo()), StartedAt: ex.GetStartTime().AsTime(), EndedAt: closeTime(ex)}
+	if ex.GetStatus() == enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
+		info.Stalled = c.stalled(ctx, desc, time.Now())
+	}
 	if ex.GetType().GetName() == durable.DirectCallWorkflow {
 		info.View = View{Status: statusOf(ex.GetStatus()), Done: []string{}}
 		if info.Status == Completed {

@@ -125,8 +125,10 @@ whose answers differ its answer alone; when the running agreement is significant
 below 0.98 (a sequential test), K halves for the rest of the run. The progress line
 shows the agreement, and the summary the audit's calls, counted apart.
 
-It uses the vibe serve that has --data if one runs (its worker does the work);
-otherwise it starts the embedded engine itself, or joins --temporal.`,
+It uses the vibe serve that has --data if one runs (its worker does the work,
+and its actions, which it names in its address file, are the batch's: no
+--actions-file needed); otherwise it starts the embedded engine itself, or
+joins --temporal.`,
 		Example: `  vibe batch aug:processes/review --registry DIR --in items.jsonl --out results.jsonl --llm openai:gpt-4o-mini
   vibe batch --pipeline 'prompt | Assess' --registry DIR --in - --dry-run < items.jsonl
   vibe batch aug:processes/review --registry DIR --in items.jsonl --provider-batch   # half price, within 24 h`,
@@ -491,18 +493,25 @@ func batchClient(ctx context.Context, io stdio, ef *engineFlags, wf *workerFlags
 			// The model calls go where the serve's own would: its
 			// model's queue, or the one any model answers when it has
 			// none ("" from a serve that does not say: Vibe's queue).
+			var served []string // the serve's actions, when it says
 			if e, ok := vibe.RunningEndpoint(ef.data); ok {
-				p.ModelQueue = e.ModelQueue
+				p.ModelQueue, served = e.ModelQueue, e.Actions
 			}
-			if wf.actionsFile != "" {
-				// The process compiles here: the actions file (the
-				// serve's) makes a step it names fire-and-forget, and
-				// routes the items' calls to the queues of the actions
-				// it resolves them to, which the serve's workers poll.
+			// The process compiles here: the serve's actions (or those
+			// of the actions file given) make a step they name an action
+			// — fire-and-forget where the model fills it — and route the
+			// items' calls to the queues of the actions they resolve
+			// them to, which the serve's workers poll.
+			switch {
+			case wf.actionsFile != "":
 				if p.Registered, err = actionNamesRegistry(wf.actionsFile); err != nil {
 					eng.Close()
 					return nil, actionsWhere{}, nil, err
 				}
+			case len(served) > 0:
+				p.Registered = namesRegistry(served)
+			}
+			if p.Registered != nil {
 				p.Actions = p.Registered.Names()
 			}
 			c := batch.NewClient(p)

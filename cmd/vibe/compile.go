@@ -181,13 +181,19 @@ func actionNamesRegistry(file string) (*action.Registry, error) {
 	if err != nil {
 		return nil, err
 	}
+	return namesRegistry(names), nil
+}
+
+// namesRegistry is actions of those names that run nowhere here (see
+// actionNamesRegistry).
+func namesRegistry(names []string) *action.Registry {
 	reg := &action.Registry{}
 	for _, name := range names {
 		reg.Register(action.Action{Name: name, Run: func(context.Context, jsonv.Value) (jsonv.Value, error) {
 			return jsonv.Value{}, fmt.Errorf("action %s runs on the serve's workers, not in this command", name)
 		}})
 	}
-	return reg, nil
+	return reg
 }
 
 func splitList(s string) []string {

@@ -47,7 +47,10 @@ func (l *fireLedger) callsOf(key string) int {
 // fire-and-forget actions, 1.5 s a call, are in flight: the serve takes no
 // more work, lets every call in flight finish (no client went away), and
 // exits 0 within --drain. Started again, it runs the rest: each key is
-// called once, the record action's effects are applied once each.
+// called once, the record action's effects are applied once each. vibe
+// batch is given no actions file: it learns from the serve's address file
+// which steps name its actions, and so that the model's decide step is
+// fire-and-forget.
 func TestServeDrain(t *testing.T) {
 	t.Parallel() // vibe runs in child processes of its own, on a data directory and model of its own
 	if testing.Short() {
@@ -69,7 +72,6 @@ func TestServeDrain(t *testing.T) {
 		}
 	}
 	sb.serveArgs = append(sb.serveArgs, "--drain", drain.String())
-	sb.batchArgs = append(sb.batchArgs, "--actions-file", filepath.Join(dir, "actions.json"))
 	serve, serveOut := child(t, sb.serveArgs...)
 	waitUntil(t, "vibe serve", time.Minute, sb.ready)
 	feeder, feederOut := child(t, sb.batchArgs...)

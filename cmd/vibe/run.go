@@ -428,9 +428,16 @@ func (n noProcesses) Watch(_ context.Context, id string, _ process.WatchOptions)
 func follow(ctx context.Context, io stdio, p processes, id string, answer jsonv.Value, ask bool) error {
 	shown := 0
 	asked := ""
+	stalled := map[string]bool{} // the queues said
 	for info, err := range p.Watch(ctx, id, process.WatchOptions{Interval: 150 * time.Millisecond}) {
 		if err != nil {
 			return err
+		}
+		for _, st := range info.Stalled {
+			if !stalled[st.Queue] {
+				stalled[st.Queue] = true
+				fmt.Fprintf(io.err, "vibe: %s %s\n", id, stalledText(st, time.Now()))
+			}
 		}
 		for ; shown < len(info.Done); shown++ {
 			ch := info.Done[shown]

@@ -229,7 +229,7 @@ another matter: the client certificate that reaches a --temporal cluster.)`,
 			}
 			h := api.Handler(l.Processes, api.Options{Token: ef.token, Logger: logger, Requests: l.Requests, Batches: batches, Replays: replays,
 				Mounts: map[string]http.Handler{"/mcp": mcpSrv.Handler(), "/": web}})
-			err = vibe.Serve(ctx, h, vibe.ServeOptions{Listener: ln, DataDir: dataDir, TLS: tlsConfig, ModelQueue: l.Processes.ModelQueue, Ready: func(a net.Addr) {
+			err = vibe.Serve(ctx, h, vibe.ServeOptions{Listener: ln, DataDir: dataDir, TLS: tlsConfig, ModelQueue: l.Processes.ModelQueue, Actions: l.Processes.Actions, Ready: func(a net.Addr) {
 				mode := "embedded engine in " + ef.data
 				if ef.temporal != "" {
 					mode = "Temporal at " + ef.temporal

@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
+	"github.com/augceo/vibe/durable"
 	"github.com/augceo/vibe/jsonv"
 	"github.com/augceo/vibe/llm"
 	"github.com/augceo/vibe/process"
@@ -111,6 +112,9 @@ func writeSummary(w goio.Writer, info *process.Info, now time.Time) error {
 	}
 	if p := info.Waiting; p != nil {
 		fmt.Fprintf(w, "\nwaits for a person's answer to %s; answer with\n  vibe answer %s '%s'\n", p.Chunk, info.ID, answerSkeleton(p.Schema))
+	}
+	for _, st := range info.Stalled {
+		fmt.Fprintf(w, "\n%s\n", stalledText(st, now))
 	}
 	if len(info.ActionRuns) > 0 {
 		fmt.Fprintln(w, "\nfire-and-forget actions")
@@ -245,4 +249,20 @@ func callsCost(p *llm.Prices, calls []process.ModelCall) string {
 		s += fmt.Sprintf("; no price for %s, left out", strings.Join(unpriced, ", "))
 	}
 	return s
+}
+
+// stalledText says what a call that waits for a worker needs, how long it
+// has waited, and what to start.
+func stalledText(st process.Stalled, now time.Time) string {
+	waited := duration(now.Sub(st.Since))
+	switch st.Needs {
+	case "model":
+		if st.Queue == durable.AnyModelQueue {
+			return fmt.Sprintf("waits for a worker with a model: its model call has waited %s on the task queue %s, which any worker with a model polls, and none does; start a vibe worker (or a vibe serve) with --llm", waited, st.Queue)
+		}
+		return fmt.Sprintf("waits for a worker with its model: its model call has waited %s on the task queue %s, which no worker polls; start a vibe serve or vibe worker with the --llm (and --llm-base-url) it was started with", waited, st.Queue)
+	case "action":
+		return fmt.Sprintf("waits for a worker with the action %s: its call has waited %s on the task queue %s, which no worker polls; start a vibe serve or vibe worker whose --actions-file has it", st.Action, waited, st.Queue)
+	}
+	return fmt.Sprintf("waits for a worker: a call has waited %s on the task queue %s, which no worker polls", waited, st.Queue)
 }

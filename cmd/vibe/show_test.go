@@ -11,7 +11,8 @@ import (
 )
 
 // TestSummary: what vibe show prints on a terminal, for a process that
-// completed, one that waits for a person and one that failed.
+// completed, one that waits for a person, one whose calls wait for a
+// worker with their model and action, and one that failed.
 func TestSummary(t *testing.T) {
 	t0 := time.Date(2026, 11, 27, 9, 0, 0, 0, time.Local)
 	at := func(ms int) *time.Time { u := t0.Add(time.Duration(ms) * time.Millisecond); return &u }
@@ -72,6 +73,22 @@ chunks
 
 waits for a person's answer to USER_userContext; answer with
   vibe answer meeting-2 '{"confirm":{"decision":"Approve"}}'
+`},
+		{"stalled", process.Info{ID: "meeting-4", Process: "schedule-meeting", StartedAt: t0,
+			View:    process.View{Status: process.Running, Chunk: "LLM_llmContext1", Timings: []process.Timing{{Chunk: "LLM_llmContext1", Start: t0}}},
+			Stalled: []process.Stalled{{Needs: "model", Queue: "vibe.model.0123456789abcdef", Since: *at(500)}, {Needs: "action", Action: "SendDraft", Queue: "vibe.action.SendDraft", Since: *at(4000)},
+				{Needs: "model", Queue: "vibe.model", Since: *at(9000)}}},
+			`meeting-4  schedule-meeting
+status     running (started 2026-11-27 09:00:00, 10s ago)
+
+chunks
+  … LLM_llmContext1  10s so far
+
+waits for a worker with its model: its model call has waited 9.5s on the task queue vibe.model.0123456789abcdef, which no worker polls; start a vibe serve or vibe worker with the --llm (and --llm-base-url) it was started with
+
+waits for a worker with the action SendDraft: its call has waited 6s on the task queue vibe.action.SendDraft, which no worker polls; start a vibe serve or vibe worker whose --actions-file has it
+
+waits for a worker with a model: its model call has waited 1s on the task queue vibe.model, which any worker with a model polls, and none does; start a vibe worker (or a vibe serve) with --llm
 `},
 		{"failed", process.Info{ID: "meeting-3", Process: "schedule-meeting", StartedAt: t0, EndedAt: at(2000),
 			View: process.View{Status: process.Failed, Done: []string{"LLM_llmContext1"}, Chunk: "LLM_llmContext2", Error: &failure, State: state,

@@ -13,6 +13,7 @@ import (
 
 	"go.temporal.io/api/serviceerror"
 	workflowpb "go.temporal.io/api/workflow/v1"
+	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
 )
 
@@ -21,6 +22,16 @@ import (
 // it is of another type, the error wraps notFound and names the id; any
 // other error of the engine is returned wrapped as it is.
 func Describe(ctx context.Context, c client.Client, id string, notFound error, types ...string) (*workflowpb.WorkflowExecutionInfo, error) {
+	desc, err := DescribeAll(ctx, c, id, notFound, types...)
+	if err != nil {
+		return nil, err
+	}
+	return desc.GetWorkflowExecutionInfo(), nil
+}
+
+// DescribeAll is Describe with all the engine says: the activities the
+// workflow waits on too.
+func DescribeAll(ctx context.Context, c client.Client, id string, notFound error, types ...string) (*workflowservice.DescribeWorkflowExecutionResponse, error) {
 	desc, err := c.DescribeWorkflowExecution(ctx, id, "")
 	if err != nil {
 		if IsNotFound(err) {
@@ -28,11 +39,10 @@ func Describe(ctx context.Context, c client.Client, id string, notFound error, t
 		}
 		return nil, fmt.Errorf("read %s: %w", id, err)
 	}
-	ex := desc.GetWorkflowExecutionInfo()
-	if !slices.Contains(types, ex.GetType().GetName()) {
+	if !slices.Contains(types, desc.GetWorkflowExecutionInfo().GetType().GetName()) {
 		return nil, fmt.Errorf("%w: %s", notFound, id)
 	}
-	return ex, nil
+	return desc, nil
 }
 
 // IsNotFound reports whether err is the engine's "not found": no workflow
