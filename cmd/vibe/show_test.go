@@ -75,7 +75,7 @@ waits for a person's answer to USER_userContext; answer with
   vibe answer meeting-2 '{"confirm":{"decision":"Approve"}}'
 `},
 		{"stalled", process.Info{ID: "meeting-4", Process: "schedule-meeting", StartedAt: t0,
-			View:    process.View{Status: process.Running, Chunk: "LLM_llmContext1", Timings: []process.Timing{{Chunk: "LLM_llmContext1", Start: t0}}},
+			View: process.View{Status: process.Running, Chunk: "LLM_llmContext1", Timings: []process.Timing{{Chunk: "LLM_llmContext1", Start: t0}}},
 			Stalled: []process.Stalled{{Needs: "model", Queue: "vibe.model.0123456789abcdef", Since: *at(500)}, {Needs: "action", Action: "SendDraft", Queue: "vibe.action.SendDraft", Since: *at(4000)},
 				{Needs: "model", Queue: "vibe.model", Since: *at(9000)}}},
 			`meeting-4  schedule-meeting
