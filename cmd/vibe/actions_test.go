@@ -218,6 +218,20 @@ func TestBatchFireAndForget(t *testing.T) {
 	}
 }
 
+// fireBatch is fireSetup with a model of its own: the directory, the
+// results file and the vibe batch command line on its own engine, with
+// flags added.
+func fireBatch(t *testing.T, n int, ledger http.Handler, flags ...string) (dir, out string, args []string) {
+	t.Helper()
+	dir, _ = fireSetup(t, n, ledger)
+	model := llmtest.NewServer(t, llmtest.Multiplexed(llmtest.Verdict), llmtest.Options{})
+	out = filepath.Join(dir, "out.jsonl")
+	args = append([]string{"batch", filepath.Join(dir, "moderate.json"), "--in", filepath.Join(dir, "items.jsonl"), "--out", out,
+		"--batch-size", "8", "--data", filepath.Join(dir, "data")}, flags...)
+	args = append(args, "--actions-file", filepath.Join(dir, "actions.json"), "--llm", "openai:test-model", "--llm-base-url", model.URL)
+	return dir, out, args
+}
+
 // TestBatchFireAndForgetPending: an action's endpoint that does not answer
 // within --wait-actions: vibe batch exits 1 naming the actions pending and
 // the command that runs them; that command, run again once the endpoint
@@ -230,12 +244,7 @@ func TestBatchFireAndForgetPending(t *testing.T) {
 	const n = 24
 	release := make(chan struct{})
 	ledger := newFireLedger(func(string) <-chan struct{} { return release })
-	dir, _ := fireSetup(t, n, ledger)
-	model := llmtest.NewServer(t, llmtest.Multiplexed(llmtest.Verdict), llmtest.Options{})
-	out := filepath.Join(dir, "out.jsonl")
-	args := []string{"batch", filepath.Join(dir, "moderate.json"), "--in", filepath.Join(dir, "items.jsonl"), "--out", out,
-		"--batch-size", "8", "--data", filepath.Join(dir, "data"), "--wait-actions", "2s", "--drain", "0",
-		"--actions-file", filepath.Join(dir, "actions.json"), "--llm", "openai:test-model", "--llm-base-url", model.URL}
+	dir, out, args := fireBatch(t, n, ledger, "--wait-actions", "2s", "--drain", "0")
 	status, _, stderr := run(t, "", args...)
 	if status != exitError {
 		t.Fatalf("batch, its actions unanswered: %d (want 1)\n%s", status, stderr)
@@ -291,12 +300,7 @@ func TestBatchFireAndForgetDrains(t *testing.T) {
 		time.AfterFunc(4*time.Second, func() { close(c) })
 		return c
 	})
-	dir, _ := fireSetup(t, n, ledger)
-	model := llmtest.NewServer(t, llmtest.Multiplexed(llmtest.Verdict), llmtest.Options{})
-	out := filepath.Join(dir, "out.jsonl")
-	args := []string{"batch", filepath.Join(dir, "moderate.json"), "--in", filepath.Join(dir, "items.jsonl"), "--out", out,
-		"--batch-size", "8", "--data", filepath.Join(dir, "data"), "--wait-actions", "1s", "--drain", "1m",
-		"--actions-file", filepath.Join(dir, "actions.json"), "--llm", "openai:test-model", "--llm-base-url", model.URL}
+	_, out, args := fireBatch(t, n, ledger, "--wait-actions", "1s", "--drain", "1m")
 	status, _, stderr := run(t, "", args...)
 	if status != exitError {
 		t.Fatalf("batch, its actions' calls in flight at the wait's end: %d (want 1)\n%s", status, stderr)
