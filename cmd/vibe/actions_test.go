@@ -232,6 +232,41 @@ func fireBatch(t *testing.T, n int, ledger http.Handler, flags ...string) (dir, 
 	return dir, out, args
 }
 
+// pendingRun runs vibe batch args, which writes its n results to out
+// and exits 1 with its items' fire-and-forget actions pending, its stderr
+// saying each of wants.
+func pendingRun(t *testing.T, args []string, out string, n int, wants ...string) {
+	t.Helper()
+	status, _, stderr := run(t, "", args...)
+	if status != exitError {
+		t.Fatalf("batch, its actions pending: %d (want 1)\n%s", status, stderr)
+	}
+	checkResults(t, readResults(t, out), n, nil)
+	for _, want := range wants {
+		if !strings.Contains(stderr, want) {
+			t.Errorf("batch's stderr lacks %q:\n%s", want, stderr)
+		}
+	}
+}
+
+// rerunUntilSettled runs vibe batch args again until it exits 0, at most
+// tries times: a run may find actions the engine still holds pending,
+// and says so (after --wait-actions wait) as the first did. The n
+// results in out stay as they were.
+func rerunUntilSettled(t *testing.T, args []string, out string, n int, wait string, tries int) {
+	t.Helper()
+	for try := 1; ; try++ {
+		status, _, stderr := run(t, "", args...)
+		if status == 0 {
+			break
+		}
+		if status != exitError || !strings.Contains(stderr, "still pending after "+wait) || try == tries {
+			t.Fatalf("the same batch again (run %d): %d\n%s", try, status, stderr)
+		}
+	}
+	checkResults(t, readResults(t, out), n, nil)
+}
+
 // TestBatchFireAndForgetPending: an action's endpoint that does not answer
 // within --wait-actions: vibe batch exits 1 naming the actions pending and
 // the command that runs them; that command, run again once the endpoint
@@ -245,21 +280,11 @@ func TestBatchFireAndForgetPending(t *testing.T) {
 	release := make(chan struct{})
 	ledger := newFireLedger(func(string) <-chan struct{} { return release })
 	dir, out, args := fireBatch(t, n, ledger, "--wait-actions", "2s", "--drain", "0")
-	status, _, stderr := run(t, "", args...)
-	if status != exitError {
-		t.Fatalf("batch, its actions unanswered: %d (want 1)\n%s", status, stderr)
-	}
-	checkResults(t, readResults(t, out), n, nil)
-	for _, want := range []string{
+	pendingRun(t, args, out, n,
 		fmt.Sprintf("vibe: %d fire-and-forget action(s) still pending after 2s; batch ", n),
 		"-1-llmContext1-decide, ",
-		"They run on the embedded engine in " + filepath.Join(dir, "data"),
-		"; to run them now:\n  vibe " + shellQuote(args) + "\n",
-	} {
-		if !strings.Contains(stderr, want) {
-			t.Errorf("batch's stderr lacks %q:\n%s", want, stderr)
-		}
-	}
+		"They run on the embedded engine in "+filepath.Join(dir, "data"),
+		"; to run them now:\n  vibe "+shellQuote(args)+"\n")
 	if _, _, unanswered, _ := ledger.counts(); len(unanswered) == 0 {
 		t.Fatalf("every action was answered while the endpoint held them")
 	}
@@ -268,16 +293,7 @@ func TestBatchFireAndForgetPending(t *testing.T) {
 	// their heartbeat is overdue: a rerun or two may find them pending
 	// still, and says so as the first did.
 	close(release)
-	for try := 1; ; try++ {
-		status, _, stderr = run(t, "", args...)
-		if status == 0 {
-			break
-		}
-		if status != exitError || !strings.Contains(stderr, "still pending after 2s") || try == 30 {
-			t.Fatalf("the same batch again (run %d): %d\n%s", try, status, stderr)
-		}
-	}
-	checkResults(t, readResults(t, out), n, nil)
+	rerunUntilSettled(t, args, out, n, "2s", 30)
 	if keys, _, unanswered, _ := ledger.counts(); keys != n || len(unanswered) > 0 {
 		t.Errorf("after the rerun, %d keys called (want %d), never answered: %v", keys, n, unanswered)
 	}
@@ -301,32 +317,14 @@ func TestBatchFireAndForgetDrains(t *testing.T) {
 		return c
 	})
 	_, out, args := fireBatch(t, n, ledger, "--wait-actions", "1s", "--drain", "1m")
-	status, _, stderr := run(t, "", args...)
-	if status != exitError {
-		t.Fatalf("batch, its actions' calls in flight at the wait's end: %d (want 1)\n%s", status, stderr)
-	}
-	checkResults(t, readResults(t, out), n, nil)
-	for _, want := range []string{
+	pendingRun(t, args, out, n,
 		"for the action calls in flight to finish before exiting (--drain)\n",
-		"fire-and-forget action(s) still pending after 1s; batch ",
-	} {
-		if !strings.Contains(stderr, want) {
-			t.Errorf("batch's stderr lacks %q:\n%s", want, stderr)
-		}
-	}
+		"fire-and-forget action(s) still pending after 1s; batch ")
 	keys, repeated, unanswered, cut := ledger.counts()
 	if keys == 0 || len(repeated) > 0 || len(unanswered) > 0 || cut > 0 {
 		t.Fatalf("at the first exit: %d keys called, %d calls cut short, called again: %v, never answered: %v (want every call answered once)", keys, cut, repeated, unanswered)
 	}
-	for try := 1; ; try++ {
-		status, _, stderr = run(t, "", args...)
-		if status == 0 {
-			break
-		}
-		if status != exitError || !strings.Contains(stderr, "still pending after 1s") || try == 10 {
-			t.Fatalf("the same batch again (run %d): %d\n%s", try, status, stderr)
-		}
-	}
+	rerunUntilSettled(t, args, out, n, "1s", 10)
 	keys, repeated, unanswered, cut = ledger.counts()
 	if keys != n || len(repeated) > 0 || len(unanswered) > 0 || cut > 0 {
 		t.Errorf("after the rerun: %d keys called (want %d), called again: %v, never answered: %v, %d calls cut short", keys, n, repeated, unanswered, cut)
