@@ -183,24 +183,16 @@ func (f *workerFlags) addExitDrain(cmd *cobra.Command) {
 
 // closeDraining closes l, the runtime of a command that ends (see
 // addExitDrain): its worker takes no more work and the action calls in
-// flight have bound to finish. It says on stderr what it waited for, and
-// what it cancelled.
+// flight have bound to finish. It says on stderr when it waited for them
+// (a second or more), or cancelled them.
 func closeDraining(io stdio, l *vibe.Runtime, bound time.Duration) {
-	stopActions(io, l, bound)
-	l.Close()
-}
-
-// stopActions stops l's worker (see closeDraining), and says when it
-// waited for action calls in flight (a second or more), or cancelled
-// them.
-func stopActions(io stdio, l *vibe.Runtime, bound time.Duration) {
-	took := l.StopWorker()
-	switch {
+	switch took := l.StopWorker(); {
 	case bound > 0 && took >= bound:
 		fmt.Fprintf(io.err, "vibe: the action calls still in flight after %s (--drain) were cancelled: each is made again, under the same idempotency key, when a command next runs a worker on this engine\n", bound)
 	case took >= time.Second:
 		fmt.Fprintf(io.err, "vibe: waited %s for the action calls in flight to finish before exiting (--drain)\n", took.Round(100*time.Millisecond))
 	}
+	l.Close()
 }
 
 // defaultDrain is how long a stopped vibe serve or vibe worker lets the
