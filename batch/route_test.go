@@ -28,18 +28,9 @@ func TestGroupModelCallWaitsForAWorkerThatHasIt(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts the embedded engine")
 	}
-	groupCallWaits(t, func(ctx context.Context, c client.Client, eng *engine.Engine, acts *action.Registry, m durable.Model) *batch.Client {
-		// The worker with the actions and no model: it polls Vibe's queue.
-		bare, err := vibe.StartWorker(c, vibe.WorkerOptions{Actions: acts, Logger: quiet()})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(bare.Stop)
-		pc := &process.Client{Temporal: c, Actions: acts.Names(), ModelQueue: durable.ModelQueue(m)}
-		bc := batch.NewClient(pc)
-		pc.Hosts = bc
-		return bc
-	})
+	r := newRouteRig(t)
+	r.worker(vibe.WorkerOptions{Actions: r.acts}) // the actions and no model: it polls Vibe's queue
+	r.modelCallWaits(r.client(false))
 }
 
 // TestGroupAnyModelCallWaitsForAWorkerWithAModel: a batch run by a runtime
@@ -51,62 +42,13 @@ func TestGroupAnyModelCallWaitsForAWorkerWithAModel(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts the embedded engine")
 	}
-	groupCallWaits(t, func(ctx context.Context, c client.Client, eng *engine.Engine, acts *action.Registry, m durable.Model) *batch.Client {
-		rt, err := vibe.StartOn(ctx, eng, vibe.Options{Actions: acts, Logger: quiet()})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { rt.StopWorker() })
-		return rt.Batches
-	})
-}
-
-// groupCallWaits runs a batch with the client start gives, on an engine
-// whose workers have no model, and checks that its group's model call
-// waits untaken until a worker with model m joins and answers it.
-func groupCallWaits(t *testing.T, start func(context.Context, client.Client, *engine.Engine, *action.Registry, durable.Model) *batch.Client) {
-	const n = 4
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	srv := llmtest.NewServer(t, llmtest.Multiplexed(llmtest.Verdict), llmtest.Options{})
-	eng, err := engine.Start(ctx, engine.Options{SearchAttributes: durable.SearchAttributes, DataDir: t.TempDir(), Logger: quiet()})
+	r := newRouteRig(t)
+	rt, err := vibe.StartOn(r.ctx, r.eng, vibe.Options{Actions: r.acts, Logger: quiet()})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer eng.Close()
-	c := eng.Client()
-	rec := &recorder{}
-	acts := rec.actions()
-	m := durable.Model{Provider: "openai", Name: "m", Endpoint: srv.URL}
-	bc := start(ctx, c, eng, acts, m)
-	type ran struct {
-		sum *batch.Summary
-		err error
-	}
-	done := make(chan ran, 1)
-	go func() {
-		sum, err := bc.Run(ctx, strings.NewReader(llmtest.Comments(n)), func(batch.Result) error { return nil }, batch.Options{Process: moderate(t), ID: "routed", Size: n})
-		done <- ran{sum, err}
-	}()
-
-	waitUntaken(ctx, t, c, batch.GroupID("routed", 0), batch.FillName, "the model")
-	if srv.Requests() != 0 {
-		t.Fatalf("%d model requests before a worker had the model", srv.Requests())
-	}
-
-	w, err := vibe.StartWorker(c, vibe.WorkerOptions{Provider: openai.New(openai.Options{Model: "m", BaseURL: srv.URL, APIKey: "k", MaxRetries: -1}),
-		Model: m, Logger: quiet()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Stop()
-	r := <-done
-	if r.err != nil {
-		t.Fatal(r.err)
-	}
-	if r.sum.Done != n || r.sum.Failed != 0 || srv.Requests() == 0 {
-		t.Fatalf("summary %+v, %d model requests", r.sum, srv.Requests())
-	}
+	t.Cleanup(func() { rt.StopWorker() })
+	r.modelCallWaits(rt.Batches)
 }
 
 // TestProviderBatchWaitsForAWorkerThatHasIt: with --provider-batch, the
@@ -119,55 +61,18 @@ func TestProviderBatchWaitsForAWorkerThatHasIt(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts the embedded engine")
 	}
-	const n = 4
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	srv := llmtest.NewServer(t, llmtest.Multiplexed(llmtest.Verdict), llmtest.Options{})
-	eng, err := engine.Start(ctx, engine.Options{SearchAttributes: durable.SearchAttributes, DataDir: t.TempDir(), Logger: quiet()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer eng.Close()
-	c := eng.Client()
-	rec := &recorder{}
-	acts := rec.actions()
-	bare, err := vibe.StartWorker(c, vibe.WorkerOptions{Actions: acts, Logger: quiet()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer bare.Stop()
-	m := durable.Model{Provider: "openai", Name: "m", Endpoint: srv.URL}
-	pc := &process.Client{Temporal: c, Actions: acts.Names(), ModelQueue: durable.ModelQueue(m)}
-	bc := batch.NewClient(pc)
-	pc.Hosts = bc
-	type ran struct {
-		sum *batch.Summary
-		err error
-	}
-	done := make(chan ran, 1)
-	go func() {
-		sum, err := bc.Run(ctx, strings.NewReader(llmtest.Comments(n)), func(batch.Result) error { return nil },
-			batch.Options{Process: moderate(t), ID: "routed-pb", Size: n, Call: providerCall})
-		done <- ran{sum, err}
-	}()
+	r := newRouteRig(t)
+	r.worker(vibe.WorkerOptions{Actions: r.acts})
+	done := r.run(r.client(false), batch.Options{ID: "routed-pb", Call: providerCall})
 
-	waitUntaken(ctx, t, c, batch.ProviderID("routed-pb"), batch.SubmitName, "the model")
-	if srv.Batches.Created() != 0 {
-		t.Fatalf("%d provider batches made before a worker had the model", srv.Batches.Created())
+	waitUntaken(r.ctx, t, r.c, batch.ProviderID("routed-pb"), batch.SubmitName, "the model")
+	if r.srv.Batches.Created() != 0 {
+		t.Fatalf("%d provider batches made before a worker had the model", r.srv.Batches.Created())
 	}
-
-	w, err := vibe.StartWorker(c, vibe.WorkerOptions{Provider: openai.New(openai.Options{Model: "m", BaseURL: srv.URL, APIKey: "k", MaxRetries: -1}),
-		Model: m, Logger: quiet()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Stop()
-	r := <-done
-	if r.err != nil {
-		t.Fatal(r.err)
-	}
-	if r.sum.Done != n || r.sum.Failed != 0 || srv.Batches.Created() != 1 || srv.Requests() != 0 {
-		t.Fatalf("summary %+v, %d provider batches, %d direct requests", r.sum, srv.Batches.Created(), srv.Requests())
+	r.worker(r.withModel())
+	sum := r.finish(done)
+	if sum.Done != routeItems || sum.Failed != 0 || r.srv.Batches.Created() != 1 || r.srv.Requests() != 0 {
+		t.Fatalf("summary %+v, %d provider batches, %d direct requests", sum, r.srv.Batches.Created(), r.srv.Requests())
 	}
 }
 
@@ -181,51 +86,118 @@ func TestGroupActionWaitsForAWorkerThatHasIt(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts the embedded engine")
 	}
-	const n = 4
+	r := newRouteRig(t)
+	r.worker(r.withModel()) // the model and no actions
+	done := r.run(r.client(true), batch.Options{ID: "acted"})
+
+	waitUntaken(r.ctx, t, r.c, batch.GroupID("acted", 0), durable.ActionsName, "the action")
+	r.worker(vibe.WorkerOptions{Actions: r.acts})
+	sum := r.finish(done)
+	if sum.Done != routeItems || sum.Failed != 0 || r.rec.total != routeItems {
+		t.Fatalf("summary %+v, %d action calls", sum, r.rec.total)
+	}
+}
+
+// routeItems is how many items the routing tests' batches have: one group.
+const routeItems = 4
+
+// routeRig is what the routing tests share: an embedded engine, a test
+// model at srv (model m), and the record action.
+type routeRig struct {
+	t    *testing.T
+	ctx  context.Context
+	eng  *engine.Engine
+	c    client.Client
+	srv  *llmtest.Server
+	m    durable.Model
+	rec  *recorder
+	acts *action.Registry
+}
+
+func newRouteRig(t *testing.T) *routeRig {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
+	t.Cleanup(cancel)
 	srv := llmtest.NewServer(t, llmtest.Multiplexed(llmtest.Verdict), llmtest.Options{})
 	eng, err := engine.Start(ctx, engine.Options{SearchAttributes: durable.SearchAttributes, DataDir: t.TempDir(), Logger: quiet()})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer eng.Close()
-	c := eng.Client()
-	m := durable.Model{Provider: "openai", Name: "m", Endpoint: srv.URL}
-	modelOnly, err := vibe.StartWorker(c, vibe.WorkerOptions{Provider: openai.New(openai.Options{Model: "m", BaseURL: srv.URL, APIKey: "k", MaxRetries: -1}),
-		Model: m, Logger: quiet()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer modelOnly.Stop()
+	t.Cleanup(func() { eng.Close() })
 	rec := &recorder{}
-	acts := rec.actions()
-	pc := &process.Client{Temporal: c, Actions: acts.Names(), Registered: acts, ModelQueue: durable.ModelQueue(m)}
+	return &routeRig{t: t, ctx: ctx, eng: eng, c: eng.Client(), srv: srv, m: durable.Model{Provider: "openai", Name: "m", Endpoint: srv.URL}, rec: rec, acts: rec.actions()}
+}
+
+// worker starts a worker with opts, stopped when the test ends (before the
+// engine closes).
+func (r *routeRig) worker(opts vibe.WorkerOptions) {
+	r.t.Helper()
+	opts.Logger = quiet()
+	w, err := vibe.StartWorker(r.c, opts)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	r.t.Cleanup(w.Stop)
+}
+
+// withModel are the options of a worker that has model m and no actions.
+func (r *routeRig) withModel() vibe.WorkerOptions {
+	return vibe.WorkerOptions{Provider: openai.New(openai.Options{Model: "m", BaseURL: r.srv.URL, APIKey: "k", MaxRetries: -1}), Model: r.m}
+}
+
+// client is a batch client whose model calls go on m's queue; registered
+// routes its items' actions to their queues, as a client whose runtime
+// has the actions does.
+func (r *routeRig) client(registered bool) *batch.Client {
+	pc := &process.Client{Temporal: r.c, Actions: r.acts.Names(), ModelQueue: durable.ModelQueue(r.m)}
+	if registered {
+		pc.Registered = r.acts
+	}
 	bc := batch.NewClient(pc)
 	pc.Hosts = bc
-	type ran struct {
-		sum *batch.Summary
-		err error
-	}
+	return bc
+}
+
+// ran is how a batch run in the background ended.
+type ran struct {
+	sum *batch.Summary
+	err error
+}
+
+// run runs a batch of routeItems comments of the moderate process with
+// bc in the background, with opts (its ID, its Call).
+func (r *routeRig) run(bc *batch.Client, opts batch.Options) <-chan ran {
+	opts.Process, opts.Size = moderate(r.t), routeItems
 	done := make(chan ran, 1)
 	go func() {
-		sum, err := bc.Run(ctx, strings.NewReader(llmtest.Comments(n)), func(batch.Result) error { return nil }, batch.Options{Process: moderate(t), ID: "acted", Size: n})
+		sum, err := bc.Run(r.ctx, strings.NewReader(llmtest.Comments(routeItems)), func(batch.Result) error { return nil }, opts)
 		done <- ran{sum, err}
 	}()
+	return done
+}
 
-	waitUntaken(ctx, t, c, batch.GroupID("acted", 0), durable.ActionsName, "the action")
+// finish waits for the run done to end, and fails the test on its error.
+func (r *routeRig) finish(done <-chan ran) *batch.Summary {
+	r.t.Helper()
+	res := <-done
+	if res.err != nil {
+		r.t.Fatal(res.err)
+	}
+	return res.sum
+}
 
-	withActions, err := vibe.StartWorker(c, vibe.WorkerOptions{Actions: acts, Logger: quiet()})
-	if err != nil {
-		t.Fatal(err)
+// modelCallWaits runs a batch with bc, on an engine whose workers have no
+// model, and checks that its group's model call waits untaken until a
+// worker with model m joins and answers it.
+func (r *routeRig) modelCallWaits(bc *batch.Client) {
+	done := r.run(bc, batch.Options{ID: "routed"})
+	waitUntaken(r.ctx, r.t, r.c, batch.GroupID("routed", 0), batch.FillName, "the model")
+	if r.srv.Requests() != 0 {
+		r.t.Fatalf("%d model requests before a worker had the model", r.srv.Requests())
 	}
-	defer withActions.Stop()
-	r := <-done
-	if r.err != nil {
-		t.Fatal(r.err)
-	}
-	if r.sum.Done != n || r.sum.Failed != 0 || rec.total != n {
-		t.Fatalf("summary %+v, %d action calls", r.sum, rec.total)
+	r.worker(r.withModel())
+	sum := r.finish(done)
+	if sum.Done != routeItems || sum.Failed != 0 || r.srv.Requests() == 0 {
+		r.t.Fatalf("summary %+v, %d model requests", sum, r.srv.Requests())
 	}
 }
 
