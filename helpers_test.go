@@ -14,6 +14,36 @@ import (
 	"github.com/augceo/vibe/process"
 )
 
+// discard is the tests' logger: it writes nothing.
+var discard = slog.New(slog.DiscardHandler)
+
+// timedRuntime is quietRuntime with a context that ends after three
+// minutes, when the test does at the latest.
+func timedRuntime(t *testing.T, opts Options) (context.Context, *Runtime) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	t.Cleanup(cancel)
+	return ctx, quietRuntime(ctx, t, opts)
+}
+
+// missingCase is a client and whether it misses the model a process goes
+// on with (process.Client.MissingModel).
+type missingCase struct {
+	name    string
+	c       *process.Client
+	missing bool
+}
+
+// checkMissing checks what each client's MissingModel says of process id.
+func checkMissing(ctx context.Context, t *testing.T, id string, cases ...missingCase) {
+	t.Helper()
+	for _, tt := range cases {
+		if got, err := tt.c.MissingModel(ctx, id); err != nil || got != tt.missing {
+			t.Errorf("%s: MissingModel = %v, %v; want %v", tt.name, got, err, tt.missing)
+		}
+	}
+}
+
 // quietRuntime starts a runtime with opts on an embedded engine of its
 // own — a data directory of the test's, no system workers, a logger that
 // discards — unless opts says otherwise, and closes it when the test ends.
@@ -24,7 +54,7 @@ func quietRuntime(ctx context.Context, t *testing.T, opts Options) *Runtime {
 		opts.Engine.NoSystemWorkers = true
 	}
 	if opts.Logger == nil {
-		opts.Logger = slog.New(slog.DiscardHandler)
+		opts.Logger = discard
 	}
 	rt, err := Start(ctx, opts)
 	if err != nil {

@@ -2,7 +2,6 @@ package vibe
 
 import (
 	"context"
-	"log/slog"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -31,12 +30,9 @@ func TestModelCallWaitsForAWorkerThatHasIt(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts an embedded engine")
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	quiet := slog.New(slog.DiscardHandler)
-	rt := quietRuntime(ctx, t, Options{Logger: quiet})
+	ctx, rt := timedRuntime(t, Options{})
 	c := rt.Processes.Temporal
-	reads, err := StartWorker(c, WorkerOptions{QueryOnly: true, Logger: quiet})
+	reads, err := StartWorker(c, WorkerOptions{QueryOnly: true, Logger: discard})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -65,7 +61,7 @@ func TestModelCallWaitsForAWorkerThatHasIt(t *testing.T) {
 
 	// A worker of another model polls its own queue, not this one.
 	other := &drafter{}
-	ow, err := StartWorker(c, WorkerOptions{Provider: other, Model: durable.Model{Provider: "openai", Name: "other"}, Logger: quiet})
+	ow, err := StartWorker(c, WorkerOptions{Provider: other, Model: durable.Model{Provider: "openai", Name: "other"}, Logger: discard})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -74,7 +70,7 @@ func TestModelCallWaitsForAWorkerThatHasIt(t *testing.T) {
 	// A worker that has the model answers the call, and the process
 	// completes.
 	model := &drafter{}
-	w, err := StartWorker(c, WorkerOptions{Provider: model, Model: m, Logger: quiet})
+	w, err := StartWorker(c, WorkerOptions{Provider: model, Model: m, Logger: discard})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -116,10 +112,7 @@ func TestMissingModel(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts an embedded engine")
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	quiet := slog.New(slog.DiscardHandler)
-	rt := quietRuntime(ctx, t, Options{Logger: quiet})
+	ctx, rt := timedRuntime(t, Options{})
 	c := rt.Processes.Temporal
 	m := durable.Model{Provider: "openai", Name: "m"}
 	starter := &process.Client{Temporal: c, ModelQueue: durable.ModelQueue(m)}
@@ -133,20 +126,10 @@ func TestMissingModel(t *testing.T) {
 		t.Fatal(err)
 	}
 	untilWaiting(ctx, t, starter, s.ID)
-	tests := []struct {
-		name    string
-		c       *process.Client
-		missing bool
-	}{
-		{"its own model", starter, false},
-		{"another model", &process.Client{Temporal: c, ModelQueue: durable.ModelQueue(durable.Model{Provider: "openai", Name: "other"})}, true},
-		{"no model", &process.Client{Temporal: c}, true},
-	}
-	for _, tt := range tests {
-		if got, err := tt.c.MissingModel(ctx, s.ID); err != nil || got != tt.missing {
-			t.Errorf("%s: MissingModel = %v, %v; want %v", tt.name, got, err, tt.missing)
-		}
-	}
+	checkMissing(ctx, t, s.ID,
+		missingCase{"its own model", starter, false},
+		missingCase{"another model", &process.Client{Temporal: c, ModelQueue: durable.ModelQueue(durable.Model{Provider: "openai", Name: "other"})}, true},
+		missingCase{"no model", &process.Client{Temporal: c}, true})
 
 	// Without the summary, no model call is left after the answer.
 	doc, _ = jsonv.Parse([]byte(`{"type": "object", "properties": {
@@ -157,9 +140,7 @@ func TestMissingModel(t *testing.T) {
 		t.Fatal(err)
 	}
 	untilWaiting(ctx, t, starter, s.ID)
-	if got, err := (&process.Client{Temporal: c}).MissingModel(ctx, s.ID); err != nil || got {
-		t.Errorf("no model call left: MissingModel = %v, %v", got, err)
-	}
+	checkMissing(ctx, t, s.ID, missingCase{"no model call left", &process.Client{Temporal: c}, false})
 }
 
 // TestAnyModelCallWaitsForAWorkerWithAModel: a process started by a
@@ -174,10 +155,7 @@ func TestAnyModelCallWaitsForAWorkerWithAModel(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts an embedded engine")
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	quiet := slog.New(slog.DiscardHandler)
-	rt := quietRuntime(ctx, t, Options{Logger: quiet})
+	ctx, rt := timedRuntime(t, Options{})
 	c := rt.Processes.Temporal
 
 	doc, _ := jsonv.Parse([]byte(`{"type": "object", "properties": {
@@ -189,15 +167,8 @@ func TestAnyModelCallWaitsForAWorkerWithAModel(t *testing.T) {
 	}
 	untilWaiting(ctx, t, rt.Processes, s.ID)
 	model := &process.Client{Temporal: c, ModelQueue: durable.ModelQueue(durable.Model{Provider: "openai", Name: "m"})}
-	for _, tt := range []struct {
-		name    string
-		c       *process.Client
-		missing bool
-	}{{"the runtime's, with no model", rt.Processes, true}, {"no model", &process.Client{Temporal: c}, true}, {"a model", model, false}} {
-		if got, err := tt.c.MissingModel(ctx, s.ID); err != nil || got != tt.missing {
-			t.Errorf("%s: MissingModel = %v, %v; want %v", tt.name, got, err, tt.missing)
-		}
-	}
+	checkMissing(ctx, t, s.ID, missingCase{"the runtime's, with no model", rt.Processes, true},
+		missingCase{"no model", &process.Client{Temporal: c}, true}, missingCase{"a model", model, false})
 	note, _ := jsonv.Parse([]byte(`{"approve_User": {"note": "ok"}}`))
 	if _, err := rt.Processes.Answer(ctx, s.ID, note); err != nil {
 		t.Fatal(err)
@@ -207,7 +178,7 @@ func TestAnyModelCallWaitsForAWorkerWithAModel(t *testing.T) {
 
 	// A worker with a model, whichever, answers it.
 	d := &drafter{}
-	w, err := StartWorker(c, WorkerOptions{Provider: d, Model: durable.Model{Provider: "openai", Name: "other"}, Logger: quiet})
+	w, err := StartWorker(c, WorkerOptions{Provider: d, Model: durable.Model{Provider: "openai", Name: "other"}, Logger: discard})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,7 +2,6 @@ package vibe
 
 import (
 	"context"
-	"log/slog"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -26,10 +25,7 @@ func TestToolActionWaitsForAWorkerThatHasIt(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts an embedded engine")
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	quiet := slog.New(slog.DiscardHandler)
-	rt := quietRuntime(ctx, t, Options{Logger: quiet})
+	ctx, rt := timedRuntime(t, Options{})
 	c := rt.Processes.Temporal
 
 	register := func(name string, calls *atomic.Int32) *action.Registry {
@@ -45,7 +41,7 @@ func TestToolActionWaitsForAWorkerThatHasIt(t *testing.T) {
 	// A worker with another action polls Vibe's queue for actions, as
 	// every worker with actions does.
 	var otherCalls, sendCalls atomic.Int32
-	ow, err := StartWorker(c, WorkerOptions{Actions: register("archive", &otherCalls), Logger: quiet})
+	ow, err := StartWorker(c, WorkerOptions{Actions: register("archive", &otherCalls), Logger: discard})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -90,7 +86,7 @@ func TestToolActionWaitsForAWorkerThatHasIt(t *testing.T) {
 		time.Sleep(50 * time.Millisecond)
 	}
 
-	w, err := StartWorker(c, WorkerOptions{Actions: register("send", &sendCalls), Logger: quiet})
+	w, err := StartWorker(c, WorkerOptions{Actions: register("send", &sendCalls), Logger: discard})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,8 +2,6 @@ package vibe
 
 import (
 	"context"
-	"log/slog"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -12,7 +10,6 @@ import (
 
 	"github.com/augceo/vibe/action"
 	"github.com/augceo/vibe/durable"
-	"github.com/augceo/vibe/engine"
 	"github.com/augceo/vibe/internal/llmtest"
 	"github.com/augceo/vibe/jsonv"
 	"github.com/augceo/vibe/llm/openai"
@@ -34,20 +31,13 @@ func TestVesselModelCallsWaitForAWorkerWithAModel(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts an embedded engine")
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	quiet := slog.New(slog.DiscardHandler)
 	acts := &action.Registry{}
 	if err := acts.Register(action.Action{Name: "FetchInvoices_Activity", Run: func(ctx context.Context, in jsonv.Value) (jsonv.Value, error) {
 		return jsonv.Parse([]byte(`{"invoices":[{"number":"A-1","date":"2026-01-15","amount":100,"paid":true},{"number":"A-2","date":"2026-02-15","amount":250,"paid":false}]}`))
 	}}); err != nil {
 		t.Fatal(err)
 	}
-	rt, err := Start(ctx, Options{Engine: engine.Options{DataDir: filepath.Join(t.TempDir(), "data"), NoSystemWorkers: true}, Actions: acts, Logger: quiet})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rt.Close()
+	ctx, rt := timedRuntime(t, Options{Actions: acts})
 	c := rt.Processes.Temporal
 
 	reg, err := registry.Open("examples/billing-report/registry")
@@ -101,7 +91,7 @@ func TestVesselModelCallsWaitForAWorkerWithAModel(t *testing.T) {
 		t.Fatalf("%d model requests before a worker had a model", model.Requests())
 	}
 	w, err := StartWorker(c, WorkerOptions{Provider: openai.New(openai.Options{Model: "m", BaseURL: model.URL, APIKey: "k", MaxRetries: -1}),
-		Model: durable.Model{Provider: "openai", Name: "m", Endpoint: model.URL}, Logger: quiet})
+		Model: durable.Model{Provider: "openai", Name: "m", Endpoint: model.URL}, Logger: discard})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -100,15 +100,9 @@ func TestActionWaitsForAWorkerThatHasIt(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts an embedded engine")
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	rt, err := Start(ctx, Options{Engine: engine.Options{DataDir: filepath.Join(t.TempDir(), "data"), NoSystemWorkers: true}, Logger: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rt.Close()
+	ctx, rt := timedRuntime(t, Options{})
 	c := rt.Processes.Temporal
-	reads, err := StartWorker(c, WorkerOptions{QueryOnly: true, Logger: slog.New(slog.DiscardHandler)})
+	reads, err := StartWorker(c, WorkerOptions{QueryOnly: true, Logger: discard})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -160,7 +154,7 @@ func TestActionWaitsForAWorkerThatHasIt(t *testing.T) {
 	stalledOn(ctx, t, starter, s.ID, "action", durable.ActionQueue("send_Activity")) // vibe show says so
 
 	// A worker that has the action runs it, and the process completes.
-	w, err := StartWorker(c, WorkerOptions{Actions: acts, Logger: slog.New(slog.DiscardHandler)})
+	w, err := StartWorker(c, WorkerOptions{Actions: acts, Logger: discard})
 	if err != nil {
 		t.Fatal(err)
 	}
