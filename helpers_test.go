@@ -26,6 +26,17 @@ func timedRuntime(t *testing.T, opts Options) (context.Context, *Runtime) {
 	return ctx, quietRuntime(ctx, t, opts)
 }
 
+// queryWorker starts a query-only worker on c (as a read command's, vibe
+// ps), stopped when the test ends.
+func queryWorker(t *testing.T, c client.Client) {
+	t.Helper()
+	reads, err := StartWorker(c, WorkerOptions{QueryOnly: true, Logger: discard})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(reads.Stop)
+}
+
 // missingCase is a client and whether it misses the model a process goes
 // on with (process.Client.MissingModel).
 type missingCase struct {

@@ -32,11 +32,7 @@ func TestModelCallWaitsForAWorkerThatHasIt(t *testing.T) {
 	}
 	ctx, rt := timedRuntime(t, Options{})
 	c := rt.Processes.Temporal
-	reads, err := StartWorker(c, WorkerOptions{QueryOnly: true, Logger: discard})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer reads.Stop()
+	queryWorker(t, c)
 
 	// The process is started by a client whose model is m, as vibe run
 	// --llm does, on an engine whose only workers have no model.

@@ -102,11 +102,7 @@ func TestActionWaitsForAWorkerThatHasIt(t *testing.T) {
 	}
 	ctx, rt := timedRuntime(t, Options{})
 	c := rt.Processes.Temporal
-	reads, err := StartWorker(c, WorkerOptions{QueryOnly: true, Logger: discard})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer reads.Stop()
+	queryWorker(t, c)
 
 	var calls atomic.Int32
 	acts := &action.Registry{}
