@@ -108,7 +108,7 @@ func NewWorker(c client.Client, opts WorkerOptions) worker.Worker {
 		// Its model's own calls, and those any model may answer.
 		for _, q := range []string{q, durable.AnyModelQueue} {
 			mw := durable.ModelWorker(c, q, acts, worker.Options{WorkerStopTimeout: opts.StopTimeout})
-			batch.RegisterModelActivities(mw, bacts)
+			batch.RegisterActivities(mw, bacts) // each calls the model: the multiplexed call, the provider batches'
 			request.RegisterModelActivities(mw, racts)
 			ws = append(ws, mw)
 		}

@@ -23,22 +23,16 @@ func RegisterWorkflows(w worker.WorkflowRegistry, actions *action.Registry) {
 
 // RegisterActivities registers acts's activities on a worker: the
 // multiplexed model call and the provider batches' submission, look,
-// cancellation and collection. The items' model calls with a loop and
-// their actions are the shared activities (durable.Register).
+// cancellation and collection. Each calls the model: a runtime registers
+// them on the worker of its model's task queue too (durable.ModelWorker),
+// where a group schedules them (GroupInput.ModelQueue) and the
+// provider-batch workflow its own (ProviderInput.ModelQueue). The items'
+// model calls with a loop and their actions are the shared activities
+// (durable.Register).
 func RegisterActivities(w worker.ActivityRegistry, acts *Activities) {
 	w.RegisterActivityWithOptions(acts.Fill, activity.RegisterOptions{Name: FillName})
 	w.RegisterActivityWithOptions(acts.Submit, activity.RegisterOptions{Name: SubmitName})
 	w.RegisterActivityWithOptions(acts.Status, activity.RegisterOptions{Name: StatusName})
 	w.RegisterActivityWithOptions(acts.Cancel, activity.RegisterOptions{Name: CancelName})
 	w.RegisterActivityWithOptions(acts.Collect, activity.RegisterOptions{Name: CollectName})
-}
-
-// RegisterModelActivities registers acts's activities that call the
-// model — the multiplexed model call (FillName) and the provider batches'
-// submission, look, cancellation and collection — for the worker on the
-// task queue of its provider's model (durable.ModelWorker), where a group
-// schedules them (GroupInput.ModelQueue) and the provider-batch workflow
-// its own (ProviderInput.ModelQueue).
-func RegisterModelActivities(w worker.ActivityRegistry, acts *Activities) {
-	RegisterActivities(w, acts)
 }

@@ -20,7 +20,7 @@ func RegisterWorkflow(w worker.WorkflowRegistry, actions *action.Registry) {
 // and the loading of a delegate — on a worker. The model calls and
 // actions a request runs are the shared activities (durable.Register).
 func RegisterActivities(w worker.ActivityRegistry, acts *Activities) {
-	w.RegisterActivityWithOptions(acts.Decide, activity.RegisterOptions{Name: DecideName})
+	RegisterModelActivities(w, acts)
 	w.RegisterActivityWithOptions(acts.Delegate, activity.RegisterOptions{Name: DelegateName})
 }
 
