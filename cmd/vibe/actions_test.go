@@ -300,7 +300,7 @@ func TestBatchFireAndForgetPending(t *testing.T) {
 }
 
 // TestBatchFireAndForgetDrains: vibe batch exits past --wait-actions with
-// its items' action calls in flight at an endpoint that takes 4 s a call:
+// its items' action calls in flight at an endpoint that takes 8 s a call:
 // it lets them finish (--drain) before it exits, says so, and names what
 // is pending; the same command again runs the rest. Every key is called
 // once and answered, none cut short: with --drain 0 (the test above) the
@@ -313,18 +313,20 @@ func TestBatchFireAndForgetDrains(t *testing.T) {
 	const n = 16
 	ledger := newFireLedger(func(string) <-chan struct{} {
 		c := make(chan struct{})
-		time.AfterFunc(4*time.Second, func() { close(c) })
+		time.AfterFunc(8*time.Second, func() { close(c) })
 		return c
 	})
-	_, out, args := fireBatch(t, n, ledger, "--wait-actions", "1s", "--drain", "1m")
+	// The wait ends well before the calls do, and late enough that they
+	// have begun on a busy machine.
+	_, out, args := fireBatch(t, n, ledger, "--wait-actions", "3s", "--drain", "1m")
 	pendingRun(t, args, out, n,
 		"for the action calls in flight to finish before exiting (--drain)\n",
-		"fire-and-forget action(s) still pending after 1s; batch ")
+		"fire-and-forget action(s) still pending after 3s; batch ")
 	keys, repeated, unanswered, cut := ledger.counts()
 	if keys == 0 || len(repeated) > 0 || len(unanswered) > 0 || cut > 0 {
 		t.Fatalf("at the first exit: %d keys called, %d calls cut short, called again: %v, never answered: %v (want every call answered once)", keys, cut, repeated, unanswered)
 	}
-	rerunUntilSettled(t, args, out, n, "1s", 10)
+	rerunUntilSettled(t, args, out, n, "3s", 10)
 	keys, repeated, unanswered, cut = ledger.counts()
 	if keys != n || len(repeated) > 0 || len(unanswered) > 0 || cut > 0 {
 		t.Errorf("after the rerun: %d keys called (want %d), called again: %v, never answered: %v, %d calls cut short", keys, n, repeated, unanswered, cut)
