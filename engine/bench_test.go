@@ -43,11 +43,19 @@ func BenchmarkBareActivity(b *testing.B) {
 // BenchmarkStartStop starts the embedded engine on a data directory that
 // already holds a database and stops it again, b.N times, and reports the
 // mean of each half: with Temporal's system workers, as vibe serve runs
-// it, and without, as a one-shot command (`vibe batch`, `vibe run`) does.
+// it, and without, as a one-shot command (`vibe batch`, `vibe run`) does;
+// and without them on a new data directory each time (/new), whose start
+// writes the database.
 func BenchmarkStartStop(b *testing.B) {
-	for _, no := range []bool{false, true} {
-		b.Run(fmt.Sprintf("NoSystemWorkers=%v", no), func(b *testing.B) {
-			opts := Options{DataDir: b.TempDir(), Logger: testLogger(b), NoSystemWorkers: no}
+	for _, c := range []struct {
+		no, fresh bool
+	}{{false, false}, {true, false}, {true, true}} {
+		name := fmt.Sprintf("NoSystemWorkers=%v", c.no)
+		if c.fresh {
+			name += "/new"
+		}
+		b.Run(name, func(b *testing.B) {
+			opts := Options{DataDir: b.TempDir(), Logger: testLogger(b), NoSystemWorkers: c.no}
 			e, err := Start(context.Background(), opts)
 			if err != nil {
 				b.Fatal(err)
@@ -55,6 +63,9 @@ func BenchmarkStartStop(b *testing.B) {
 			e.Close()
 			var start, stop time.Duration
 			for b.Loop() {
+				if c.fresh {
+					opts.DataDir = b.TempDir()
+				}
 				t0 := time.Now()
 				e, err := Start(context.Background(), opts)
 				if err != nil {

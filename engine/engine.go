@@ -362,7 +362,7 @@ func waitReady(ctx context.Context, c client.Client, hostPort string) error {
 		select {
 		case <-ctx.Done():
 			return fmt.Errorf("temporal server at %s did not become ready: %w", hostPort, err)
-		case <-time.After(20 * time.Millisecond):
+		case <-time.After(5 * time.Millisecond):
 		}
 	}
 }

@@ -81,22 +81,4 @@ func tightenDataFiles(dataDir string) ([]string, error) {
 // writeFileAtomic writes data to path through a temporary file and a rename,
 // so readers never see a partial file. The file is private to its owner
 // (os.CreateTemp makes it 0600).
-func writeFileAtomic(path string, data []byte) (err error) {
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*.tmp")
-	if err != nil {
-		return err
-	}
-	defer func() {
-		if err != nil {
-			_ = os.Remove(f.Name())
-		}
-	}()
-	if _, err := f.Write(data); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	return os.Rename(f.Name(), path)
-}
+func writeFileAtomic(path string, data []byte) error { return writeFile(path, data, false) }

@@ -297,12 +297,8 @@ func prepareDB(sqlCfg *config.SQL, opts Options) error {
 		if err := emptyDB(sqlCfg.DatabaseName); err != nil {
 			return err
 		}
-		if err := sqlite.SetupSchema(sqlCfg); err != nil {
-			// Leave no half-built file that later starts would trust.
-			for _, suffix := range []string{"", "-wal", "-shm"} {
-				_ = os.Remove(sqlCfg.DatabaseName + suffix)
-			}
-			return fmt.Errorf("create sqlite schema in %s: %w", sqlCfg.DatabaseName, err)
+		if err := writeSchema(sqlCfg.DatabaseName); err != nil {
+			return fmt.Errorf("create the engine's database %s: %w", sqlCfg.DatabaseName, err)
 		}
 	} else if err := checkDB(sqlCfg.DatabaseName); err != nil {
 		return err
