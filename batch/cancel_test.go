@@ -16,7 +16,10 @@ import (
 
 	"github.com/augceo/vibe/api"
 	"github.com/augceo/vibe/batch"
+	"github.com/augceo/vibe/durable"
 	"github.com/augceo/vibe/internal/llmtest"
+	"github.com/augceo/vibe/llm/openai"
+	"go.temporal.io/sdk/client"
 )
 
 // getJSON reads url's JSON answer into v, and returns its status code.
@@ -178,5 +181,44 @@ func TestCancelledBatch(t *testing.T) {
 				t.Errorf("GET /v1/batches/cancelled/results: %d %v\n%s", resp.StatusCode, err, body)
 			}
 		})
+	}
+}
+
+// TestGroupOfAGoneBatch: a group whose batch's record is gone (cancelled,
+// or never made) ends cancelled, each line failed as such, and none of
+// its items' actions runs — though its first model call may have gone
+// out with its report to the record.
+func TestGroupOfAGoneBatch(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts the embedded engine")
+	}
+	ctx := context.Background()
+	model := llmtest.NewServer(t, llmtest.Multiplexed(llmtest.Verdict), llmtest.Options{})
+	rec := &recorder{}
+	c, eng := stackOn(t, openai.New(openai.Options{Model: "m", BaseURL: model.URL, APIKey: "k", MaxRetries: -1}), rec.actions())
+	start, _, err := c.Processes.Prepare(ctx, moderate(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := batch.GroupInput{Batch: "gone", Name: start.Name, Program: start.Program, ModelQueue: start.ModelQueue,
+		Items: []batch.Item{{Line: 1, Prompt: "a comment"}, {Line: 2, Prompt: "another"}}}
+	run, err := eng.Client().ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: batch.GroupID("gone", 0), TaskQueue: durable.TaskQueue}, batch.GroupName, in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var res batch.GroupResult
+	if err := run.Get(ctx, &res); err != nil {
+		t.Fatal(err)
+	}
+	if !res.Cancelled || len(res.Results) != 2 {
+		t.Fatalf("result %+v, want cancelled with 2 lines", res)
+	}
+	for _, r := range res.Results {
+		if r.Status != batch.StatusFailed || !strings.Contains(r.Error, "batch gone was cancelled (or had finished) before this group began") {
+			t.Errorf("line %d: %+v", r.Line, r)
+		}
+	}
+	if rec.total != 0 {
+		t.Errorf("%d actions ran for a batch that is gone", rec.total)
 	}
 }

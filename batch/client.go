@@ -68,6 +68,26 @@ func (c *Client) Status(ctx context.Context, id string) (*Status, error) {
 // status reads what a batch has done so far, as its record says it: a
 // held batch is running.
 func (c *Client) status(ctx context.Context, id string) (*Status, error) {
+	st, err := c.record(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	if st.Status == StatusRunning {
+		// What cannot be read counts none: the status is shown without it.
+		ids, _ := c.waiting(ctx, id)
+		st.Waiting = len(ids)
+	}
+	if st.Provider != nil { // the record says the batch has provider batches
+		if ps := c.provider(ctx, id); ps != nil {
+			st.Provider = ps
+		}
+	}
+	return st, nil
+}
+
+// record is the status batch id's record keeps, without asking its groups
+// which items wait or its provider batches how they stand.
+func (c *Client) record(ctx context.Context, id string) (*Status, error) {
 	ex, err := execution.Describe(ctx, c.temporal(), id, ErrNotFound, BatchName)
 	if err != nil {
 		return nil, err
@@ -88,16 +108,6 @@ func (c *Client) status(ctx context.Context, id string) (*Status, error) {
 		}
 	default:
 		st = Status{ID: id, Status: "canceled", StartedAt: ex.GetStartTime().AsTime()}
-	}
-	if st.Status == StatusRunning {
-		// What cannot be read counts none: the status is shown without it.
-		ids, _ := c.waiting(ctx, id)
-		st.Waiting = len(ids)
-	}
-	if st.Provider != nil { // the record says the batch has provider batches
-		if ps := c.provider(ctx, id); ps != nil {
-			st.Provider = ps
-		}
 	}
 	return &st, nil
 }
@@ -279,7 +289,7 @@ func (c *Client) Results(ctx context.Context, id string, opts ResultsOptions, em
 	if opts.Poll <= 0 {
 		opts.Poll = time.Second
 	}
-	st, err := c.status(ctx, id)
+	st, err := c.record(ctx, id)
 	if err != nil {
 		return err
 	}
@@ -392,6 +402,20 @@ func (c *Client) Group(ctx context.Context, id string, g int) (*GroupResult, err
 func (c *Client) startOrAttach(ctx context.Context, opts client.StartWorkflowOptions, workflow string, in any) (client.WorkflowRun, error) {
 	run, _, err := c.startOrFind(ctx, opts, workflow, in, false)
 	return run, err
+}
+
+// startNew starts workflow under opts.ID when no workflow ran or runs
+// under it, and says whether it did.
+func (c *Client) startNew(ctx context.Context, opts client.StartWorkflowOptions, workflow string, in any) (started bool, err error) {
+	opts.TaskQueue = durable.TaskQueue
+	opts.WorkflowIDReusePolicy = enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE
+	opts.WorkflowIDConflictPolicy = enumspb.WORKFLOW_ID_CONFLICT_POLICY_FAIL
+	opts.WorkflowExecutionErrorWhenAlreadyStarted = true
+	_, err = c.temporal().ExecuteWorkflow(ctx, opts, workflow, in)
+	if _, ok := errors.AsType[*serviceerror.WorkflowExecutionAlreadyStarted](err); ok {
+		return false, nil
+	}
+	return err == nil, err
 }
 
 // startOrFind is startOrAttach that says whether the run it returns was

@@ -83,6 +83,13 @@ func stack(t testing.TB, url string, acts *action.Registry) *batch.Client {
 // stackWith is an embedded engine with a worker whose model is p.
 func stackWith(t testing.TB, p llm.Provider, acts *action.Registry) *batch.Client {
 	t.Helper()
+	c, _ := stackOn(t, p, acts)
+	return c
+}
+
+// stackOn is stackWith that gives the engine too.
+func stackOn(t testing.TB, p llm.Provider, acts *action.Registry) (*batch.Client, *engine.Engine) {
+	t.Helper()
 	ctx := context.Background()
 	eng, err := engine.Start(ctx, engine.Options{SearchAttributes: durable.SearchAttributes, DataDir: t.TempDir(), Logger: quiet()})
 	if err != nil {
@@ -98,7 +105,7 @@ func stackWith(t testing.TB, p llm.Provider, acts *action.Registry) *batch.Clien
 	pc := &process.Client{Temporal: eng.Client(), Actions: acts.Names()}
 	c := batch.NewClient(pc)
 	pc.Hosts = c
-	return c
+	return c, eng
 }
 
 // callSizes are the items of each request in bodies (1 for a single

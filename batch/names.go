@@ -35,6 +35,11 @@ const (
 	// its other model calls, not its own: a history from before it
 	// replays on the group's queue.
 	CollectModelQueueChange = "vibe.CollectModelQueue"
+	// reportAlongChange is the change (workflow.GetVersion) from which a
+	// group sends its first report to the batch's record along with its
+	// items' first model calls, not before them: a history from before
+	// it waits for the record's answer first.
+	reportAlongChange = "vibe.group.report-along"
 	// SignalProviderRequest hands a group's fill to the provider batches,
 	// a ProviderRequest; SignalProviderDone tells the group its provider
 	// batch ended, a ProviderDone; SignalProviderEnd tells the provider

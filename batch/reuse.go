@@ -34,7 +34,7 @@ func (c *Client) CheckInput(ctx context.Context, opts Options) error {
 	if opts.ID == "" || opts.Digest == "" {
 		return nil
 	}
-	st, err := c.Status(ctx, opts.ID)
+	st, err := c.record(ctx, opts.ID)
 	switch {
 	case errors.Is(err, ErrNotFound):
 		return nil
@@ -49,7 +49,7 @@ func (c *Client) CheckInput(ctx context.Context, opts Options) error {
 // RecordedDigest is the digest of the input batch id was made from, ""
 // when it keeps none or there is no such batch.
 func (c *Client) RecordedDigest(ctx context.Context, id string) string {
-	st, err := c.Status(ctx, id)
+	st, err := c.record(ctx, id)
 	if err != nil {
 		return ""
 	}

@@ -200,23 +200,23 @@ func (c *Client) Run(ctx context.Context, in io.Reader, emit func(Result) error,
 	if err := CheckID(opts.ID); err != nil {
 		return nil, err
 	}
-	if err := c.CheckInput(ctx, opts); err != nil {
-		return nil, err
-	}
 	calls := c.limiterCalls(opts)
 	sizes := c.sizes(opts, start, calls)
 	size := groupOf(opts, sizes)
 	if opts.File == "" {
 		opts.File = "input"
 	}
-	_, err = c.startOrAttach(ctx, client.StartWorkflowOptions{ID: opts.ID, TypedSearchAttributes: batchAttribute(opts.ID),
-		Memo: map[string]any{durable.MemoProcess: start.Name}}, BatchName, RecordInput{Status: recordStatus(opts, start, size, sizes, began)})
+	wopts := client.StartWorkflowOptions{ID: opts.ID, TypedSearchAttributes: batchAttribute(opts.ID), Memo: map[string]any{durable.MemoProcess: start.Name}}
+	rec := RecordInput{Status: recordStatus(opts, start, size, sizes, began)}
+	// A new batch's record is made here, as this run cuts it; one that
+	// earlier runs made says how they cut it.
+	created, err := c.startNew(ctx, wopts, BatchName, rec)
 	if err != nil {
 		return nil, fmt.Errorf("start batch %s: %w", opts.ID, err)
 	}
-	if opts.RetryFailed {
-		if err := c.reopen(ctx, opts.ID, start.Name); err != nil {
-			return nil, fmt.Errorf("start batch %s again: %w", opts.ID, err)
+	if !created {
+		if size, sizes, err = c.resume(ctx, opts, start, wopts, rec, size, sizes); err != nil {
+			return nil, err
 		}
 	}
 	if opts.Call.ProviderBatch {
@@ -224,27 +224,6 @@ func (c *Client) Run(ctx context.Context, in io.Reader, emit func(Result) error,
 			Memo: map[string]any{durable.MemoProcess: start.Name}}, ProviderName, ProviderInput{Batch: opts.ID, Call: opts.Call, ModelQueue: start.ModelQueue})
 		if err != nil {
 			return nil, fmt.Errorf("start batch %s's provider batches: %w", opts.ID, err)
-		}
-	}
-	// A batch that ran before was cut into groups, and its calls into
-	// sizes, at its first run: cut another way, a group's id would name
-	// other lines than it holds. This run cuts it the same way.
-	st, err := c.status(ctx, opts.ID)
-	if err != nil {
-		return nil, fmt.Errorf("start batch %s: %w", opts.ID, err)
-	}
-	if st.Size != 0 && st.Size != size {
-		if opts.Note != nil && opts.Size > 0 {
-			opts.Note(fmt.Sprintf("batch %s keeps the group size of its first run, %d items (this run asked for %d)", opts.ID, st.Size, opts.Size))
-		}
-		size = st.Size
-	}
-	if st.Calls != nil {
-		sizes = keptSizes(st.Calls, sizes)
-	} else if st.Size != 0 {
-		// A record from before call sizes were kept: one call per group.
-		for i := range sizes {
-			sizes[i] = ChunkSize{Chunk: sizes[i].Chunk, K: st.Size, Why: "kept from the batch's first run"}
 		}
 	}
 	opts.Call.Sizes = callSizes(sizes)
@@ -447,6 +426,44 @@ func (c *Client) Run(ctx context.Context, in io.Reader, emit func(Result) error,
 	return sum, nil
 }
 
+// resume attaches this run to the record of batch id that earlier runs
+// made (Options.ID): another input under its id is refused; with
+// Options.RetryFailed an ended record starts again; and the batch is cut
+// into groups, and its calls into sizes, as at its first run — cut
+// another way, a group's id would name other lines than it holds.
+func (c *Client) resume(ctx context.Context, opts Options, start durable.Start, wopts client.StartWorkflowOptions, rec RecordInput, size int, sizes []ChunkSize) (int, []ChunkSize, error) {
+	if err := c.CheckInput(ctx, opts); err != nil {
+		return 0, nil, err
+	}
+	if _, err := c.startOrAttach(ctx, wopts, BatchName, rec); err != nil {
+		return 0, nil, fmt.Errorf("start batch %s: %w", opts.ID, err)
+	}
+	if opts.RetryFailed {
+		if err := c.reopen(ctx, opts.ID, start.Name); err != nil {
+			return 0, nil, fmt.Errorf("start batch %s again: %w", opts.ID, err)
+		}
+	}
+	st, err := c.record(ctx, opts.ID)
+	if err != nil {
+		return 0, nil, fmt.Errorf("start batch %s: %w", opts.ID, err)
+	}
+	if st.Size != 0 && st.Size != size {
+		if opts.Note != nil && opts.Size > 0 {
+			opts.Note(fmt.Sprintf("batch %s keeps the group size of its first run, %d items (this run asked for %d)", opts.ID, st.Size, opts.Size))
+		}
+		size = st.Size
+	}
+	if st.Calls != nil {
+		sizes = keptSizes(st.Calls, sizes)
+	} else if st.Size != 0 {
+		// A record from before call sizes were kept: one call per group.
+		for i := range sizes {
+			sizes[i] = ChunkSize{Chunk: sizes[i].Chunk, K: st.Size, Why: "kept from the batch's first run"}
+		}
+	}
+	return size, sizes, nil
+}
+
 // rememberSplits keeps, for the chunks of batch id whose calls could not be
 // answered whole, the size that passed, where the calibrations keep such
 // things (CalibrationStore.Remember): later batches on the model ask no
@@ -458,7 +475,7 @@ func (c *Client) rememberSplits(ctx context.Context, id string, start durable.St
 	if !ok {
 		return
 	}
-	st, err := c.status(ctx, id)
+	st, err := c.record(ctx, id)
 	if err != nil {
 		return
 	}
@@ -642,7 +659,7 @@ func (c *Client) keep(ctx context.Context, in GroupInput, res GroupResult, unrea
 // lines, for groups to run again and report to it (Options.RetryFailed):
 // it ends again once the run's input ends.
 func (c *Client) reopen(ctx context.Context, id, name string) error {
-	st, err := c.status(ctx, id)
+	st, err := c.record(ctx, id)
 	if err != nil {
 		return err
 	}

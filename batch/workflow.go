@@ -185,6 +185,9 @@ type group struct {
 	// waited: an item began to wait for a person since the group's
 	// records were last kept (keepWaiting).
 	waited bool
+	// reported: the batch's record took the group's first report;
+	// recordGone: it could not, for the record is gone.
+	reported, recordGone bool
 }
 
 // member is one line of a group: its item's process and where it stands.
@@ -233,14 +236,26 @@ func (w *Workflows) Group(ctx workflow.Context, in GroupInput) (GroupResult, err
 	if err := g.handlers(ctx); err != nil {
 		return g.res, err
 	}
-	if err := g.report(ctx, GroupReport{Index: in.Index, Items: n, First: in.Items[0].Line, Last: in.Items[n-1].Line}); err != nil {
-		// The batch's record is gone: it was cancelled (or finished, and
-		// these lines are new to it). Nothing of the group runs.
-		g.res.Cancelled = true
-		for i, it := range in.Items {
-			g.res.Results[i] = Result{Line: it.Line, Status: StatusFailed, Error: fmt.Sprintf("batch %s was cancelled (or had finished) before this group began", in.Batch)}
+	first := GroupReport{Index: in.Index, Items: n, First: in.Items[0].Line, Last: in.Items[n-1].Line}
+	if workflow.GetVersion(ctx, reportAlongChange, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+		if err := g.report(ctx, first); err != nil {
+			return g.gone(), nil
 		}
-		return g.res, nil
+		g.reported = true
+	} else {
+		// The items' first model calls go with the report, not after its
+		// answer; their actions wait for it (dispatch). A record gone
+		// cancels what the group began.
+		var cancel workflow.CancelFunc
+		ctx, cancel = workflow.WithCancel(ctx)
+		g.sel.AddFuture(workflow.SignalExternalWorkflow(ctx, in.Batch, "", SignalGroup, first), func(f workflow.Future) {
+			if f.Get(ctx, nil) != nil {
+				g.recordGone = true
+				cancel()
+				return
+			}
+			g.reported = true
+		})
 	}
 	g.sel.AddReceive(g.poke, func(c workflow.ReceiveChannel, _ bool) {
 		for c.ReceiveAsync(nil) {
@@ -257,10 +272,13 @@ func (w *Workflows) Group(ctx workflow.Context, in GroupInput) (GroupResult, err
 	for i, it := range in.Items {
 		g.start(ctx, i, it)
 	}
-	for g.open > 0 {
+	for !g.recordGone && (g.open > 0 || !g.reported) {
 		g.sel.Select(ctx)
 		g.dispatch(ctx)
 		g.keepWaiting(ctx)
+	}
+	if g.recordGone {
+		return g.gone(), nil
 	}
 	rep := GroupReport{Index: in.Index, Items: n, Finished: true, Usage: g.res.Usage, Requests: g.res.Requests, Model: g.res.Model, Splits: g.res.Splits, Audits: g.res.Audits, Again: in.Again}
 	for _, r := range g.res.Results {
@@ -275,6 +293,17 @@ func (w *Workflows) Group(ctx workflow.Context, in GroupInput) (GroupResult, err
 	g.res.Cancelled = ctx.Err() != nil
 	g.trim()
 	return g.res, nil
+}
+
+// gone is the group's result when the batch's record is gone: it was
+// cancelled (or finished, and the group's lines are new to it). The
+// group's items do not count; none of their actions ran.
+func (g *group) gone() GroupResult {
+	g.res.Cancelled = true
+	for i, it := range g.in.Items {
+		g.res.Results[i] = Result{Line: it.Line, Status: StatusFailed, Error: fmt.Sprintf("batch %s was cancelled (or had finished) before this group began", g.in.Batch)}
+	}
+	return g.res
 }
 
 // handlers answer for the group's items by their ids: their views and
@@ -486,6 +515,19 @@ func (g *group) dispatch(ctx workflow.Context) {
 		case acting:
 			act = append(act, i)
 		}
+	}
+	if g.recordGone {
+		// Nothing more is asked or done for the group's items.
+		for _, i := range append(ask, act...) {
+			m := &g.items[i]
+			m.state = running
+			m.reply.Set(nil, temporal.NewCanceledError(fmt.Sprintf("batch %s is gone", g.in.Batch)))
+			m.reply = nil
+		}
+		return
+	}
+	if !g.reported {
+		act = nil // an action runs once the record has the group
 	}
 	if len(ask) == 0 && len(act) == 0 {
 		return
