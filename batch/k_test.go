@@ -92,7 +92,8 @@ func TestItemsApart(t *testing.T) {
 // TestSplitOnRefusal: a provider that refuses schemas past 40 properties,
 // and one that cuts answers off past 300 output tokens: a group of 32
 // items of a two-step chunk completes by halving its call, and the batch
-// says the size that passed.
+// says the size that passed; the next batch on the model asks at that size
+// at once.
 func TestSplitOnRefusal(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts the embedded engine")
@@ -109,6 +110,7 @@ func TestSplitOnRefusal(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			model := llmtest.NewServer(t, llmtest.Multiplexed(llmtest.Verdict), tc.opts)
 			c := stack(t, model.URL, (&recorder{}).actions())
+			c.Calibrations = &batch.CalibrationStore{Dir: t.TempDir(), Model: "m", Endpoint: model.URL}
 			results, sum := run(t, c, llmtest.Comments(32), batch.Options{Size: 32, ID: "split"})
 			if sum.Done != 32 || sum.Failed != 0 {
 				t.Fatalf("summary %+v", sum)
@@ -123,6 +125,13 @@ func TestSplitOnRefusal(t *testing.T) {
 			}
 			if tc.name == "properties" && (model.Refused() != 1 || model.Requests() != 2) {
 				t.Errorf("%d requests refused and %d answered, want the call of 32 refused and two of 16 answered", model.Refused(), model.Requests())
+			}
+			// Auto K over one call at once would be 32: the size that
+			// passed is remembered for the model and chunk.
+			refused, requests := model.Refused(), model.Requests()
+			_, again := run(t, c, llmtest.Comments(32), batch.Options{ID: "split-again", Total: 32, Concurrency: 1})
+			if again.Done != 32 || len(again.Sizes) != 1 || again.Sizes[0].K != tc.passed || model.Refused() != refused || model.Requests() != requests+32/tc.passed {
+				t.Errorf("the next batch: summary %+v, %d more requests, %d more refused; want K=%d from the start", again, model.Requests()-requests, model.Refused()-refused, tc.passed)
 			}
 		})
 	}

@@ -254,6 +254,7 @@ func (c *Client) Run(ctx context.Context, in io.Reader, emit func(Result) error,
 		wg        sync.WaitGroup
 		writeErr  error
 		cancelled atomic.Bool
+		split     bool // a group's calls were split
 	)
 	wg.Add(1)
 	// The first item that failed not for itself: nothing from it on is
@@ -288,6 +289,7 @@ func (c *Client) Run(ctx context.Context, in io.Reader, emit func(Result) error,
 			sum.Usage = sum.Usage.Add(p.res.Usage)
 			sum.Retried += p.retried
 			sum.Audits = mergeAudits(sum.Audits, p.res.Audits)
+			split = split || len(p.res.Splits) > 0
 			if aud != nil {
 				aud.take(p.res.Audits)
 				sum.Halved = aud.decisions()
@@ -422,7 +424,9 @@ func (c *Client) Run(ctx context.Context, in io.Reader, emit func(Result) error,
 			return sum, fmt.Errorf("end batch %s's provider batches: %w", opts.ID, err)
 		}
 	}
-	c.rememberSplits(ctx, opts.ID, start)
+	if split {
+		c.rememberSplits(ctx, opts.ID, start)
+	}
 	return sum, nil
 }
 
