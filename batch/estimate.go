@@ -51,8 +51,9 @@ func (c *Client) Estimate(ctx context.Context, in io.Reader, opts Options) (*Est
 	if opts.File == "" {
 		opts.File = "input"
 	}
-	sizes := c.sizes(opts, start, c.limiterCalls(opts))
-	size := groupOf(opts, sizes)
+	calls := c.limiterCalls(opts)
+	sizes := c.sizes(opts, start, calls)
+	size := groupOf(opts, sizes, calls)
 	opts.Call.Sizes = callSizes(sizes)
 	est := &Estimate{Sizes: sizes, Group: size}
 	var llmChunks []int

@@ -202,7 +202,7 @@ func (c *Client) Run(ctx context.Context, in io.Reader, emit func(Result) error,
 	}
 	calls := c.limiterCalls(opts)
 	sizes := c.sizes(opts, start, calls)
-	size := groupOf(opts, sizes)
+	size := groupOf(opts, sizes, calls)
 	if opts.File == "" {
 		opts.File = "input"
 	}
@@ -353,6 +353,7 @@ func (c *Client) Run(ctx context.Context, in io.Reader, emit func(Result) error,
 		lines = items[len(items)-1].Line
 		gin := GroupInput{Batch: opts.ID, Index: groups, Name: start.Name, Program: start.Program, Prompt: start.Prompt,
 			System: start.System, Items: items, Call: opts.Call, Window: opts.Window, ModelQueue: start.ModelQueue}
+		gin.Actions = groupActions(size)
 		if c.Processes.Registered != nil {
 			// The queues name the actions as the runtime's registry
 			// resolves them; a client without one (vibe batch through a

@@ -15,8 +15,10 @@ import (
 // them (llm.Limiter). A group — one workflow — holds DefaultSize items, or
 // K when K is larger: the engine starts a few dozen workflows a second, so
 // a small K chosen for a batch is many calls of few groups, not many
-// groups. A K given (Options.Size) is a group's size too, one call of each
-// chunk per group.
+// groups; and a batch of at most oneWave items that the calls at once
+// take whole is one group, whose items run as many actions at once as the
+// groups of DefaultSize it stands for. A K given (Options.Size) is a
+// group's size too, one call of each chunk per group.
 
 // ChunkSize is the K of one LLM chunk's calls in a batch, and why.
 type ChunkSize struct {
@@ -80,10 +82,18 @@ func (c *Client) sizes(opts Options, start durable.Start, calls int) []ChunkSize
 	return out
 }
 
+// oneWave bounds the batch that goes in one group when the calls that
+// may run at once take all its items at once (groupOf).
+const oneWave = 4 * DefaultSize
+
 // groupOf is the items of a group for chunks of sizes: K when it was
 // given (a group is one call of each chunk, as it always was); else
-// DefaultSize, or the largest K when it is larger.
-func groupOf(opts Options, sizes []ChunkSize) int {
+// DefaultSize, or the largest K when it is larger; or, for a batch of at
+// most oneWave items whose calls of each chunk fit in the calls that may
+// run at once (calls), all its items: more groups would only add
+// workflows, each with its own round trips to the engine before and
+// after its calls.
+func groupOf(opts Options, sizes []ChunkSize, calls int) int {
 	if opts.Size > 0 {
 		return opts.Size
 	}
@@ -91,7 +101,21 @@ func groupOf(opts Options, sizes []ChunkSize) int {
 	for _, s := range sizes {
 		g = max(g, s.K)
 	}
+	if t, k := opts.Total, minK(sizes); t > g && t <= oneWave && !opts.Call.ProviderBatch && (t+k-1)/k <= calls {
+		g = t
+	}
 	return g
+}
+
+// groupActions is the actions a group of size items runs at once
+// (GroupInput.Actions): as many as the groups of DefaultSize it stands
+// for, DefaultActions each; 0, the default, for a group of DefaultSize or
+// fewer.
+func groupActions(size int) int {
+	if size <= DefaultSize {
+		return 0
+	}
+	return DefaultActions * ((size + DefaultSize - 1) / DefaultSize)
 }
 
 // callSizes are sizes by chunk, as a batch's record keeps them.

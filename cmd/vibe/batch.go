@@ -65,7 +65,8 @@ K calibration chose for the model and chunk (vibe calibrate; 32 without), the
 items over the calls that may run at once, and what the output token limit
 allows; the summary says which K each chunk took and why, and a batch keeps the
 K of its first run. Server and person steps run per item. Items go in groups
-(workflows) of 32, or K when it is larger; a group's calls run at once, at most C
+(workflows) of 32, or K when it is larger (a batch of up to 128 items whose calls
+fit in C at once: one group); a group's calls run at once, at most C
 model calls in flight (--concurrency; by default 32 to begin with, growing while
 latency holds and halving on the provider's 429), and the input is read no
 further ahead than the groups that keep them busy.
