@@ -70,7 +70,7 @@ func (g *group) progress(ctx workflow.Context) {
 	if !g.live {
 		return
 	}
-	workflow.SignalExternalWorkflow(ctx, g.in.Batch, "", SignalGroup, GroupReport{Index: g.in.Index, Spent: true,
+	g.report(ctx, GroupReport{Index: g.in.Index, Spent: true,
 		Usage: g.res.Usage, Requests: g.res.Requests, Model: g.res.Model})
 }
 

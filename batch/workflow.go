@@ -238,7 +238,7 @@ func (w *Workflows) Group(ctx workflow.Context, in GroupInput) (GroupResult, err
 	}
 	first := GroupReport{Index: in.Index, Items: n, First: in.Items[0].Line, Last: in.Items[n-1].Line}
 	if workflow.GetVersion(ctx, reportAlongChange, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
-		if err := g.report(ctx, first); err != nil {
+		if err := g.report(ctx, first).Get(ctx, nil); err != nil {
 			return g.gone(), nil
 		}
 		g.reported = true
@@ -248,7 +248,7 @@ func (w *Workflows) Group(ctx workflow.Context, in GroupInput) (GroupResult, err
 		// cancels what the group began.
 		var cancel workflow.CancelFunc
 		ctx, cancel = workflow.WithCancel(ctx)
-		g.sel.AddFuture(workflow.SignalExternalWorkflow(ctx, in.Batch, "", SignalGroup, first), func(f workflow.Future) {
+		g.sel.AddFuture(g.report(ctx, first), func(f workflow.Future) {
 			if f.Get(ctx, nil) != nil {
 				g.recordGone = true
 				cancel()
@@ -272,13 +272,13 @@ func (w *Workflows) Group(ctx workflow.Context, in GroupInput) (GroupResult, err
 	for i, it := range in.Items {
 		g.start(ctx, i, it)
 	}
-	for !g.recordGone && (g.open > 0 || !g.reported) {
+	for g.open > 0 || !g.reported {
 		g.sel.Select(ctx)
+		if g.recordGone {
+			return g.gone(), nil
+		}
 		g.dispatch(ctx)
 		g.keepWaiting(ctx)
-	}
-	if g.recordGone {
-		return g.gone(), nil
 	}
 	rep := GroupReport{Index: in.Index, Items: n, Finished: true, Usage: g.res.Usage, Requests: g.res.Requests, Model: g.res.Model, Splits: g.res.Splits, Audits: g.res.Audits, Again: in.Again}
 	for _, r := range g.res.Results {
@@ -288,7 +288,7 @@ func (w *Workflows) Group(ctx workflow.Context, in GroupInput) (GroupResult, err
 			rep.Failed++
 		}
 	}
-	_ = g.report(ctx, rep)
+	_ = g.report(ctx, rep).Get(ctx, nil)
 	durable.Keep(ctx, func() []record.Record { return g.records(ctx) })
 	g.res.Cancelled = ctx.Err() != nil
 	g.trim()
@@ -515,16 +515,6 @@ func (g *group) dispatch(ctx workflow.Context) {
 		case acting:
 			act = append(act, i)
 		}
-	}
-	if g.recordGone {
-		// Nothing more is asked or done for the group's items.
-		for _, i := range append(ask, act...) {
-			m := &g.items[i]
-			m.state = running
-			m.reply.Set(nil, temporal.NewCanceledError(fmt.Sprintf("batch %s is gone", g.in.Batch)))
-			m.reply = nil
-		}
-		return
 	}
 	if !g.reported {
 		act = nil // an action runs once the record has the group
@@ -798,10 +788,10 @@ func (g *group) collect(ctx workflow.Context, d ProviderDone) {
 	})
 }
 
-// report tells the batch what the group did; the error says its record
-// is gone (it was cancelled, or finished).
-func (g *group) report(ctx workflow.Context, r GroupReport) error {
-	return workflow.SignalExternalWorkflow(ctx, g.in.Batch, "", SignalGroup, r).Get(ctx, nil)
+// report tells the batch's record what the group did; its future's error
+// says the record is gone (it was cancelled, or finished).
+func (g *group) report(ctx workflow.Context, r GroupReport) workflow.Future {
+	return workflow.SignalExternalWorkflow(ctx, g.in.Batch, "", SignalGroup, r)
 }
 
 // records are the replay records of the group's items, each with its
