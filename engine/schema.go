@@ -58,33 +58,3 @@ func writeSchema(path string) error {
 	}
 	return writeFile(path, db.Bytes(), true)
 }
-
-// writeFile writes data to path through a temporary file beside it and a
-// rename, so readers never see a partial file; with sync, the data is on
-// the disk before the rename. The file is private to its owner
-// (os.CreateTemp makes it 0600).
-func writeFile(path string, data []byte, sync bool) (err error) {
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*.tmp")
-	if err != nil {
-		return err
-	}
-	defer func() {
-		if err != nil {
-			_ = os.Remove(f.Name())
-		}
-	}()
-	if _, err := f.Write(data); err != nil {
-		f.Close()
-		return err
-	}
-	if sync {
-		if err := f.Sync(); err != nil {
-			f.Close()
-			return err
-		}
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	return os.Rename(f.Name(), path)
-}
