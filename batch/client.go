@@ -407,11 +407,7 @@ func (c *Client) startOrAttach(ctx context.Context, opts client.StartWorkflowOpt
 // startNew starts workflow under opts.ID when no workflow ran or runs
 // under it, and says whether it did.
 func (c *Client) startNew(ctx context.Context, opts client.StartWorkflowOptions, workflow string, in any) (started bool, err error) {
-	opts.TaskQueue = durable.TaskQueue
-	opts.WorkflowIDReusePolicy = enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE
-	opts.WorkflowIDConflictPolicy = enumspb.WORKFLOW_ID_CONFLICT_POLICY_FAIL
-	opts.WorkflowExecutionErrorWhenAlreadyStarted = true
-	_, err = c.temporal().ExecuteWorkflow(ctx, opts, workflow, in)
+	_, err = c.temporal().ExecuteWorkflow(ctx, startOptions(opts, enumspb.WORKFLOW_ID_CONFLICT_POLICY_FAIL), workflow, in)
 	if _, ok := errors.AsType[*serviceerror.WorkflowExecutionAlreadyStarted](err); ok {
 		return false, nil
 	}
@@ -422,19 +418,28 @@ func (c *Client) startNew(ctx context.Context, opts client.StartWorkflowOptions,
 // started before this call (ended: it ran or runs for an earlier run of
 // the batch); again starts a new run under the id of one that ended.
 func (c *Client) startOrFind(ctx context.Context, opts client.StartWorkflowOptions, workflow string, in any, again bool) (run client.WorkflowRun, ended bool, err error) {
-	opts.TaskQueue = durable.TaskQueue
-	opts.WorkflowIDReusePolicy = enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE
+	opts = startOptions(opts, enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING)
 	if again {
 		opts.WorkflowIDReusePolicy = enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE
 	}
-	opts.WorkflowIDConflictPolicy = enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING
-	opts.WorkflowExecutionErrorWhenAlreadyStarted = true // to tell one that ran before
 	run, err = c.temporal().ExecuteWorkflow(ctx, opts, workflow, in)
 	var started *serviceerror.WorkflowExecutionAlreadyStarted
 	if errors.As(err, &started) { // one that ran under the id has ended
 		return c.temporal().GetWorkflow(ctx, opts.ID, ""), true, nil
 	}
 	return run, false, err
+}
+
+// startOptions are opts for a workflow of the batch: on Vibe's queue,
+// never started again under the id of a run that ended, conflict saying
+// what a run under the id that still runs does to the start; a start the
+// id refuses errs with WorkflowExecutionAlreadyStarted.
+func startOptions(opts client.StartWorkflowOptions, conflict enumspb.WorkflowIdConflictPolicy) client.StartWorkflowOptions {
+	opts.TaskQueue = durable.TaskQueue
+	opts.WorkflowIDReusePolicy = enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE
+	opts.WorkflowIDConflictPolicy = conflict
+	opts.WorkflowExecutionErrorWhenAlreadyStarted = true
+	return opts
 }
 
 // batchAttribute tags a batch's workflows, for listings.
